@@ -1,0 +1,165 @@
+#include "bench/cases/roofline_case.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/common/random.h"
+#include "kernels/roofline/roofline.h"
+#include "reference/gemm.h"
+
+#if DLB_HAVE_CUDA
+#include "kernels/common/cuda_resources.h"
+#endif
+
+namespace dlb {
+namespace {
+constexpr double kTriadScalar = 3.0;
+constexpr std::int64_t kSpotRows = 8;
+}  // namespace
+
+// ---------------------------------------------------------------- STREAM
+
+StreamCase::StreamCase(Kind kind, std::int64_t n)
+    : kind_(kind), n_(n), a_(static_cast<std::size_t>(n)), c_(static_cast<std::size_t>(n)) {
+  DLB_REQUIRE(n > 0, "stream: n must be positive");
+  if (kind == Kind::triad) b_ = HostBuffer<double>(static_cast<std::size_t>(n));
+  // Every page touched before timing (fill or poison).
+  fill_random(kind == Kind::copy ? a_.span() : c_.span(), 21);
+  if (kind == Kind::triad) fill_random(b_.span(), 22);
+  poison_nan(kind == Kind::copy ? c_.span() : a_.span());
+}
+
+void StreamCase::run() {
+  if (kind_ == Kind::copy) {
+    stream_copy(a_.data(), c_.data(), n_);
+  } else {
+    stream_triad(a_.data(), b_.data(), c_.data(), kTriadScalar, n_);
+  }
+}
+
+ref::Comparison StreamCase::validate() {
+  run();
+  std::vector<double> expected(static_cast<std::size_t>(n_));
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    expected[i] = kind_ == Kind::copy ? a_[i] : std::fma(kTriadScalar, c_[i], b_[i]);
+  const auto out = kind_ == Kind::copy ? c_.span() : a_.span();
+  return ref::compare(std::span<const double>(out), expected, 0.0);
+}
+
+double StreamCase::bytes_per_call() const {
+  return (kind_ == Kind::copy ? 2.0 : 3.0) * 8.0 * static_cast<double>(n_);
+}
+
+// ---------------------------------------------------------------- FMA peak
+
+FmaPeakCase::FmaPeakCase(Device device, std::int64_t iterations)
+    : device_(device), iterations_(iterations), ctx_(device),
+#if DLB_HAVE_CUDA
+      gpu_blocks_(device == Device::gpu ? gpu_fma_blocks() : 0),
+#endif
+      gpu_out_(static_cast<std::size_t>(gpu_blocks_) * kGpuFmaBlock, device) {
+  DLB_REQUIRE(iterations >= 25, "fma peak: at least 25 rounds, for the lanes to reach 1.0");
+  if (device == Device::gpu) poison_nan(gpu_out_.host());
+  gpu_out_.upload();
+}
+
+void FmaPeakCase::run() {
+  if (device_ == Device::cpu) {
+    cpu_total_ = cpu_fma_peak(iterations_, &cpu_threads_);
+    return;
+  }
+#if DLB_HAVE_CUDA
+  launch_gpu_fma_peak(iterations_, gpu_blocks_, gpu_out_.data(), ctx_.exec().stream);
+#endif
+}
+
+ref::Comparison FmaPeakCase::validate() {
+  run();
+  ctx_.synchronize();
+  if (device_ == Device::cpu) {
+    const double expected = static_cast<double>(cpu_fma_lanes()) * kFmaChains * cpu_threads_;
+    return ref::compare(std::span<const double>(&cpu_total_, 1), std::span<const double>(&expected, 1), 0.0);
+  }
+  gpu_out_.download();
+  const std::vector<double> expected(gpu_out_.size(), static_cast<double>(kGpuFmaChains));
+  return ref::compare(std::span<const float>(gpu_out_.host()), expected, 0.0);
+}
+
+double FmaPeakCase::flops_per_call() const {
+  const double per_round = device_ == Device::cpu
+                               ? static_cast<double>(cpu_threads_) * cpu_fma_lanes() * kFmaChains
+                               : static_cast<double>(gpu_out_.size()) * kGpuFmaChains;
+  return 2.0 * per_round * static_cast<double>(iterations_);
+}
+
+std::string FmaPeakCase::label() const {
+  if (device_ == Device::gpu) return std::to_string(gpu_blocks_) + "x" + std::to_string(kGpuFmaBlock) + " threads";
+  std::string isa = cpu_fma_lanes() == 16 ? "avx512" : cpu_fma_lanes() == 8 ? "avx2" : "scalar";
+  return isa.append(", ").append(std::to_string(cpu_threads_)).append(" threads");
+}
+
+// ---------------------------------------------------------------- SGEMM
+
+SgemmCase::SgemmCase(Device device, std::int64_t m, std::int64_t n, std::int64_t k)
+    : m_(m), n_(n), k_(k), ctx_(device),
+      a_(static_cast<std::size_t>(m * k), device),
+      b_(static_cast<std::size_t>(k * n), device),
+      c_(static_cast<std::size_t>(m * n), device) {
+  fill_random(a_.host(), 31);
+  fill_random(b_.host(), 32);
+  a_.upload();
+  b_.upload();
+  if (device == Device::cpu) {
+#if DLB_HAVE_ONEDNN
+    run_ = [this] { sgemm_onednn(m_, n_, k_, a_.data(), b_.data(), c_.data()); };
+#else
+    throw Unsupported("built without oneDNN");
+#endif
+  } else {
+#if DLB_HAVE_CUDA
+    run_ = prepare_sgemm_cublas(m, n, k, a_.data(), b_.data(), c_.data(), ctx_.exec());
+#endif
+  }
+}
+
+ref::Comparison SgemmCase::validate() {
+  poison_nan(c_.host());
+  c_.upload();
+  run_();
+  ctx_.synchronize();
+  c_.download();
+  const auto rows = ref::spread_rows(m_, kSpotRows);
+  const auto expected = ref::gemm_rows(a_.host().data(), b_.host().data(), n_, k_, rows);
+  std::vector<float> got;
+  for (auto r : rows) got.insert(got.end(), c_.host().begin() + r * n_, c_.host().begin() + (r + 1) * n_);
+  // fp32 accumulation over k terms: 1e-5 of the largest |C| is ample for k up to ~10^4.
+  return ref::compare(std::span<const float>(got), expected, 1e-5);
+}
+
+// ---------------------------------------------------------------- GPU copy
+
+GpuCopyCase::GpuCopyCase(std::int64_t n)
+    : n_(n), src_(static_cast<std::size_t>(n), Device::gpu), dst_(static_cast<std::size_t>(n), Device::gpu) {
+  fill_random(src_.host(), 41);
+  src_.upload();
+}
+
+void GpuCopyCase::run() {
+#if DLB_HAVE_CUDA
+  DLB_CUDA_CHECK(cudaMemcpyAsync(dst_.data(), src_.data(), src_.bytes(), cudaMemcpyDeviceToDevice,
+                                 ctx_.exec().stream));
+#endif
+}
+
+ref::Comparison GpuCopyCase::validate() {
+  poison_nan(dst_.host());
+  dst_.upload();
+  run();
+  ctx_.synchronize();
+  dst_.download();
+  const std::vector<double> expected(src_.host().begin(), src_.host().end());
+  return ref::compare(std::span<const float>(dst_.host()), expected, 0.0);
+}
+
+}  // namespace dlb

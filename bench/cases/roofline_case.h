@@ -1,0 +1,86 @@
+// The roofline ceilings set up for measuring: same shape as the operator
+// cases (validate, run, context, per-call counts) so the same harness times
+// them. Each ceiling's output is checked too: a ceiling that skipped work
+// would flatter everything measured against it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/common/gpu.h"
+#include "kernels/common/operand.h"
+#include "reference/compare.h"
+
+namespace dlb {
+
+// STREAM copy (c = a) or triad (a = b + s*c), fp64, all cores.
+class StreamCase {
+ public:
+  enum class Kind { copy, triad };
+  StreamCase(Kind kind, std::int64_t n);
+  ref::Comparison validate();
+  void run();
+  const ExecContext& context() const { return ctx_; }
+  // Each array read or written once: copy 16n bytes, triad 24n.
+  double bytes_per_call() const;
+
+ private:
+  Kind kind_;
+  std::int64_t n_;
+  ExecContext ctx_{Device::cpu};
+  HostBuffer<double> a_, b_, c_;
+};
+
+// Peak fp32 FMA rate on the CPU (all cores) or the GPU (all SMs).
+class FmaPeakCase {
+ public:
+  FmaPeakCase(Device device, std::int64_t iterations);
+  ref::Comparison validate();
+  void run();
+  const ExecContext& context() const { return ctx_; }
+  double flops_per_call() const;
+  std::string label() const;  // ISA and threads (CPU) or grid (GPU)
+
+ private:
+  Device device_;
+  std::int64_t iterations_;
+  ExecContext ctx_;
+  double cpu_total_ = 0.0;
+  int cpu_threads_ = 0;
+  unsigned gpu_blocks_ = 0;
+  Operand<float> gpu_out_;
+};
+
+// A large fp32 GEMM through the vendor library: oneDNN (CPU) or cuBLAS (GPU).
+class SgemmCase {
+ public:
+  SgemmCase(Device device, std::int64_t m, std::int64_t n, std::int64_t k);
+  // Spot check: a few spread rows of C against the double reference.
+  ref::Comparison validate();
+  void run() { run_(); }
+  const ExecContext& context() const { return ctx_; }
+  double flops_per_call() const { return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_); }
+
+ private:
+  std::int64_t m_, n_, k_;
+  ExecContext ctx_;
+  Operand<float> a_, b_, c_;
+  Run run_;
+};
+
+// cudaMemcpyAsync device to device.
+class GpuCopyCase {
+ public:
+  explicit GpuCopyCase(std::int64_t n);
+  ref::Comparison validate();
+  void run();
+  const ExecContext& context() const { return ctx_; }
+  double bytes_per_call() const { return 2.0 * 4.0 * static_cast<double>(n_); }  // read + write
+
+ private:
+  std::int64_t n_;
+  ExecContext ctx_{Device::gpu};
+  Operand<float> src_, dst_;
+};
+
+}  // namespace dlb

@@ -1,0 +1,28 @@
+// daxpy/<variant>/n:<n>: y = a*x + y over n from 2^10 (cache-resident) to
+// 2^26 (1.5 GiB moved per call: DRAM). bytes_per_second counts 24 bytes per
+// element (read x, read y, write y) for every variant.
+#include "bench/cases/daxpy_case.h"
+#include "bench/harness.h"
+
+namespace dlb::bench {
+namespace {
+
+void register_daxpy(Config& config) {
+  for (const DaxpyVariant* variant : variants_to_run(daxpy_variants(), config)) {
+    for (int log2n = 10; log2n <= 26; ++log2n) {
+      const std::int64_t n = std::int64_t{1} << log2n;
+      add_case(case_name("daxpy", variant->name, {{"n", n}}), variant->device,
+               [variant, n](benchmark::State& state) {
+                 auto* c = validated_case<DaxpyCase>(state, *variant, n);
+                 if (c == nullptr) return;
+                 time_run(state, [c] { c->run(); }, c->context());
+                 set_bytes(state, static_cast<double>(c->bytes_per_call()));
+               });
+    }
+  }
+}
+
+DLB_BENCH_FAMILY(register_daxpy);
+
+}  // namespace
+}  // namespace dlb::bench

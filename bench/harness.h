@@ -1,0 +1,112 @@
+// What every benchmark family uses: naming, registration, validation before
+// timing, and the timed loop (CPU wall clock, or CUDA events for GPU cases).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/gpu.h"
+#include "kernels/common/variant.h"
+#include "reference/compare.h"
+
+namespace dlb::bench {
+
+// What main() knows when the families register their cases.
+struct Config {
+  bool gpu = false;  // a CUDA device is present and the build has CUDA
+  // Flags left after Google Benchmark took its own, as --name=value; a
+  // family takes the ones it knows (take_flag) and main rejects the rest.
+  std::vector<std::string> flags;
+};
+
+// Removes --<name>=<value> from config.flags and returns the value, or "".
+std::string take_flag(Config& config, std::string_view name);
+
+using FamilyRegistrar = void (*)(Config&);
+// Called at static-initialization time by DLB_BENCH_FAMILY.
+bool add_family(FamilyRegistrar registrar);
+const std::vector<FamilyRegistrar>& families();
+
+#define DLB_BENCH_FAMILY(registrar) \
+  [[maybe_unused]] static const bool dlb_family_##registrar = ::dlb::bench::add_family(registrar)
+
+// The rows of `table` to register: usable on this CPU, and GPU rows only
+// when a GPU is present.
+template <class Args>
+std::vector<const Variant<Args>*> variants_to_run(VariantTable<Args> table, const Config& config) {
+  std::vector<const Variant<Args>*> out;
+  for (const auto& v : table)
+    if (v.usable() && (v.device == Device::cpu || config.gpu)) out.push_back(&v);
+  return out;
+}
+
+using NameArgs = std::initializer_list<std::pair<std::string_view, long long>>;
+
+// "<op>/<variant>/<arg>:<value>/...", e.g. "daxpy/cpu_loop/n:1024".
+std::string case_name(std::string_view op, std::string_view variant, NameArgs args);
+
+// Registers one case. `body` may throw: dlb::Unsupported skips the case with
+// its message, any other exception fails it with the message. CPU cases are
+// timed by wall clock (they may be multithreaded), GPU cases by CUDA events.
+benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
+                                         std::function<void(benchmark::State&)> body);
+
+// Records max_rel_err; on a wrong result skips the case with the comparison's
+// summary and returns false. A wrong result never gets a time.
+bool check(benchmark::State& state, const ref::Comparison& comparison);
+
+namespace detail {
+// The one case object alive at a time (see validated_case).
+struct CaseSlot {
+  std::string name;
+  std::shared_ptr<void> object;
+  ref::Comparison comparison;
+};
+CaseSlot& case_slot();
+const std::string& current_case_name();  // set by add_case around each body call
+}  // namespace detail
+
+// Sets up a Case (constructor arguments `args`) and validates it once per
+// case, not once per call: Google Benchmark calls a case's body several
+// times (to size the iteration count, once per repetition), and setting up
+// gigabytes of seeded data each time would dominate the run. One case object
+// is alive at a time; the previous one is freed before the next is built.
+// Records max_rel_err on every call; returns nullptr (case skipped with the
+// comparison's summary) on a wrong result.
+template <class Case, class... CtorArgs>
+Case* validated_case(benchmark::State& state, CtorArgs&&... args) {
+  auto& slot = detail::case_slot();
+  if (slot.name != detail::current_case_name() || !slot.object) {
+    slot.object.reset();
+    slot.name.clear();
+    auto c = std::make_shared<Case>(std::forward<CtorArgs>(args)...);
+    slot.comparison = c->validate();
+    slot.object = std::move(c);
+    slot.name = detail::current_case_name();
+  }
+  if (!check(state, slot.comparison)) return nullptr;
+  return static_cast<Case*>(slot.object.get());
+}
+
+struct Timing {
+  // GPU only: write over the whole L2 before each call (outside the timed
+  // region), so memory-bound cases measure DRAM, not a warm cache.
+  bool flush_l2 = true;
+};
+
+// The timed loop. CPU: `run` back to back. GPU: one warm-up call, then per
+// iteration events recorded around the call only, SetIterationTime.
+void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing = {});
+
+// Rate counters (per call figures; Google Benchmark divides by the time).
+void set_bytes(benchmark::State& state, double bytes_per_call);
+void set_flops(benchmark::State& state, double flops_per_call);
+
+}  // namespace dlb::bench

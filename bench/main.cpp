@@ -1,0 +1,107 @@
+// The benchmark binary: Google Benchmark's main, plus the machine in the JSON
+// context, GPU detection, and the families' own flags.
+#include <benchmark/benchmark.h>
+
+#include <cctype>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "bench/build_info.h"
+#include "bench/harness.h"
+#include "kernels/common/cpu_info.h"
+#include "kernels/common/gpu.h"
+
+namespace {
+
+// results/<machine>/ folder name: the GPU when there is one, else the CPU
+// model and the cores this process may use.
+std::string machine_slug(const dlb::GpuInfo& gpu) {
+  std::string raw = gpu.count > 0 ? gpu.name : dlb::cpu_model();
+  if (gpu.count == 0) raw.append(" ").append(std::to_string(dlb::cpu_cores_usable())).append("c");
+  std::string slug;
+  for (char c : raw) {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (!slug.empty() && slug.back() != '-') {
+      slug += '-';
+    }
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  // "(R)" and "(TM)" leave "-r-" and "-tm-": drop them.
+  std::string out;
+  std::size_t start = 0;
+  while (start < slug.size()) {
+    auto end = slug.find('-', start);
+    if (end == std::string::npos) end = slug.size();
+    const auto word = slug.substr(start, end - start);
+    if (word != "r" && word != "tm") out.append(out.empty() ? "" : "-").append(word);
+    start = end + 1;
+  }
+  return out;
+}
+
+void add_context(const dlb::GpuInfo& gpu) {
+  using benchmark::AddCustomContext;
+  AddCustomContext("machine", machine_slug(gpu));
+  AddCustomContext("git_commit", dlb::build::git_commit());
+  AddCustomContext("build_type", dlb::build::build_type());
+  AddCustomContext("compiler", dlb::build::cxx_compiler());
+  AddCustomContext("march_native", dlb::build::native() ? "yes" : "no");
+  AddCustomContext("cuda_compiler", dlb::build::cuda_compiler());
+  AddCustomContext("cuda_architectures", dlb::build::cuda_architectures());
+  AddCustomContext("cpu_model", dlb::cpu_model());
+  AddCustomContext("cpu_cores", std::to_string(dlb::cpu_cores_usable()));
+  AddCustomContext("omp_threads", std::to_string(dlb::cpu_threads()));
+  AddCustomContext("cpu_vector_isa", dlb::cpu_vector_isa());
+  std::string ext;
+  if (dlb::cpu_has_avx512_vnni()) ext += "avx512_vnni ";
+  if (dlb::cpu_has_avx512_bf16()) ext += "avx512_bf16 ";
+  if (dlb::cpu_has_amx_int8()) ext += "amx_int8 ";
+  if (dlb::cpu_has_amx_bf16()) ext += "amx_bf16 ";
+  if (!ext.empty()) ext.pop_back();
+  AddCustomContext("cpu_extensions", ext.empty() ? "none" : ext);
+  AddCustomContext("onednn_version", dlb::onednn_version());
+  AddCustomContext("onednn_isa", dlb::onednn_isa());
+  AddCustomContext("eigen_version", dlb::eigen_version());
+  AddCustomContext("cuda_runtime", gpu.cuda_runtime);
+  AddCustomContext("cuda_driver", gpu.cuda_driver);
+  AddCustomContext("cudnn_version", gpu.cudnn);
+  AddCustomContext("cublas_version", gpu.cublas);
+  AddCustomContext("gpu_count", std::to_string(gpu.count));
+  AddCustomContext("gpu_name", gpu.count > 0 ? gpu.name : "none");
+  if (gpu.count > 0) AddCustomContext("gpu_compute_capability", gpu.compute_capability);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);  // takes --benchmark_* flags, leaves the rest
+
+  dlb::bench::Config config;
+  for (int i = 1; i < argc; ++i) config.flags.emplace_back(argv[i]);
+
+  const dlb::GpuInfo gpu = dlb::gpu_info();
+  config.gpu = gpu.count > 0;
+  add_context(gpu);
+
+  try {
+    for (auto registrar : dlb::bench::families()) registrar(config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench: %s\n", e.what());
+    return 2;
+  }
+  if (!config.flags.empty()) {
+    std::fprintf(stderr, "bench: unknown argument '%s' (see --help for Google Benchmark's flags)\n",
+                 config.flags.front().c_str());
+    return 2;
+  }
+  if (!config.gpu) {
+    std::fprintf(stderr, "bench: %s: GPU cases are not registered (gpu: none)\n",
+                 DLB_HAVE_CUDA ? "no CUDA device visible" : "built without CUDA");
+  }
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,47 @@
+// Roofline ceilings: what this machine can do at best, measured in the same
+// run as everything else so that any figure can be read as a fraction of it.
+//
+//   cpu_copy          c = a                 STREAM copy, all cores, fp64
+//   cpu_triad         a = b + s*c           STREAM triad, all cores, fp64
+//   cpu_fma           independent FMA chains in vector registers, all cores, fp32
+//   cpu_sgemm_onednn  large fp32 GEMM through oneDNN
+//   gpu_copy          cudaMemcpyAsync device to device
+//   gpu_fma           independent FMA chains per thread, fp32, every SM
+//   gpu_sgemm_cublas  large fp32 GEMM through cuBLAS (no TF32)
+//
+// The STREAM kernels write with non-temporal stores where the CPU has them,
+// so the bytes they count (each array read or written once) are the bytes
+// that cross the memory bus: no read-for-ownership of the destination.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/variant.h"
+
+namespace dlb {
+
+void stream_copy(const double* a, double* c, std::int64_t n);
+void stream_triad(double* a, const double* b, const double* c, double s, std::int64_t n);
+
+// FMA peak: every thread runs `iterations` rounds of x = x*a + b on
+// kFmaChains independent vector accumulators starting at 0 with a = b = 0.5.
+// Each accumulator lane converges to exactly 1.0 after 25 rounds, so the
+// returned sum of all lanes is exactly cpu_fma_lanes() * kFmaChains * threads.
+inline constexpr int kFmaChains = 16;
+int cpu_fma_lanes();    // fp32 lanes per vector: 16 (AVX-512), 8 (AVX2) or 1
+double cpu_fma_peak(std::int64_t iterations, int* threads_used);
+
+// C[m,n] = A[m,k] * B[k,n], fp32, row-major, through oneDNN (dnnl_sgemm).
+void sgemm_onednn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c);
+
+// GPU ceilings (device pointers, enqueued on `stream`).
+inline constexpr int kGpuFmaChains = 8;
+inline constexpr unsigned kGpuFmaBlock = 256;
+// One float per thread into out[threads]: the sum of its chains, exactly kGpuFmaChains.
+void launch_gpu_fma_peak(std::int64_t iterations, unsigned blocks, float* out, CUstream_st* stream);
+unsigned gpu_fma_blocks();  // enough blocks to fill every SM
+// C[m,n] = A[m,k] * B[k,n], fp32, row-major, strict fp32 math (no TF32).
+Run prepare_sgemm_cublas(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
+                         float* c, const Exec& exec);
+
+}  // namespace dlb

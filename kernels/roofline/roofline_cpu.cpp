@@ -1,0 +1,105 @@
+// CPU ceilings: STREAM copy and triad with streaming stores, and the FMA peak.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/roofline/roofline.h"
+
+namespace dlb {
+namespace {
+
+// Streaming stores need a 64-byte aligned destination; the buffers are.
+bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
+
+}  // namespace
+
+void stream_copy(const double* a, double* c, std::int64_t n) {
+#if defined(__AVX512F__)
+  if (aligned64(c)) {
+    const std::int64_t vec_end = n - n % 8;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < vec_end; i += 8) _mm512_stream_pd(c + i, _mm512_loadu_pd(a + i));
+    for (std::int64_t i = vec_end; i < n; ++i) c[i] = a[i];
+    _mm_sfence();
+    return;
+  }
+#endif
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) c[i] = a[i];
+}
+
+void stream_triad(double* a, const double* b, const double* c, double s, std::int64_t n) {
+#if defined(__AVX512F__)
+  if (aligned64(a)) {
+    const std::int64_t vec_end = n - n % 8;
+    const __m512d vs = _mm512_set1_pd(s);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < vec_end; i += 8)
+      _mm512_stream_pd(a + i, _mm512_fmadd_pd(vs, _mm512_loadu_pd(c + i), _mm512_loadu_pd(b + i)));
+    for (std::int64_t i = vec_end; i < n; ++i) a[i] = std::fma(s, c[i], b[i]);
+    _mm_sfence();
+    return;
+  }
+#endif
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) a[i] = std::fma(s, c[i], b[i]);
+}
+
+int cpu_fma_lanes() {
+#if defined(__AVX512F__)
+  return 16;
+#elif defined(__AVX2__) && defined(__FMA__)
+  return 8;
+#else
+  return 1;
+#endif
+}
+
+double cpu_fma_peak(std::int64_t iterations, int* threads_used) {
+  // a and b through volatile: the compiler must not fold the recurrence.
+  volatile float a_in = 0.5f, b_in = 0.5f;
+  const float a = a_in, b = b_in;
+  double total = 0.0;
+  int threads = 1;
+#pragma omp parallel reduction(+ : total)
+  {
+#pragma omp single
+    threads = omp_get_num_threads();
+#if defined(__AVX512F__)
+    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
+    __m512 acc[kFmaChains];
+    for (auto& v : acc) v = _mm512_setzero_ps();
+    for (std::int64_t it = 0; it < iterations; ++it)
+      for (auto& v : acc) v = _mm512_fmadd_ps(v, va, vb);
+    // Lanes summed through memory: GCC 12's _mm512_reduce_add_ps trips a
+    // false -Wuninitialized.
+    alignas(64) float lanes[16];
+    for (auto& v : acc) {
+      _mm512_store_ps(lanes, v);
+      for (float x : lanes) total += x;
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+    __m256 acc[kFmaChains];
+    for (auto& v : acc) v = _mm256_setzero_ps();
+    for (std::int64_t it = 0; it < iterations; ++it)
+      for (auto& v : acc) v = _mm256_fmadd_ps(v, va, vb);
+    alignas(32) float lanes[8];
+    for (auto& v : acc) {
+      _mm256_store_ps(lanes, v);
+      for (float x : lanes) total += x;
+    }
+#else
+    float acc[kFmaChains] = {};
+    for (std::int64_t it = 0; it < iterations; ++it)
+      for (auto& v : acc) v = std::fma(v, a, b);
+    for (float v : acc) total += v;
+#endif
+  }
+  *threads_used = threads;
+  return total;
+}
+
+}  // namespace dlb

@@ -1,0 +1,92 @@
+#include "reference/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "kernels/common/error.h"
+
+namespace dlb::ref {
+namespace {
+
+constexpr std::size_t kMaxListed = 10;
+
+void list_mismatch(Comparison& c, std::size_t i, double got, double want) {
+  ++c.mismatches;
+  if (c.mismatches > kMaxListed) return;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s[%zu] got %.9g want %.9g", c.first.empty() ? "" : "; ", i, got, want);
+  c.first += buf;
+}
+
+template <class T>
+Comparison compare_float(std::span<const T> out, std::span<const double> ref, double tolerance) {
+  DLB_REQUIRE(out.size() == ref.size(), "output and reference differ in length");
+  Comparison c;
+  c.tolerance = tolerance;
+  c.checked = out.size();
+  double ref_max = 0.0;
+  for (double r : ref)
+    if (std::isfinite(r)) ref_max = std::max(ref_max, std::abs(r));
+  // All-zero finite reference: fall back to the absolute error.
+  const double scale = ref_max > 0.0 ? ref_max : 1.0;
+
+  double err_max = 0.0;
+  bool pattern_ok = true;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double got = static_cast<double>(out[i]);
+    const double want = ref[i];
+    if (!std::isfinite(want)) {
+      // NaN must stay NaN, +-inf must be the same infinity.
+      const bool same = std::isnan(want) ? std::isnan(got) : got == want;
+      if (!same) {
+        pattern_ok = false;
+        list_mismatch(c, i, got, want);
+      }
+      continue;
+    }
+    const double err = std::abs(got - want) / scale;  // NaN if got is NaN or inf
+    if (!(err <= tolerance)) list_mismatch(c, i, got, want);
+    if (std::isnan(err) || err > err_max) err_max = std::isnan(err) ? INFINITY : err;
+  }
+  c.max_rel_err = err_max;
+  c.ok = pattern_ok && c.mismatches == 0;
+  return c;
+}
+
+}  // namespace
+
+std::string Comparison::summary() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s: max_rel_err %.3g (tolerance %.3g), %zu of %zu elements off",
+                ok ? "ok" : "WRONG RESULT", max_rel_err, tolerance, mismatches, checked);
+  std::string s = buf;
+  if (!first.empty()) s += ": " + first + (mismatches > kMaxListed ? "; ..." : "");
+  return s;
+}
+
+Comparison compare(std::span<const float> out, std::span<const double> ref, double tolerance) {
+  return compare_float(out, ref, tolerance);
+}
+
+Comparison compare(std::span<const double> out, std::span<const double> ref, double tolerance) {
+  return compare_float(out, ref, tolerance);
+}
+
+Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref) {
+  DLB_REQUIRE(out.size() == ref.size(), "output and reference differ in length");
+  Comparison c;
+  c.checked = out.size();
+  double ref_max = 0.0, err_max = 0.0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    ref_max = std::max(ref_max, std::abs(static_cast<double>(ref[i])));
+    const double err = std::abs(static_cast<double>(out[i]) - static_cast<double>(ref[i]));
+    err_max = std::max(err_max, err);
+    if (out[i] != ref[i]) list_mismatch(c, i, out[i], ref[i]);
+  }
+  c.max_rel_err = err_max / (ref_max > 0.0 ? ref_max : 1.0);
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+}  // namespace dlb::ref

@@ -1,0 +1,39 @@
+// Comparing an output with the reference: the one check every benchmark runs
+// before timing and every test asserts.
+//
+// The figure is the relative max-norm error
+//     max_rel_err = max_i |out_i - ref_i| / max_i |ref_i|
+// over the elements whose reference is finite. Normwise, so an element whose
+// reference is near zero does not dominate; a max norm, so one bad element
+// among millions is not averaged away (an L2 norm would be). Elementwise on
+// top: where the reference is NaN or +-inf the output must be the same, and a
+// NaN in the output where the reference is finite is a failure whatever the
+// tolerance (that is how an element the kernel never wrote shows: outputs are
+// poisoned with NaN before the checked run).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace dlb::ref {
+
+struct Comparison {
+  bool ok = false;
+  double max_rel_err = 0.0;
+  double tolerance = 0.0;
+  std::size_t checked = 0;     // elements compared
+  std::size_t mismatches = 0;  // elements over tolerance, or with a NaN/inf mismatch
+  std::string first;           // the first mismatches (at most 10), with indices
+  // One line for a log or SkipWithError.
+  std::string summary() const;
+};
+
+// tolerance: largest accepted max_rel_err; 0 demands bitwise-equal values.
+Comparison compare(std::span<const float> out, std::span<const double> ref, double tolerance);
+Comparison compare(std::span<const double> out, std::span<const double> ref, double tolerance);
+// Integer results are compared exactly.
+Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref);
+
+}  // namespace dlb::ref

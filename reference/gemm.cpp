@@ -1,0 +1,34 @@
+#include "reference/gemm.h"
+
+#include <algorithm>
+
+namespace dlb::ref {
+
+std::vector<double> gemm_rows(const float* a, const float* b, std::int64_t n, std::int64_t k,
+                              std::span<const std::int64_t> rows) {
+  std::vector<double> c(rows.size() * static_cast<std::size_t>(n), 0.0);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    double* crow = c.data() + r * static_cast<std::size_t>(n);
+    const float* arow = a + rows[r] * k;
+    for (std::int64_t p = 0; p < k; ++p) {
+      const double av = arow[p];
+      const float* brow = b + p * n;
+      for (std::int64_t j = 0; j < n; ++j) crow[j] += av * static_cast<double>(brow[j]);
+    }
+  }
+  return c;
+}
+
+std::vector<std::int64_t> spread_rows(std::int64_t m, std::int64_t count) {
+  std::vector<std::int64_t> rows;
+  if (m <= 0 || count <= 0) return rows;
+  if (count >= m) {
+    for (std::int64_t i = 0; i < m; ++i) rows.push_back(i);
+    return rows;
+  }
+  for (std::int64_t i = 0; i < count; ++i) rows.push_back(count == 1 ? 0 : i * (m - 1) / (count - 1));
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+}  // namespace dlb::ref

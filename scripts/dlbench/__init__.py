@@ -1,0 +1,1 @@
+"""dlbench's Python side: reading Google Benchmark JSON, figures, comparisons."""

@@ -1,0 +1,61 @@
+"""Helpers shared by the figure modules."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from dlbench.results import Case, Results  # noqa: E402
+
+GB = 1e9
+GFLOP = 1e9
+
+
+def label_for(results: Results, variant: str, many_machines: bool) -> str:
+    return f"{variant} ({results.machine})" if many_machines else variant
+
+
+def many_machines(results_list: list[Results]) -> bool:
+    return len({r.machine for r in results_list}) > 1
+
+
+def series(cases: list[Case], x_arg: str, metric: str, scale: float = 1.0):
+    """{variant: ([x...], [median metric / scale or nan for errored cases])}, x sorted."""
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for c in sorted(cases, key=lambda c: (c.variant, c.args.get(x_arg, 0))):
+        if x_arg not in c.args:
+            continue
+        xs, ys = out.setdefault(c.variant, ([], []))
+        m = c.median(metric)
+        xs.append(c.args[x_arg])
+        ys.append(m / scale if m is not None and c.error is None else math.nan)
+    return out
+
+
+def ceiling(results: Results, name_prefix: str, metric: str) -> float | None:
+    """Median `metric` of the first case whose name starts with name_prefix (e.g. 'roofline/cpu_triad')."""
+    for c in results.cases.values():
+        if c.name.startswith(name_prefix + "/") or c.name == name_prefix:
+            return c.median(metric) if c.error is None else None
+    return None
+
+
+def note_errors(ax, cases: list[Case]) -> list[str]:
+    """Lists errored cases under the axes (and returns them): drawn as missing points."""
+    errored = [f"{c.name}: {c.error}" for c in cases if c.error is not None]
+    if errored:
+        shown = errored[:4] + ([f"... and {len(errored) - 4} more"] if len(errored) > 4 else [])
+        ax.text(0.01, -0.18, "not measured: " + "; ".join(shown)[:400], transform=ax.transAxes,
+                fontsize=7, color="firebrick", va="top", wrap=True)
+    return errored
+
+
+def new_figure(title: str, width: float = 8.0, height: float = 5.0):
+    fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    return fig, ax

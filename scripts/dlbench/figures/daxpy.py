@@ -1,0 +1,62 @@
+"""daxpy: GB/s against n, one line per variant, with the memory ceilings
+measured in the same run drawn across."""
+
+from __future__ import annotations
+
+from dlbench.figures._common import GB, ceiling, label_for, many_machines, new_figure, note_errors, series
+from dlbench.results import Results
+
+FAMILY = "daxpy"
+CEILINGS = ("roofline/cpu_copy", "roofline/cpu_triad", "roofline/gpu_copy")
+
+
+def figures(results_list: list[Results]):
+    cases_all = [c for r in results_list for c in r.family(FAMILY)]
+    if not cases_all:
+        return {}
+    fig, ax = new_figure("daxpy (y = a*x + y, fp64): bandwidth against length")
+    many = many_machines(results_list)
+    for r in results_list:
+        for variant, (xs, ys) in series(r.family(FAMILY), "n", "bytes_per_second", GB).items():
+            ax.plot(xs, ys, marker="o", markersize=3, label=label_for(r, variant, many))
+        for i, name in enumerate(CEILINGS):
+            value = ceiling(r, name, "bytes_per_second")
+            if value is not None:
+                short = name.split("/")[1]
+                ax.axhline(value / GB, linestyle="--", linewidth=1, color=f"C{7 + i % 3}",
+                           label=label_for(r, f"{short} ceiling {value / GB:.1f} GB/s", many))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (elements; 24 bytes moved per element)")
+    ax.set_ylabel("GB/s (1e9 bytes/s)")
+    ax.legend(fontsize=8)
+    note_errors(ax, cases_all)
+    return {"daxpy": fig}
+
+
+def table(results: Results) -> str:
+    """Markdown: GB/s of each variant at a few sizes, and the best CPU daxpy
+    against the triad ceiling."""
+    cases = results.family(FAMILY)
+    if not cases:
+        return ""
+    sizes = sorted({c.args["n"] for c in cases})
+    shown = [n for n in sizes if n in (1 << 10, 1 << 16, 1 << 20, 1 << 25)]
+    lines = ["| variant | " + " | ".join(f"n = 2^{n.bit_length() - 1}" for n in shown) + " |",
+             "|---|" + "---:|" * len(shown)]
+    by_variant: dict[str, dict[int, float]] = {}
+    for c in cases:
+        m = c.median("bytes_per_second")
+        by_variant.setdefault(c.variant, {})[c.args["n"]] = m / GB if m and c.error is None else None
+    for variant in sorted(by_variant):
+        cells = [f"{by_variant[variant][n]:.1f}" if by_variant[variant].get(n) else "n/a" for n in shown]
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    triad = ceiling(results, "roofline/cpu_triad", "bytes_per_second")
+    big = [by_variant[v].get(1 << 25) for v in by_variant if v.startswith("cpu_")]
+    big = [b for b in big if b]
+    if triad and big:
+        lines.append("")
+        lines.append(f"GB/s, median of the repetitions. Best CPU daxpy at n = 2^25: {max(big):.1f} GB/s, "
+                     f"{max(big) / (triad / GB):.2f} of `roofline/cpu_triad` ({triad / GB:.1f} GB/s) "
+                     "from the same run.")
+    return "\n".join(lines)

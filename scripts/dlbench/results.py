@@ -1,0 +1,125 @@
+"""Reading dlbench results: Google Benchmark JSON, with repetitions kept.
+
+A case name is ``<op>/<device>_<variant>/<arg>:<value>/...``, followed by
+Google Benchmark's time suffix (``real_time`` for CPU cases, ``manual_time``
+for GPU cases). Every repetition of a case is kept; figures use the median.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TIME_SUFFIXES = ("real_time", "manual_time", "process_time")
+# seconds per Google Benchmark time unit
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+class ResultsError(Exception):
+    """A file that is not usable Google Benchmark JSON (exit code 2 in the CLIs)."""
+
+
+@dataclass
+class Case:
+    """One benchmark case: every repetition of it in one file."""
+
+    name: str  # without the time suffix
+    op: str
+    variant: str  # "<device>_<implementation>"
+    args: dict[str, int]
+    runs: list[dict] = field(default_factory=list)  # the iteration entries
+    error: str | None = None  # Google Benchmark's error_message when skipped
+
+    @property
+    def device(self) -> str:
+        return self.variant.split("_", 1)[0]
+
+    def values(self, key: str) -> list[float]:
+        """Per-repetition values of a counter or time field."""
+        return [float(r[key]) for r in self.runs if key in r]
+
+    def seconds(self) -> list[float]:
+        """Per-repetition time of one call, in seconds."""
+        return [float(r["real_time"]) * _UNIT_SECONDS[r.get("time_unit", "ns")] for r in self.runs]
+
+    def median(self, key: str) -> float | None:
+        vals = self.values(key)
+        return statistics.median(vals) if vals else None
+
+    def median_seconds(self) -> float | None:
+        vals = self.seconds()
+        return statistics.median(vals) if vals else None
+
+
+@dataclass
+class Results:
+    path: Path
+    context: dict
+    cases: dict[str, Case]
+
+    @property
+    def machine(self) -> str:
+        return str(self.context.get("machine", "unknown"))
+
+    def family(self, op: str) -> list[Case]:
+        return [c for c in self.cases.values() if c.op == op]
+
+    def errored(self) -> list[Case]:
+        return [c for c in self.cases.values() if c.error is not None]
+
+
+def parse_name(full_name: str) -> tuple[str, str, str, dict[str, int]]:
+    """'daxpy/cpu_loop/n:1024/real_time' -> ('daxpy/cpu_loop/n:1024', 'daxpy', 'cpu_loop', {'n': 1024})."""
+    parts = full_name.split("/")
+    while parts and parts[-1] in TIME_SUFFIXES:
+        parts.pop()
+    if len(parts) < 2:
+        raise ResultsError(f"benchmark name {full_name!r} is not <op>/<variant>/...")
+    args: dict[str, int] = {}
+    for p in parts[2:]:
+        key, sep, value = p.partition(":")
+        if not sep:
+            continue  # a Google Benchmark decoration (e.g. repeats:5, threads:1 are key:value too)
+        try:
+            args[key] = int(value)
+        except ValueError:
+            continue
+    return "/".join(parts), parts[0], parts[1], args
+
+
+def load(path: str | Path) -> Results:
+    """Loads one Google Benchmark JSON file; raises ResultsError with the reason."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict) or "benchmarks" not in data or "context" not in data:
+        raise ResultsError(f"{path}: not Google Benchmark JSON (no 'context' and 'benchmarks')")
+    if not isinstance(data["benchmarks"], list):
+        raise ResultsError(f"{path}: 'benchmarks' is not a list")
+
+    cases: dict[str, Case] = {}
+    for entry in data["benchmarks"]:
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise ResultsError(f"{path}: a benchmark entry without a name")
+        if entry.get("run_type", "iteration") != "iteration":
+            continue  # mean/median/stddev rows: recomputed from the repetitions
+        name, op, variant, args = parse_name(entry.get("run_name", entry["name"]))
+        case = cases.setdefault(name, Case(name=name, op=op, variant=variant, args=args))
+        if entry.get("error_occurred"):
+            case.error = entry.get("error_message", "error")
+        else:
+            case.runs.append(entry)
+    return Results(path=path, context=data["context"], cases=cases)
+
+
+def repetitions(results: Results) -> int:
+    """The largest number of repetitions any case has."""
+    return max((len(c.runs) for c in results.cases.values()), default=0)

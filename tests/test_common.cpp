@@ -1,0 +1,123 @@
+// The shared pieces: buffers, seeded data, the comparison every check uses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/common/buffer.h"
+#include "kernels/common/cpu_info.h"
+#include "kernels/common/random.h"
+#include "reference/compare.h"
+
+namespace dlb {
+namespace {
+
+TEST(HostBuffer, IsAlignedAndMovable) {
+  for (std::size_t n : {1u, 7u, 1000u}) {
+    HostBuffer<float> b(n);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % kHostAlignment, 0u);
+    float* p = b.data();
+    HostBuffer<float> moved(std::move(b));
+    EXPECT_EQ(moved.data(), p);
+    EXPECT_EQ(b.data(), nullptr);
+    EXPECT_EQ(moved.size(), n);
+  }
+  HostBuffer<double> empty(0);
+  EXPECT_EQ(empty.data(), nullptr);
+}
+
+TEST(FillRandom, IsSeededAndPrefixStable) {
+  std::vector<float> a(1000), b(1000), c(10);
+  fill_random(a, 7);
+  fill_random(b, 7);
+  fill_random(c, 7);
+  EXPECT_EQ(a, b);
+  for (std::size_t i = 0; i < c.size(); ++i) EXPECT_EQ(a[i], c[i]);
+  fill_random(b, 8);
+  EXPECT_NE(a, b);
+}
+
+TEST(FillRandom, HasNoZerosAndSomeOutliers) {
+  std::vector<double> v(1 << 16);
+  fill_random(v, 3, FillSpec{-1.0, 1.0, 1e-3, 64.0});
+  int zeros = 0, outliers = 0;
+  for (double x : v) {
+    zeros += x == 0.0;
+    outliers += std::abs(x) > 1.0;
+    ASSERT_LE(std::abs(x), 64.0);
+  }
+  EXPECT_EQ(zeros, 0);
+  EXPECT_GT(outliers, 20);   // ~65 expected
+  EXPECT_LT(outliers, 150);
+}
+
+TEST(PoisonNan, WritesNanEverywhere) {
+  std::vector<float> v(33, 1.0f);
+  poison_nan(v);
+  for (float x : v) EXPECT_TRUE(std::isnan(x));
+}
+
+TEST(Compare, ExactAndWithinTolerance) {
+  const std::vector<double> ref = {1.0, -2.0, 4.0};
+  const std::vector<double> same = ref;
+  EXPECT_TRUE(ref::compare(std::span<const double>(same), ref, 0.0).ok);
+  const std::vector<double> close = {1.0, -2.0, 4.0 + 4e-6};  // 1e-6 of max|ref|
+  EXPECT_FALSE(ref::compare(std::span<const double>(close), ref, 0.0).ok);
+  const auto c = ref::compare(std::span<const double>(close), ref, 1e-5);
+  EXPECT_TRUE(c.ok);
+  EXPECT_NEAR(c.max_rel_err, 1e-6, 1e-12);
+}
+
+TEST(Compare, OneBadElementAmongManyFails) {
+  std::vector<double> ref(1 << 20, 1.0);
+  std::vector<float> out(ref.size(), 1.0f);
+  out[12345] = 1.01f;
+  const auto c = ref::compare(std::span<const float>(out), ref, 1e-3);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.mismatches, 1u);
+  EXPECT_NE(c.first.find("[12345]"), std::string::npos) << c.first;
+}
+
+TEST(Compare, NanInOutputFailsWhateverTheTolerance) {
+  const std::vector<double> ref = {1.0, 2.0};
+  const std::vector<float> out = {1.0f, std::numeric_limits<float>::quiet_NaN()};
+  const auto c = ref::compare(std::span<const float>(out), ref, 1e9);
+  EXPECT_FALSE(c.ok);
+  EXPECT_TRUE(std::isinf(c.max_rel_err));
+}
+
+TEST(Compare, NanAndInfInReferenceMustBeMatched) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> ref = {nan, -inf, 0.5};
+  EXPECT_TRUE(ref::compare(std::span<const float>(std::vector<float>{NAN, -INFINITY, 0.5f}), ref, 0.0).ok);
+  EXPECT_FALSE(ref::compare(std::span<const float>(std::vector<float>{0.0f, -INFINITY, 0.5f}), ref, 1.0).ok);
+  EXPECT_FALSE(ref::compare(std::span<const float>(std::vector<float>{NAN, INFINITY, 0.5f}), ref, 1.0).ok);
+}
+
+TEST(Compare, ListsAtMostTenMismatches) {
+  std::vector<double> ref(100, 1.0);
+  std::vector<double> out(100, 2.0);
+  const auto c = ref::compare(std::span<const double>(out), ref, 0.1);
+  EXPECT_EQ(c.mismatches, 100u);
+  EXPECT_NE(c.summary().find("..."), std::string::npos);
+  EXPECT_EQ(std::count(c.first.begin(), c.first.end(), ';'), 9);
+}
+
+TEST(Compare, IntegersExactly) {
+  const std::vector<std::int32_t> ref = {1, -7, 100000};
+  EXPECT_TRUE(ref::compare(std::span<const std::int32_t>(ref), ref).ok);
+  const std::vector<std::int32_t> off = {1, -7, 100001};
+  EXPECT_FALSE(ref::compare(std::span<const std::int32_t>(off), ref).ok);
+}
+
+TEST(CpuInfo, SeesTheMachine) {
+  EXPECT_GE(cpu_cores_usable(), 1);
+  EXPECT_GE(cpu_threads(), 1);
+  EXPECT_FALSE(cpu_model().empty());
+}
+
+}  // namespace
+}  // namespace dlb

@@ -1,0 +1,66 @@
+// daxpy: every variant of the device this binary covers, over tiny, odd and
+// large n, with aligned, unaligned and differently aligned x and y. Exact
+// against the reference (see reference/daxpy.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "bench/cases/daxpy_case.h"
+#include "kernels/common/error.h"
+#include "tests/test_device.h"
+
+namespace dlb {
+namespace {
+
+using Param = std::tuple<const DaxpyVariant*, std::int64_t, std::size_t, std::size_t>;
+
+class DaxpyTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(DaxpyTest, MatchesReferenceExactly) {
+  const auto& [variant, n, x_offset, y_offset] = GetParam();
+  DaxpyCase c(*variant, n, x_offset, y_offset);
+  const auto result = c.validate();
+  EXPECT_TRUE(result.ok) << variant->name << " n=" << n << ": " << result.summary();
+  EXPECT_EQ(result.max_rel_err, 0.0);
+}
+
+std::vector<const DaxpyVariant*> variants() { return usable_variants(daxpy_variants(), test::kDevice); }
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto& [variant, n, x_offset, y_offset] = info.param;
+  return std::string(variant->name) + "_n" + std::to_string(n) + "_x" + std::to_string(x_offset) + "_y" +
+         std::to_string(y_offset);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, DaxpyTest,
+    ::testing::Combine(::testing::ValuesIn(variants()),
+                       ::testing::Values<std::int64_t>(0, 1, 2, 3, 7, 1000, 4097, 1 << 20),
+                       ::testing::Values<std::size_t>(0, 1), ::testing::Values<std::size_t>(0, 1, 3)),
+    param_name);
+
+TEST(DaxpyTable, HasEveryVariantOfThisDevice) {
+  std::vector<std::string> names;
+  for (const auto* v : variants()) names.emplace_back(v->name);
+  if (test::kDevice == Device::cpu) {
+    EXPECT_NE(std::find(names.begin(), names.end(), "cpu_loop"), names.end());
+    EXPECT_NE(std::find(names.begin(), names.end(), "cpu_omp"), names.end());
+  } else {
+    EXPECT_EQ(names.size(), 3u);
+  }
+}
+
+TEST(DaxpyBadInput, NegativeLengthIsAClearError) {
+  for (const auto* v : variants()) {
+    try {
+      DaxpyCase c(*v, -5);
+      FAIL() << "no error for n = -5";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("n must be >= 0"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dlb
