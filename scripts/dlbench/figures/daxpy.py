@@ -3,7 +3,8 @@ measured in the same run drawn across."""
 
 from __future__ import annotations
 
-from dlbench.figures._common import GB, ceiling, label_for, many_machines, new_figure, note_errors, series
+from dlbench.figures._common import (GB, ceiling, label_for, many_machines, new_figure, note_errors,
+                                     plain_numbers, series)
 from dlbench.results import Results
 
 FAMILY = "daxpy"
@@ -27,6 +28,7 @@ def figures(results_list: list[Results]):
                            label=label_for(r, f"{short} ceiling {value / GB:.1f} GB/s", many))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    plain_numbers(ax.yaxis)
     ax.set_xlabel("n (elements; 24 bytes moved per element)")
     ax.set_ylabel("GB/s (1e9 bytes/s)")
     ax.legend(fontsize=8)
