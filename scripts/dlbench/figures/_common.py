@@ -58,7 +58,7 @@ def plain_numbers(axis) -> None:
     """Tick labels as plain numbers (40, 100, 300) on a log axis, not 4x10^1."""
     from matplotlib.ticker import FuncFormatter, LogLocator
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
