@@ -67,5 +67,8 @@ void fill_random_int(std::span<std::uint8_t> out, std::uint64_t seed, int lo, in
 }
 void poison_nan(std::span<float> out) { fill_nan(out); }
 void poison_nan(std::span<double> out) { fill_nan(out); }
+void poison_sentinel(std::span<std::int32_t> out) {
+  for (auto& v : out) v = std::numeric_limits<std::int32_t>::min();
+}
 
 }  // namespace dlb

@@ -26,6 +26,10 @@ void fill_random_int(std::span<std::uint8_t> out, std::uint64_t seed, int lo, in
 void poison_nan(std::span<float> out);
 void poison_nan(std::span<double> out);
 
+// For integer outputs: a sentinel (INT32_MIN) that no correct result of the
+// integer GEMMs here can take (|result| < 2^31 - 1 by construction).
+void poison_sentinel(std::span<std::int32_t> out);
+
 // The value fill_random would put at `index`, in [0, 1): exposed for tests.
 double unit_random(std::uint64_t seed, std::uint64_t index);
 
