@@ -61,8 +61,8 @@ void fill_phase_planes(const DirectPlan& d, const float* x, std::int64_t n, floa
         // Input columns iw with (iw + pad) % stride == phase_col go to
         // column (iw + pad) / stride of that phase's plane.
         const std::int64_t first = ((phase_col - p.pad) % st + st) % st;
-        float* dst = row + phase_col * d.plane;
-        for (std::int64_t iw = first; iw < p.w; iw += st) dst[(iw + p.pad) / st] = src[iw];
+        float* dst = row + phase_col * d.plane + (first + p.pad) / st;
+        for (std::int64_t iw = first; iw < p.w; iw += st) *dst++ = src[iw];
       }
     }
   }

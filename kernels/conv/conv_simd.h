@@ -4,6 +4,7 @@
 // stay correct on any x86-64 build. Internal to kernels/conv.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 #if defined(__AVX512F__)
@@ -21,7 +22,16 @@ inline vfloat load(const float* p) {
   return v;
 }
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
-inline vfloat splat(float x) { return vfloat{} + x; }
+// Every lane x. (Not `vfloat{} + x`: 0 + x is not x for x = -0, so GCC keeps the add.)
+inline vfloat splat(float x) {
+#if defined(__AVX512F__)
+  return _mm512_set1_ps(x);
+#else
+  vfloat v;
+  for (int i = 0; i < kLanes; ++i) v[i] = x;
+  return v;
+#endif
+}
 
 // a*b + c rounded once where the build has FMA. Spelled out: in ISO C++ mode
 // (-std=c++20) GCC does not contract a*b + c into an FMA by itself.
@@ -30,6 +40,19 @@ inline vfloat fmadd(vfloat a, vfloat b, vfloat c) {
   return _mm512_fmadd_ps(a, b, c);
 #else
   return a * b + c;
+#endif
+}
+
+// v[l] = base[index[l]] for the lanes l whose bit is set in mask, 0 for the
+// others (which are not read: their index may point anywhere).
+inline vfloat masked_gather(const float* base, const std::int32_t* index, std::uint16_t mask) {
+#if defined(__AVX512F__)
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, _mm512_loadu_si512(index), base, 4);
+#else
+  vfloat v = {};
+  for (int l = 0; l < kLanes; ++l)
+    if ((mask >> l) & 1) v[l] = base[index[l]];
+  return v;
 #endif
 }
 

@@ -1,6 +1,6 @@
 // cpu_winograd: Winograd F(2x2, 3x3) (Lavin and Gray), 3x3 filters at stride 1, any pad.
 //
-// Each 2x2 output tile comes from a 4x4 input tile d (overlapping by 2):
+// Each 2x2 output tile comes from a 4x4 input tile d (neighbours overlap by 2):
 //     Y = A^T [ sum_c (G g_kc G^T) .* (B^T d_c B) ] A
 // 16 multiplications per tile and channel pair instead of 36. The
 // elementwise products summed over c are, for each of the 16 positions xi
@@ -9,14 +9,16 @@
 // with U = G g G^T (done once in prepare, outside the timed call, as
 // frameworks do for inference) and V = B^T d B.
 //
-// The tiles of the whole batch are numbered row-major (image, tile row, tile
-// column) and cut into blocks of whole tile rows, about 96 tiles each, so
-// that small images (8x8: 16 tiles) still fill the vectors. Per block, all
-// in cache: input transform of all channels into V [16][c][96] (separable:
-// a horizontal pass over each input row, then a vertical one), then for
-// every 8 output channels the 16 GEMMs in registers (8 channels x 48 tiles,
-// 24 accumulators) into M [16][8][96], and the output transform straight
-// into NCHW y. Threads split blocks (and channel ranges at batch 1).
+// The tiles of the whole batch are numbered (image, tile row, tile column)
+// and cut into blocks of 96, whatever the image size (an 8x8 image has only
+// 16 tiles), and each block is done start to end in cache:
+//   1. input transform of all channels into V [16][c][96]: the 16 elements
+//      of 16 tiles at a time are masked gathers straight from NCHW x (the
+//      masks are the zero padding), transformed in registers;
+//   2. per 8 output channels, the 16 GEMMs in registers (8 channels x 48
+//      tiles, 24 accumulators) into M [16][8][96];
+//   3. output transform in registers, written into NCHW y.
+// Threads split the blocks (and the output channels too at batch 1).
 #include <algorithm>
 #include <memory>
 
@@ -28,32 +30,44 @@
 namespace dlb {
 namespace {
 
+using simd::kLanes;
 using simd::vfloat;
-constexpr int kXi = 16;               // elements of a transformed 4x4 tile
-constexpr int kChannelBlock = 8;      // output channels in registers
-constexpr int kVectors = 3;           // tile vectors in registers
-constexpr std::int64_t kTargetTiles = 96;
+constexpr int kXi = 16;                // elements of a transformed 4x4 tile
+constexpr int kChannelBlock = 8;       // output channels in registers
+constexpr int kVectors = 3;            // tile vectors in registers
+constexpr std::int64_t kTiles = 96;    // tiles per block: two register blocks of 48
+constexpr std::int64_t kBlockVectors = kTiles / kLanes;
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
+
+// Where the tiles of a block read x: per 16 tiles, the offset of each tile's
+// top-left input element (image, row 2 ty - pad, column 2 tx - pad) and, per
+// element (i, j) of the 4x4 tile, the mask of tiles for which it lies inside
+// the image (outside is zero padding) and the tile exists.
+struct BlockGather {
+  std::int32_t offset[kBlockVectors][kLanes];
+  std::uint16_t mask[kBlockVectors][kXi];
+};
 
 struct WinogradPlan {
   ConvShape p;
   std::int64_t oh = 0, ow = 0;
-  std::int64_t th = 0, tw = 0;           // tiles per image: th rows of tw
-  std::int64_t rows_per_block = 0;       // tile rows per block
-  std::int64_t tiles = 0;                // tile slots per block, a multiple of 16
+  std::int64_t th = 0, tw = 0;      // tiles per image: th rows of tw
+  std::int64_t tiles = 0;           // in the batch
   std::int64_t blocks = 0;
-  std::int64_t kp = 0;                   // k rounded up to 8
-  std::int64_t channel_parts = 1;        // ranges of 8-channel groups per block (batch 1)
-  HostBuffer<float> u;                   // [16][c][kp]
+  std::int64_t kp = 0;              // k rounded up to 8
+  std::int64_t channel_parts = 1;   // ranges of 8-channel groups per block (batch 1)
+  HostBuffer<float> u;              // [16][c][kp]
   std::unique_ptr<ThreadScratch> scratch;
 
-  // Per-thread scratch layout.
-  std::int64_t v_floats() const { return kXi * p.c * tiles; }
-  std::int64_t m_floats() const { return kXi * kChannelBlock * tiles; }
-  std::int64_t y_floats() const { return 4 * tiles; }
-  std::int64_t row_floats() const { return 2 * tw + 2; }              // one padded input row
-  std::int64_t h_floats() const { return 4 * 4 * tw; }                 // horizontal pass of 4 rows
+  // Per-thread scratch: V, M, the output tiles of one channel, the gather table.
+  std::int64_t v_floats() const { return kXi * p.c * kTiles; }
+  std::int64_t m_floats() const { return kXi * kChannelBlock * kTiles; }
+  std::int64_t y_floats() const { return 4 * kTiles; }
+  std::int64_t gather_floats() const {
+    return static_cast<std::int64_t>((sizeof(BlockGather) + sizeof(float) - 1) / sizeof(float));
+  }
+  std::int64_t tiles_in(std::int64_t block) const { return std::min(kTiles, tiles - block * kTiles); }
 };
 
 // U[xi][c][k] = (G g G^T)[xi], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
@@ -80,69 +94,65 @@ void transform_weights(WinogradPlan& plan, const float* w) {
   }
 }
 
-// V[xi][c][slot] = (B^T d B)[xi] for the tiles of block `block`,
-// B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
-void transform_input(const WinogradPlan& plan, const float* x, std::int64_t block, float* v, float* hbuf,
-                     float* prow) {
+void plan_gather(const WinogradPlan& plan, std::int64_t block, BlockGather& g) {
   const ConvShape& p = plan.p;
-  const std::int64_t tw = plan.tw, first_row = block * plan.rows_per_block;
-  const std::int64_t rows = std::min(plan.rows_per_block, p.n * plan.th - first_row);
+  const std::int64_t first = block * kTiles, count = plan.tiles_in(block);
+  for (std::int64_t v = 0; v < kBlockVectors; ++v) {
+    for (int xi = 0; xi < kXi; ++xi) g.mask[v][xi] = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      const std::int64_t slot = v * kLanes + l;
+      g.offset[v][l] = 0;
+      if (slot >= count) continue;
+      const std::int64_t tile = first + slot;
+      const std::int64_t n = tile / (plan.th * plan.tw), ty = tile / plan.tw % plan.th, tx = tile % plan.tw;
+      const std::int64_t row = 2 * ty - p.pad, col = 2 * tx - p.pad;
+      // x has fewer than 2^31 elements (validate_conv_shape): the offset fits.
+      g.offset[v][l] = static_cast<std::int32_t>(n * p.c * p.h * p.w + row * p.w + col);
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j)
+          if (row + i >= 0 && row + i < p.h && col + j >= 0 && col + j < p.w)
+            g.mask[v][i * 4 + j] |= static_cast<std::uint16_t>(1u << l);
+    }
+  }
+}
+
+// V[xi][c][slot] = (B^T d B)[xi], B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
+// 16 tiles per step.
+void transform_input(const WinogradPlan& plan, const float* x, const BlockGather& g, std::int64_t vectors,
+                     float* v) {
+  const ConvShape& p = plan.p;
+  const std::int64_t xi_stride = p.c * kTiles;
   for (std::int64_t c = 0; c < p.c; ++c) {
-    for (std::int64_t lr = 0; lr < rows; ++lr) {
-      const std::int64_t n = (first_row + lr) / plan.th, ty = (first_row + lr) % plan.th;
-      const float* image = x + (n * p.c + c) * p.h * p.w;
-      // Horizontal pass: hbuf[i][j][tx] = (d_i B)[j] for input row i of the tile row.
+    const float* image = x + c * p.h * p.w;
+    for (std::int64_t vec = 0; vec < vectors; ++vec) {
+      vfloat h[4][4];  // d B, row by row
       for (int i = 0; i < 4; ++i) {
-        float* h = hbuf + i * 4 * tw;
-        const std::int64_t ih = 2 * ty + i - p.pad;
-        if (ih < 0 || ih >= p.h) {
-          std::fill(h, h + 4 * tw, 0.0f);
-          continue;
-        }
-        // prow[q] = input column q - pad, zero outside [0, w).
-        const std::int64_t row_len = plan.row_floats();
-        const std::int64_t q_begin = std::min(p.pad, row_len), q_end = std::min(p.pad + p.w, row_len);
-        std::fill(prow, prow + q_begin, 0.0f);
-        std::copy(image + ih * p.w, image + ih * p.w + (q_end - q_begin), prow + q_begin);
-        std::fill(prow + q_end, prow + row_len, 0.0f);
-#pragma omp simd
-        for (std::int64_t tx = 0; tx < tw; ++tx) {
-          const float d0 = prow[2 * tx], d1 = prow[2 * tx + 1], d2 = prow[2 * tx + 2], d3 = prow[2 * tx + 3];
-          h[tx] = d0 - d2;
-          h[tw + tx] = d1 + d2;
-          h[2 * tw + tx] = d2 - d1;
-          h[3 * tw + tx] = d1 - d3;
-        }
+        vfloat d[4];
+        for (int j = 0; j < 4; ++j) d[j] = simd::masked_gather(image + i * p.w + j, g.offset[vec], g.mask[vec][i * 4 + j]);
+        h[i][0] = d[0] - d[2];
+        h[i][1] = d[1] + d[2];
+        h[i][2] = d[2] - d[1];
+        h[i][3] = d[1] - d[3];
       }
-      // Vertical pass over the 4 rows, into the tile slots of this tile row.
+      float* out = v + c * kTiles + vec * kLanes;
       for (int j = 0; j < 4; ++j) {
-        const float* h0 = hbuf + j * tw;
-        const float* h1 = h0 + 4 * tw;
-        const float* h2 = h1 + 4 * tw;
-        const float* h3 = h2 + 4 * tw;
-        float* out = v + (j * p.c + c) * plan.tiles + lr * tw;
-        const std::int64_t xi_stride = 4 * p.c * plan.tiles;  // from row i to row i + 1 of the tile
-#pragma omp simd
-        for (std::int64_t tx = 0; tx < tw; ++tx) {
-          out[tx] = h0[tx] - h2[tx];
-          out[xi_stride + tx] = h1[tx] + h2[tx];
-          out[2 * xi_stride + tx] = h2[tx] - h1[tx];
-          out[3 * xi_stride + tx] = h1[tx] - h3[tx];
-        }
+        simd::store(out + (0 * 4 + j) * xi_stride, h[0][j] - h[2][j]);
+        simd::store(out + (1 * 4 + j) * xi_stride, h[1][j] + h[2][j]);
+        simd::store(out + (2 * 4 + j) * xi_stride, h[2][j] - h[1][j]);
+        simd::store(out + (3 * 4 + j) * xi_stride, h[1][j] - h[3][j]);
       }
     }
   }
 }
 
-// m[kk][slot] = sum_c u[c][kk] * v[c][slot] for 8 channels and TV vectors of tile slots.
+// m[kk][slot] = sum_c u[c][kk] * v[c][slot] for 8 channels and TV vectors of tiles.
 template <int TV>
-void tile_gemm(const float* v, const float* u, std::int64_t channels, std::int64_t v_stride, std::int64_t u_stride,
-               float* m, std::int64_t m_stride) {
+void tile_gemm(const float* v, const float* u, std::int64_t channels, std::int64_t u_stride, float* m) {
   vfloat acc[kChannelBlock][TV] = {};
   for (std::int64_t c = 0; c < channels; ++c) {
     vfloat a[TV];
 #pragma GCC unroll 3
-    for (int t = 0; t < TV; ++t) a[t] = simd::load(v + c * v_stride + t * simd::kLanes);
+    for (int t = 0; t < TV; ++t) a[t] = simd::load(v + c * kTiles + t * kLanes);
     const float* uc = u + c * u_stride;
 #pragma GCC unroll 8
     for (int kk = 0; kk < kChannelBlock; ++kk) {
@@ -152,50 +162,51 @@ void tile_gemm(const float* v, const float* u, std::int64_t channels, std::int64
     }
   }
   for (int kk = 0; kk < kChannelBlock; ++kk)
-    for (int t = 0; t < TV; ++t) simd::store(m + kk * m_stride + t * simd::kLanes, acc[kk][t]);
+    for (int t = 0; t < TV; ++t) simd::store(m + kk * kTiles + t * kLanes, acc[kk][t]);
 }
 
 // Output transform Y = A^T M A, A^T = [1 1 1 0; 0 1 -1 -1], for channels
-// k0.. of the block, written into NCHW y (the last tile row or column of an
-// odd-sized output is half outside and clipped).
+// k0.. of the block, written into NCHW y; the last tile row or column of an
+// odd-sized output is half outside and clipped.
 void transform_output(const WinogradPlan& plan, const float* m, std::int64_t block, std::int64_t k0, float* ybuf,
                       float* y) {
   const ConvShape& p = plan.p;
-  const std::int64_t tiles = plan.tiles, tw = plan.tw, first_row = block * plan.rows_per_block;
-  const std::int64_t rows = std::min(plan.rows_per_block, p.n * plan.th - first_row);
+  const std::int64_t count = plan.tiles_in(block), first = block * kTiles;
   const std::int64_t channels = std::min<std::int64_t>(kChannelBlock, p.k - k0);
   for (std::int64_t kk = 0; kk < channels; ++kk) {
-    const float* mk = m + kk * tiles;
-    for (std::int64_t slot = 0; slot < rows * tw; slot += simd::kLanes) {
-      vfloat t[2][4];  // A^T M: 2 rows of 4
+    const float* mk = m + kk * kTiles;
+    for (std::int64_t slot = 0; slot < count; slot += kLanes) {
+      vfloat t[2][4];  // A^T M
       for (int j = 0; j < 4; ++j) {
-        const vfloat m0 = simd::load(mk + (0 * 4 + j) * kChannelBlock * tiles + slot);
-        const vfloat m1 = simd::load(mk + (1 * 4 + j) * kChannelBlock * tiles + slot);
-        const vfloat m2 = simd::load(mk + (2 * 4 + j) * kChannelBlock * tiles + slot);
-        const vfloat m3 = simd::load(mk + (3 * 4 + j) * kChannelBlock * tiles + slot);
+        const vfloat m0 = simd::load(mk + (0 * 4 + j) * kChannelBlock * kTiles + slot);
+        const vfloat m1 = simd::load(mk + (1 * 4 + j) * kChannelBlock * kTiles + slot);
+        const vfloat m2 = simd::load(mk + (2 * 4 + j) * kChannelBlock * kTiles + slot);
+        const vfloat m3 = simd::load(mk + (3 * 4 + j) * kChannelBlock * kTiles + slot);
         t[0][j] = m0 + m1 + m2;
         t[1][j] = m1 - m2 - m3;
       }
       for (int a = 0; a < 2; ++a) {
-        simd::store(ybuf + (2 * a) * tiles + slot, t[a][0] + t[a][1] + t[a][2]);
-        simd::store(ybuf + (2 * a + 1) * tiles + slot, t[a][1] - t[a][2] - t[a][3]);
+        simd::store(ybuf + (2 * a) * kTiles + slot, t[a][0] + t[a][1] + t[a][2]);
+        simd::store(ybuf + (2 * a + 1) * kTiles + slot, t[a][1] - t[a][2] - t[a][3]);
       }
     }
     // ybuf[2a + b][slot] is output (2 ty + a, 2 tx + b) of the slot's tile.
-    for (std::int64_t lr = 0; lr < rows; ++lr) {
-      const std::int64_t n = (first_row + lr) / plan.th, ty = (first_row + lr) % plan.th;
+    // Slots run along tile rows: write them a tile-row segment at a time.
+    for (std::int64_t slot = 0; slot < count;) {
+      const std::int64_t tile = first + slot;
+      const std::int64_t n = tile / (plan.th * plan.tw), ty = tile / plan.tw % plan.th, tx0 = tile % plan.tw;
+      const std::int64_t segment = std::min(plan.tw - tx0, count - slot);
       float* out = y + ((n * p.k + k0 + kk) * plan.oh + 2 * ty) * plan.ow;
       for (std::int64_t a = 0; a < 2 && 2 * ty + a < plan.oh; ++a, out += plan.ow) {
-        const float* left = ybuf + (2 * a) * tiles + lr * tw;
-        const float* right = ybuf + (2 * a + 1) * tiles + lr * tw;
-        const std::int64_t pairs = plan.ow / 2;
-#pragma omp simd
-        for (std::int64_t tx = 0; tx < pairs; ++tx) {
-          out[2 * tx] = left[tx];
-          out[2 * tx + 1] = right[tx];
+        const float* left = ybuf + (2 * a) * kTiles + slot;
+        const float* right = ybuf + (2 * a + 1) * kTiles + slot;
+        for (std::int64_t t = 0; t < segment; ++t) {
+          const std::int64_t col = 2 * (tx0 + t);
+          out[col] = left[t];
+          if (col + 1 < plan.ow) out[col + 1] = right[t];
         }
-        if (plan.ow % 2 != 0) out[plan.ow - 1] = left[pairs];
       }
+      slot += segment;
     }
   }
 }
@@ -211,32 +222,28 @@ void run_winograd(WinogradPlan& plan, const ConvArgs& args) {
     float* v = plan.scratch->of(t);
     float* m = v + plan.v_floats();
     float* ybuf = m + plan.m_floats();
-    float* hbuf = ybuf + plan.y_floats();
-    float* prow = hbuf + plan.h_floats();
+    auto* gather = reinterpret_cast<BlockGather*>(ybuf + plan.y_floats());
     std::int64_t transformed = -1;
     const auto [first, last] = thread_range(items, t, omp_get_num_threads());
     for (std::int64_t item = first; item < last; ++item) {
       const std::int64_t block = item / plan.channel_parts, part = item % plan.channel_parts;
+      const std::int64_t vectors = (plan.tiles_in(block) + kLanes - 1) / kLanes;
       if (block != transformed) {
-        transform_input(plan, args.x, block, v, hbuf, prow);
+        plan_gather(plan, block, *gather);
+        transform_input(plan, args.x, *gather, vectors, v);
         transformed = block;
       }
-      const std::int64_t rows = std::min(plan.rows_per_block, p.n * plan.th - block * plan.rows_per_block);
-      const std::int64_t vectors = (rows * plan.tw + simd::kLanes - 1) / simd::kLanes;
       for (std::int64_t g = groups * part / plan.channel_parts; g < groups * (part + 1) / plan.channel_parts; ++g) {
         const std::int64_t k0 = g * kChannelBlock;
         for (int xi = 0; xi < kXi; ++xi) {
-          const float* vx = v + xi * p.c * plan.tiles;
+          const float* vx = v + xi * p.c * kTiles;
           const float* ux = plan.u.data() + xi * p.c * plan.kp + k0;
-          float* mx = m + xi * kChannelBlock * plan.tiles;
+          float* mx = m + xi * kChannelBlock * kTiles;
           std::int64_t vec = 0;
           for (; vec + kVectors <= vectors; vec += kVectors)
-            tile_gemm<kVectors>(vx + vec * simd::kLanes, ux, p.c, plan.tiles, plan.kp, mx + vec * simd::kLanes,
-                                plan.tiles);
-          if (vectors - vec == 2)
-            tile_gemm<2>(vx + vec * simd::kLanes, ux, p.c, plan.tiles, plan.kp, mx + vec * simd::kLanes, plan.tiles);
-          if (vectors - vec == 1)
-            tile_gemm<1>(vx + vec * simd::kLanes, ux, p.c, plan.tiles, plan.kp, mx + vec * simd::kLanes, plan.tiles);
+            tile_gemm<kVectors>(vx + vec * kLanes, ux, p.c, plan.kp, mx + vec * kLanes);
+          if (vectors - vec == 2) tile_gemm<2>(vx + vec * kLanes, ux, p.c, plan.kp, mx + vec * kLanes);
+          if (vectors - vec == 1) tile_gemm<1>(vx + vec * kLanes, ux, p.c, plan.kp, mx + vec * kLanes);
         }
         transform_output(plan, m, block, k0, ybuf, args.y);
       }
@@ -255,13 +262,12 @@ Run prepare_conv_winograd(const ConvArgs& args, const Exec&) {
   plan->ow = p.ow();
   plan->th = (plan->oh + 1) / 2;
   plan->tw = (plan->ow + 1) / 2;
-  plan->rows_per_block = std::max<std::int64_t>(1, (kTargetTiles + plan->tw / 2) / plan->tw);
-  plan->tiles = round_up(plan->rows_per_block * plan->tw, simd::kLanes);
-  plan->blocks = (p.n * plan->th + plan->rows_per_block - 1) / plan->rows_per_block;
+  plan->tiles = p.n * plan->th * plan->tw;
+  plan->blocks = (plan->tiles + kTiles - 1) / kTiles;
   plan->kp = round_up(p.k, kChannelBlock);
   transform_weights(*plan, args.w);
   plan->scratch = std::make_unique<ThreadScratch>(plan->v_floats() + plan->m_floats() + plan->y_floats() +
-                                                  plan->h_floats() + plan->row_floats() + simd::kLanes);
+                                                  plan->gather_floats());
   const std::int64_t wanted = 2 * plan->scratch->threads();
   if (plan->blocks < wanted)
     plan->channel_parts = std::min(plan->kp / kChannelBlock, (wanted + plan->blocks - 1) / plan->blocks);
