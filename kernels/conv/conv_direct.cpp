@@ -12,6 +12,7 @@
 //
 // Register block: 8 output channels x 48 positions (3 vectors): 24
 // accumulators; per tap 3 input loads and 8 weight broadcasts feed 24 FMAs.
+// The last block of an image takes 1 or 2 vectors, whatever is left.
 // Weights are repacked in prepare as [k/8][c][r*s][8] so the 8 broadcasts
 // are adjacent. Threads split (image, channel block, position range) items.
 #include <algorithm>
@@ -35,43 +36,60 @@ struct DirectPlan {
   ConvShape p;
   std::int64_t hq = 0, wq = 0;        // phase plane height and width
   std::int64_t plane = 0;             // floats per phase plane, slack for the last block's reads
-  std::int64_t positions = 0;         // OH * wq rounded up to kPositions
+  std::int64_t positions = 0;         // OH * wq rounded up to 16
   std::int64_t channel_blocks = 0;    // ceil(k / 8)
   std::int64_t position_parts = 1;    // position ranges per (image, channel block) item
   std::vector<std::int64_t> tap_offset;  // per (r, s): phase * plane + (r/stride) * wq + s/stride
+  // Where the copy into the phase planes puts things (worked out once: the
+  // divisions would cost as much as the copy): per input row, the start of
+  // its row in its phase plane; per column phase, the first input column
+  // of that phase, how many there are, and where they start in the row.
+  std::vector<std::int64_t> row_start;
+  struct ColumnPhase {
+    std::int64_t first, count, start;
+  };
+  std::vector<ColumnPhase> column_phases;
   HostBuffer<float> weights;          // [channel_blocks][c][r*s][8], zero past k
   std::unique_ptr<ThreadScratch> scratch;  // per thread: [c][stride^2][plane]
 
   std::int64_t image_floats() const { return p.c * p.stride * p.stride * plane; }
 };
 
+// dst[i] = src[i * stride] for i < count; the stride a compile-time
+// constant where it can be (1 and 2: what the default shapes use), so that
+// the copy is vectorized (stride 2: loads and permutes, not gathers).
+template <std::int64_t Stride>
+void strided_copy(const float* src, std::int64_t count, float* dst) {
+  for (std::int64_t i = 0; i < count; ++i) dst[i] = src[i * Stride];
+}
+void strided_copy(const float* src, std::int64_t count, std::int64_t stride, float* dst) {
+  if (stride == 1) return strided_copy<1>(src, count, dst);
+  if (stride == 2) return strided_copy<2>(src, count, dst);
+  for (std::int64_t i = 0; i < count; ++i) dst[i] = src[i * stride];
+}
+
 // Copies image n of x into the phase planes. Only in-bounds elements are
 // written: the padding positions keep the zeros the scratch was created with.
 void fill_phase_planes(const DirectPlan& d, const float* x, std::int64_t n, float* planes) {
   const ConvShape& p = d.p;
-  const std::int64_t st = p.stride;
   for (std::int64_t c = 0; c < p.c; ++c) {
     const float* in = x + (n * p.c + c) * p.h * p.w;
-    float* out = planes + c * st * st * d.plane;
+    float* out = planes + c * p.stride * p.stride * d.plane;
     for (std::int64_t ih = 0; ih < p.h; ++ih) {
-      const std::int64_t hp = ih + p.pad;
-      float* row = out + (hp % st) * st * d.plane + (hp / st) * d.wq;
-      const float* src = in + ih * p.w;
-      for (std::int64_t phase_col = 0; phase_col < st; ++phase_col) {
-        // Input columns iw with (iw + pad) % stride == phase_col go to
-        // column (iw + pad) / stride of that phase's plane.
-        const std::int64_t first = ((phase_col - p.pad) % st + st) % st;
-        float* dst = row + phase_col * d.plane + (first + p.pad) / st;
-        for (std::int64_t iw = first; iw < p.w; iw += st) *dst++ = src[iw];
-      }
+      float* row = out + d.row_start[static_cast<std::size_t>(ih)];
+      for (const auto& phase : d.column_phases)
+        strided_copy(in + ih * p.w + phase.first, phase.count, p.stride, row + phase.start);
     }
   }
 }
 
 // acc[kk][v] = sum over c and taps of w[kk][c][tap] * planes[c][tap_offset + j0 + 16 v].
+template <int V>
 void direct_block(const DirectPlan& d, const float* planes, const float* weights, std::int64_t j0,
                   float* out /* [8][kPositions] */) {
-  vfloat acc[kChannelBlock][kVectors] = {};
+  vfloat acc[kChannelBlock][V];
+  for (auto& row : acc)
+    for (auto& a : row) a = vfloat{};
   const std::int64_t taps = d.p.r * d.p.s;
   const std::int64_t channel_stride = d.p.stride * d.p.stride * d.plane;
   const std::int64_t* offsets = d.tap_offset.data();
@@ -80,45 +98,43 @@ void direct_block(const DirectPlan& d, const float* planes, const float* weights
     const float* wc = weights + c * taps * kChannelBlock;
     for (std::int64_t t = 0; t < taps; ++t) {
       const float* src = in + offsets[t];
-      vfloat a[kVectors];
+      vfloat a[V];
 #pragma GCC unroll 3
-      for (int v = 0; v < kVectors; ++v) a[v] = simd::load(src + v * simd::kLanes);
+      for (int v = 0; v < V; ++v) a[v] = simd::load(src + v * simd::kLanes);
       const float* wt = wc + t * kChannelBlock;
 #pragma GCC unroll 8
       for (int kk = 0; kk < kChannelBlock; ++kk) {
         const vfloat b = simd::splat(wt[kk]);
 #pragma GCC unroll 3
-        for (int v = 0; v < kVectors; ++v) acc[kk][v] = simd::fmadd(b, a[v], acc[kk][v]);
+        for (int v = 0; v < V; ++v) acc[kk][v] = simd::fmadd(b, a[v], acc[kk][v]);
       }
     }
   }
   for (int kk = 0; kk < kChannelBlock; ++kk)
-    for (int v = 0; v < kVectors; ++v) simd::store(out + kk * kPositions + v * simd::kLanes, acc[kk][v]);
+    for (int v = 0; v < V; ++v) simd::store(out + kk * kPositions + v * simd::kLanes, acc[kk][v]);
 }
 
-// Writes the valid columns of block [j0, j0 + kPositions) of the flattened
-// grid into the NCHW output of channels k0.. (at most 8, fewer at the end).
+// Writes the valid columns of block [j0, j0 + width) of the flattened grid
+// into the NCHW output of channels k0.. (at most 8, fewer at the end).
 void store_block(const DirectPlan& d, const float* block, std::int64_t n, std::int64_t k0, std::int64_t j0,
-                 float* y) {
+                 std::int64_t width, float* y) {
   const ConvShape& p = d.p;
   const std::int64_t oh = p.oh(), ow = p.ow();
-  const std::int64_t end = std::min(j0 + kPositions, oh * d.wq);
+  const std::int64_t end = std::min(j0 + width, oh * d.wq);
   const std::int64_t channels = std::min<std::int64_t>(kChannelBlock, p.k - k0);
+  const std::int64_t first_row = j0 / d.wq;
   for (std::int64_t kk = 0; kk < channels; ++kk) {
     float* out = y + ((n * p.k + k0 + kk) * oh) * ow;
     const float* src = block + kk * kPositions - j0;
-    for (std::int64_t j = j0; j < end;) {
-      const std::int64_t row = j / d.wq, col = j - row * d.wq;
-      const std::int64_t row_end = std::min(end, (row + 1) * d.wq);
-      const std::int64_t valid_end = std::min(row_end, row * d.wq + ow);
-      if (col < ow) std::copy(src + j, src + valid_end, out + row * ow + col);
-      j = row_end;
+    for (std::int64_t row = first_row, row_start = first_row * d.wq; row_start < end; ++row, row_start += d.wq) {
+      const std::int64_t from = std::max(j0, row_start), to = std::min(end, row_start + ow);
+      if (from < to) std::copy(src + from, src + to, out + row * ow + (from - row_start));
     }
   }
 }
 
 void run_direct(DirectPlan& d, const ConvArgs& args) {
-  const std::int64_t blocks = d.positions / kPositions;
+  const std::int64_t blocks = (d.positions + kPositions - 1) / kPositions;
   const std::int64_t items = d.p.n * d.channel_blocks * d.position_parts;
   const int threads = d.scratch->threads();
 #pragma omp parallel num_threads(threads)
@@ -138,8 +154,15 @@ void run_direct(DirectPlan& d, const ConvArgs& args) {
       }
       const float* weights = d.weights.data() + kb * d.p.c * d.p.r * d.p.s * kChannelBlock;
       for (std::int64_t b = blocks * part / d.position_parts; b < blocks * (part + 1) / d.position_parts; ++b) {
-        direct_block(d, planes, weights, b * kPositions, block_out);
-        store_block(d, block_out, n, kb * kChannelBlock, b * kPositions, args.y);
+        const std::int64_t j0 = b * kPositions, width = std::min(kPositions, d.positions - j0);
+        if (width == kPositions) {
+          direct_block<kVectors>(d, planes, weights, j0, block_out);
+        } else if (width == 2 * simd::kLanes) {
+          direct_block<2>(d, planes, weights, j0, block_out);
+        } else {
+          direct_block<1>(d, planes, weights, j0, block_out);
+        }
+        store_block(d, block_out, n, kb * kChannelBlock, j0, width, args.y);
       }
     }
   }
@@ -154,7 +177,7 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
   const std::int64_t st = p.stride;
   d->hq = (p.h + 2 * p.pad + st - 1) / st;
   d->wq = (p.w + 2 * p.pad + st - 1) / st;
-  d->positions = round_up(p.oh() * d->wq, kPositions);
+  d->positions = round_up(p.oh() * d->wq, simd::kLanes);
   d->channel_blocks = (p.k + kChannelBlock - 1) / kChannelBlock;
   std::int64_t max_offset = 0;
   for (std::int64_t r = 0; r < p.r; ++r) {
@@ -167,6 +190,18 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
   d->plane = round_up(std::max(d->hq * d->wq, d->positions + max_offset), simd::kLanes);
   for (std::int64_t r = 0; r < p.r; ++r)
     for (std::int64_t s = 0; s < p.s; ++s) d->tap_offset[r * p.s + s] += ((r % st) * st + s % st) * d->plane;
+  // Padded row hp = ih + pad is row hp / stride of row phase hp % stride;
+  // input columns iw with (iw + pad) % stride == phase go to column
+  // (iw + pad) / stride of that column phase.
+  for (std::int64_t ih = 0; ih < p.h; ++ih) {
+    const std::int64_t hp = ih + p.pad;
+    d->row_start.push_back((hp % st) * st * d->plane + (hp / st) * d->wq);
+  }
+  for (std::int64_t phase = 0; phase < st; ++phase) {
+    const std::int64_t first = ((phase - p.pad) % st + st) % st;
+    if (first < p.w)
+      d->column_phases.push_back({first, (p.w - first + st - 1) / st, phase * d->plane + (first + p.pad) / st});
+  }
 
   // Weights [k][c][r][s] -> [k/8][c][r*s][8], zeros past k.
   const std::int64_t taps = p.r * p.s;
@@ -186,7 +221,8 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
   const std::int64_t per_position_part = p.n * d->channel_blocks;
   const std::int64_t wanted = 2 * d->scratch->threads();
   if (per_position_part < wanted)
-    d->position_parts = std::min(d->positions / kPositions, (wanted + per_position_part - 1) / per_position_part);
+    d->position_parts = std::min((d->positions + kPositions - 1) / kPositions,
+                                 (wanted + per_position_part - 1) / per_position_part);
   return [d, args] { run_direct(*d, args); };
 }
 

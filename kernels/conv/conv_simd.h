@@ -56,4 +56,18 @@ inline vfloat masked_gather(const float* base, const std::int32_t* index, std::u
 #endif
 }
 
+// out[2i] = even[i], out[2i + 1] = odd[i]: the first `count` (<= 32)
+// elements of that interleaving are written, nothing past them.
+inline void store_interleaved(float* out, vfloat even, vfloat odd, int count) {
+#if defined(__AVX512F__)
+  const __m512i low = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i high = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const auto mask = [](int n) { return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1); };
+  _mm512_mask_storeu_ps(out, mask(count), _mm512_permutex2var_ps(even, low, odd));
+  _mm512_mask_storeu_ps(out + 16, mask(count - 16), _mm512_permutex2var_ps(even, high, odd));
+#else
+  for (int i = 0; i < count; ++i) out[i] = (i % 2 == 0) ? even[i / 2] : odd[i / 2];
+#endif
+}
+
 }  // namespace dlb::simd

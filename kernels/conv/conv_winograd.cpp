@@ -63,7 +63,7 @@ struct WinogradPlan {
   // Per-thread scratch: V, M, the output tiles of one channel, the gather table.
   std::int64_t v_floats() const { return kXi * p.c * kTiles; }
   std::int64_t m_floats() const { return kXi * kChannelBlock * kTiles; }
-  std::int64_t y_floats() const { return 4 * kTiles; }
+  std::int64_t y_floats() const { return 4 * kTiles + kLanes; }  // 16 lanes read past the last tile
   std::int64_t gather_floats() const {
     return static_cast<std::int64_t>((sizeof(BlockGather) + sizeof(float) - 1) / sizeof(float));
   }
@@ -148,7 +148,9 @@ void transform_input(const WinogradPlan& plan, const float* x, const BlockGather
 // m[kk][slot] = sum_c u[c][kk] * v[c][slot] for 8 channels and TV vectors of tiles.
 template <int TV>
 void tile_gemm(const float* v, const float* u, std::int64_t channels, std::int64_t u_stride, float* m) {
-  vfloat acc[kChannelBlock][TV] = {};
+  vfloat acc[kChannelBlock][TV];
+  for (auto& row : acc)
+    for (auto& a : row) a = vfloat{};
   for (std::int64_t c = 0; c < channels; ++c) {
     vfloat a[TV];
 #pragma GCC unroll 3
@@ -198,12 +200,11 @@ void transform_output(const WinogradPlan& plan, const float* m, std::int64_t blo
       const std::int64_t segment = std::min(plan.tw - tx0, count - slot);
       float* out = y + ((n * p.k + k0 + kk) * plan.oh + 2 * ty) * plan.ow;
       for (std::int64_t a = 0; a < 2 && 2 * ty + a < plan.oh; ++a, out += plan.ow) {
-        const float* left = ybuf + (2 * a) * kTiles + slot;
-        const float* right = ybuf + (2 * a + 1) * kTiles + slot;
-        for (std::int64_t t = 0; t < segment; ++t) {
-          const std::int64_t col = 2 * (tx0 + t);
-          out[col] = left[t];
-          if (col + 1 < plan.ow) out[col + 1] = right[t];
+        for (std::int64_t t = 0; t < segment; t += kLanes) {
+          const std::int64_t col = 2 * (tx0 + t);  // output columns col.. of tiles t..t+15
+          simd::store_interleaved(out + col, simd::load(ybuf + (2 * a) * kTiles + slot + t),
+                                  simd::load(ybuf + (2 * a + 1) * kTiles + slot + t),
+                                  static_cast<int>(std::min(2 * (segment - t), plan.ow - col)));
         }
       }
       slot += segment;
