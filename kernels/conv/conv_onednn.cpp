@@ -61,8 +61,8 @@ Run prepare_onednn(const ConvArgs& args, dnnl::algorithm algorithm, const char* 
                                                memory::desc(dst_dims, f32, tag::any), strides, padding, padding);
     pd = dnnl::convolution_forward::primitive_desc(desc, engine);
   } catch (const dnnl::error& e) {
-    throw Unsupported(std::string("oneDNN ") + algorithm_name + " for " + p.descriptor() + ": " + e.what() +
-                      " (" + status_name(e.status) + ")");
+    throw Unsupported(std::string("oneDNN ") + algorithm_name + ": " + status_name(e.status) + " for this shape (" +
+                      e.what() + ")");
   }
 
   auto c = std::make_shared<OnednnConv>();
