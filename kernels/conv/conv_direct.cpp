@@ -83,10 +83,39 @@ void fill_phase_planes(const DirectPlan& d, const float* x, std::int64_t n, floa
   }
 }
 
-// acc[kk][v] = sum over c and taps of w[kk][c][tap] * planes[c][tap_offset + j0 + 16 v].
+// A run of lanes of one output vector that lands in one output row: the
+// flattened positions of a block, cut at row ends, garbage columns dropped.
+struct LaneRun {
+  int vector, first, count;
+  std::int64_t dest;  // offset in the (oh, ow) output plane of lane `first`
+};
+constexpr int kMaxRuns = kVectors * (simd::kLanes + 2);  // at worst a run per lane (wq = 1), plus row ends
+
+int plan_lane_runs(const DirectPlan& d, std::int64_t j0, int vectors, LaneRun* runs) {
+  const std::int64_t oh = d.p.oh(), ow = d.p.ow();
+  std::int64_t row = j0 / d.wq, col = j0 - row * d.wq;
+  int count = 0;
+  for (int v = 0; v < vectors; ++v) {
+    for (int lane = 0; lane < simd::kLanes && row < oh;) {
+      const int in_row = static_cast<int>(std::min<std::int64_t>(simd::kLanes - lane, d.wq - col));
+      if (col < ow) runs[count++] = {v, lane, static_cast<int>(std::min<std::int64_t>(in_row, ow - col)), row * ow + col};
+      lane += in_row;
+      col += in_row;
+      if (col == d.wq) {
+        col = 0;
+        ++row;
+      }
+    }
+  }
+  return count;
+}
+
+// acc[kk][v] = sum over c and taps of w[kk][c][tap] * planes[c][tap_offset + j0 + 16 v],
+// then written straight from the registers into the NCHW planes of output
+// channels k0.. (at most 8, fewer at the end) of image n.
 template <int V>
-void direct_block(const DirectPlan& d, const float* planes, const float* weights, std::int64_t j0,
-                  float* out /* [8][kPositions] */) {
+void direct_block(const DirectPlan& d, const float* planes, const float* weights, std::int64_t n, std::int64_t k0,
+                  std::int64_t j0, float* y) {
   vfloat acc[kChannelBlock][V];
   for (auto& row : acc)
     for (auto& a : row) a = vfloat{};
@@ -110,26 +139,14 @@ void direct_block(const DirectPlan& d, const float* planes, const float* weights
       }
     }
   }
-  for (int kk = 0; kk < kChannelBlock; ++kk)
-    for (int v = 0; v < V; ++v) simd::store(out + kk * kPositions + v * simd::kLanes, acc[kk][v]);
-}
-
-// Writes the valid columns of block [j0, j0 + width) of the flattened grid
-// into the NCHW output of channels k0.. (at most 8, fewer at the end).
-void store_block(const DirectPlan& d, const float* block, std::int64_t n, std::int64_t k0, std::int64_t j0,
-                 std::int64_t width, float* y) {
-  const ConvShape& p = d.p;
-  const std::int64_t oh = p.oh(), ow = p.ow();
-  const std::int64_t end = std::min(j0 + width, oh * d.wq);
-  const std::int64_t channels = std::min<std::int64_t>(kChannelBlock, p.k - k0);
-  const std::int64_t first_row = j0 / d.wq;
+  LaneRun runs[kMaxRuns];
+  const int count = plan_lane_runs(d, j0, V, runs);
+  const std::int64_t plane = d.p.oh() * d.p.ow();
+  const std::int64_t channels = std::min<std::int64_t>(kChannelBlock, d.p.k - k0);
   for (std::int64_t kk = 0; kk < channels; ++kk) {
-    float* out = y + ((n * p.k + k0 + kk) * oh) * ow;
-    const float* src = block + kk * kPositions - j0;
-    for (std::int64_t row = first_row, row_start = first_row * d.wq; row_start < end; ++row, row_start += d.wq) {
-      const std::int64_t from = std::max(j0, row_start), to = std::min(end, row_start + ow);
-      if (from < to) std::copy(src + from, src + to, out + row * ow + (from - row_start));
-    }
+    float* out = y + (n * d.p.k + k0 + kk) * plane;
+    for (int i = 0; i < count; ++i)
+      simd::store_lanes(out + runs[i].dest, acc[kk][runs[i].vector], runs[i].first, runs[i].count);
   }
 }
 
@@ -141,7 +158,6 @@ void run_direct(DirectPlan& d, const ConvArgs& args) {
   {
     const int t = omp_get_thread_num();
     float* planes = d.scratch->of(t);
-    float* block_out = planes + d.image_floats();
     std::int64_t filled_image = -1;
     const auto [first, last] = thread_range(items, t, omp_get_num_threads());
     for (std::int64_t item = first; item < last; ++item) {
@@ -155,14 +171,14 @@ void run_direct(DirectPlan& d, const ConvArgs& args) {
       const float* weights = d.weights.data() + kb * d.p.c * d.p.r * d.p.s * kChannelBlock;
       for (std::int64_t b = blocks * part / d.position_parts; b < blocks * (part + 1) / d.position_parts; ++b) {
         const std::int64_t j0 = b * kPositions, width = std::min(kPositions, d.positions - j0);
+        const std::int64_t k0 = kb * kChannelBlock;
         if (width == kPositions) {
-          direct_block<kVectors>(d, planes, weights, j0, block_out);
+          direct_block<kVectors>(d, planes, weights, n, k0, j0, args.y);
         } else if (width == 2 * simd::kLanes) {
-          direct_block<2>(d, planes, weights, j0, block_out);
+          direct_block<2>(d, planes, weights, n, k0, j0, args.y);
         } else {
-          direct_block<1>(d, planes, weights, j0, block_out);
+          direct_block<1>(d, planes, weights, n, k0, j0, args.y);
         }
-        store_block(d, block_out, n, kb * kChannelBlock, j0, width, args.y);
       }
     }
   }
@@ -215,7 +231,7 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
               k < p.k ? args.w[(k * p.c + c) * taps + t] : 0.0f;
         }
 
-  d->scratch = std::make_unique<ThreadScratch>(d->image_floats() + kChannelBlock * kPositions);
+  d->scratch = std::make_unique<ThreadScratch>(d->image_floats());
   // Enough items for every thread twice over: split positions when images x
   // channel blocks are too few (batch 1).
   const std::int64_t per_position_part = p.n * d->channel_blocks;

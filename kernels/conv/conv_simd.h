@@ -70,4 +70,15 @@ inline void store_interleaved(float* out, vfloat even, vfloat odd, int count) {
 #endif
 }
 
+// out[i] = v[first + i] for i < count (first + count <= 16): a run of
+// lanes written to where it belongs, nothing else touched.
+inline void store_lanes(float* out, vfloat v, int first, int count) {
+#if defined(__AVX512F__)
+  const auto run = static_cast<__mmask16>(((1u << count) - 1) << first);
+  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << count) - 1), _mm512_maskz_compress_ps(run, v));
+#else
+  for (int i = 0; i < count; ++i) out[i] = v[first + i];
+#endif
+}
+
 }  // namespace dlb::simd
