@@ -130,13 +130,7 @@ void direct_block(const DirectPlan& d, const float* planes, const float* weights
       vfloat a[V];
 #pragma GCC unroll 3
       for (int v = 0; v < V; ++v) a[v] = simd::load(src + v * simd::kLanes);
-      const float* wt = wc + t * kChannelBlock;
-#pragma GCC unroll 8
-      for (int kk = 0; kk < kChannelBlock; ++kk) {
-        const vfloat b = simd::splat(wt[kk]);
-#pragma GCC unroll 3
-        for (int v = 0; v < V; ++v) acc[kk][v] = simd::fmadd(b, a[v], acc[kk][v]);
-      }
+      simd::rank1_update(acc, wc + t * kChannelBlock, a);
     }
   }
   LaneRun runs[kMaxRuns];

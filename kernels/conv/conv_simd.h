@@ -43,6 +43,19 @@ inline vfloat fmadd(vfloat a, vfloat b, vfloat c) {
 #endif
 }
 
+// acc[kk][v] += b[kk] * a[v] for KB scalars (broadcast) and V vectors: the
+// rank-1 update at the heart of the direct and Winograd kernels, with the
+// accumulators in registers (KB * V <= 24 leaves room for a and b).
+template <int KB, int V>
+inline void rank1_update(vfloat (&acc)[KB][V], const float* b, const vfloat (&a)[V]) {
+#pragma GCC unroll 8
+  for (int kk = 0; kk < KB; ++kk) {
+    const vfloat bk = splat(b[kk]);
+#pragma GCC unroll 3
+    for (int v = 0; v < V; ++v) acc[kk][v] = fmadd(bk, a[v], acc[kk][v]);
+  }
+}
+
 // v[l] = base[index[l]] for the lanes l whose bit is set in mask, 0 for the
 // others (which are not read: their index may point anywhere).
 inline vfloat masked_gather(const float* base, const std::int32_t* index, std::uint16_t mask) {

@@ -155,13 +155,7 @@ void tile_gemm(const float* v, const float* u, std::int64_t channels, std::int64
     vfloat a[TV];
 #pragma GCC unroll 3
     for (int t = 0; t < TV; ++t) a[t] = simd::load(v + c * kTiles + t * kLanes);
-    const float* uc = u + c * u_stride;
-#pragma GCC unroll 8
-    for (int kk = 0; kk < kChannelBlock; ++kk) {
-      const vfloat b = simd::splat(uc[kk]);
-#pragma GCC unroll 3
-      for (int t = 0; t < TV; ++t) acc[kk][t] = simd::fmadd(b, a[t], acc[kk][t]);
-    }
+    simd::rank1_update(acc, u + c * u_stride, a);
   }
   for (int kk = 0; kk < kChannelBlock; ++kk)
     for (int t = 0; t < TV; ++t) simd::store(m + kk * kTiles + t * kLanes, acc[kk][t]);
