@@ -12,9 +12,10 @@
 //                           registers; OpenMP over images and channel blocks; weights repacked in prepare
 //   cpu_im2col              own im2col per image, then Eigen GEMM W[k, c*r*s] * col[c*r*s, oh*ow]
 //                           (OpenMP over images, or Eigen's own threads at batch 1)
-//   cpu_winograd            own Winograd F(2x2, 3x3), 3x3 stride 1 only (any pad): tiles blocked
-//                           across images, transforms fused per block, 16 small GEMMs per block in
-//                           registers; weight transform G g G^T in prepare
+//   cpu_winograd            own Winograd F(2x2, 3x3), 3x3 stride 1 only (any pad): the batch's tiles
+//                           in blocks of 96, input transform from NCHW x, 16 GEMMs in registers and
+//                           output transform into NCHW y per block in cache; weight transform
+//                           G g G^T in prepare
 //   cpu_onednn_direct       oneDNN convolution_direct; the layouts it prefers (format_tag::any), the
 //                           NCHW -> blocked and blocked -> NCHW reorders inside the timed call
 //   cpu_onednn_winograd     oneDNN convolution_winograd, same layout handling; skipped with

@@ -87,8 +87,8 @@ inline void store_interleaved(float* out, vfloat even, vfloat odd, int count) {
 // lanes written to where it belongs, nothing else touched.
 inline void store_lanes(float* out, vfloat v, int first, int count) {
 #if defined(__AVX512F__)
-  const auto run = static_cast<__mmask16>(((1u << count) - 1) << first);
-  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << count) - 1), _mm512_maskz_compress_ps(run, v));
+  const auto lanes = static_cast<__mmask16>((1u << count) - 1);
+  _mm512_mask_storeu_ps(out, lanes, first == 0 ? v : _mm512_maskz_compress_ps(static_cast<__mmask16>(lanes << first), v));
 #else
   for (int i = 0; i < count; ++i) out[i] = v[first + i];
 #endif

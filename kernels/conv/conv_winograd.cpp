@@ -12,9 +12,10 @@
 // The tiles of the whole batch are numbered (image, tile row, tile column)
 // and cut into blocks of 96, whatever the image size (an 8x8 image has only
 // 16 tiles), and each block is done start to end in cache:
-//   1. input transform of all channels into V [16][c][96]: the 16 elements
-//      of 16 tiles at a time are masked gathers straight from NCHW x (the
-//      masks are the zero padding), transformed in registers;
+//   1. input transform of all channels into V [16][c][96], 16 tiles at a
+//      time in registers, their 4x4 inputs fetched straight from NCHW x:
+//      by masked gathers (the masks are the zero padding), or on images 16
+//      or more tiles wide by row loads split into even and odd columns;
 //   2. per 8 output channels, the 16 GEMMs in registers (8 channels x 48
 //      tiles, 24 accumulators) into M [16][8][96];
 //   3. output transform in registers, written into NCHW y.
@@ -49,6 +50,19 @@ struct BlockGather {
   std::uint16_t mask[kBlockVectors][kXi];
 };
 
+// The other way to fetch input tiles (AVX-512 builds, images with at least 16
+// tiles per row): the tiles of one tile row are consecutive slots, so each
+// of the 4 input rows of 16 tiles is 4 contiguous loads, split into even and
+// odd columns by permutes. A run is tiles [slot, slot + count) of the block
+// in one tile row, at most 16.
+struct TileRun {
+  std::int64_t slot, image, ty, tx, count;
+};
+struct BlockRuns {
+  std::int64_t count;
+  TileRun run[kTiles];
+};
+
 struct WinogradPlan {
   ConvShape p;
   std::int64_t oh = 0, ow = 0;
@@ -60,12 +74,14 @@ struct WinogradPlan {
   HostBuffer<float> u;              // [16][c][kp]
   std::unique_ptr<ThreadScratch> scratch;
 
-  // Per-thread scratch: V, M, the output tiles of one channel, the gather table.
+  bool by_rows = false;             // input tiles by rows (BlockRuns), not by gathers (BlockGather)
+  // Per-thread scratch: V, M, the output tiles of one channel, the gather or run table.
   std::int64_t v_floats() const { return kXi * p.c * kTiles; }
   std::int64_t m_floats() const { return kXi * kChannelBlock * kTiles; }
   std::int64_t y_floats() const { return 4 * kTiles + kLanes; }  // 16 lanes read past the last tile
-  std::int64_t gather_floats() const {
-    return static_cast<std::int64_t>((sizeof(BlockGather) + sizeof(float) - 1) / sizeof(float));
+  std::int64_t table_floats() const {
+    return static_cast<std::int64_t>((std::max(sizeof(BlockGather), sizeof(BlockRuns)) + sizeof(float) - 1) /
+                                     sizeof(float));
   }
   std::int64_t tiles_in(std::int64_t block) const { return std::min(kTiles, tiles - block * kTiles); }
 };
@@ -145,6 +161,73 @@ void transform_input(const WinogradPlan& plan, const float* x, const BlockGather
   }
 }
 
+void plan_runs(const WinogradPlan& plan, std::int64_t block, BlockRuns& runs) {
+  const std::int64_t first = block * kTiles, count = plan.tiles_in(block);
+  runs.count = 0;
+  for (std::int64_t slot = 0; slot < count;) {
+    const std::int64_t tile = first + slot;
+    const std::int64_t tx = tile % plan.tw;
+    const std::int64_t length = std::min({plan.tw - tx, count - slot, std::int64_t{kLanes}});
+    runs.run[runs.count++] = {slot, tile / (plan.th * plan.tw), tile / plan.tw % plan.th, tx, length};
+    slot += length;
+  }
+}
+
+#if defined(__AVX512F__)
+// row[q .. q + 16) with the columns outside [0, w) as 0; memory outside the
+// row is never touched (masked load; left of the row, where row + q would
+// point before it, the in-row part is expand-loaded into its lanes).
+__m512 load_row(const float* row, std::int64_t q, std::int64_t w) {
+  const std::int64_t lo = std::max<std::int64_t>(0, -q), hi = std::min<std::int64_t>(kLanes, w - q);
+  if (hi <= lo) return _mm512_setzero_ps();
+  const auto mask = static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
+  return lo == 0 ? _mm512_maskz_loadu_ps(mask, row + q) : _mm512_maskz_expandloadu_ps(mask, row + q + lo);
+}
+
+// As transform_input, by tile runs: tiles tx.. of tile row ty read input
+// columns 2 tx - pad + (0..3), so per input row the loads at columns
+// 2 tx - pad and 2 tx - pad + 2, split into even and odd columns, are
+// d[0..3] of up to 16 tiles.
+void transform_input_rows(const WinogradPlan& plan, const float* x, const BlockRuns& runs, float* v) {
+  const ConvShape& p = plan.p;
+  const std::int64_t xi_stride = p.c * kTiles;
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  for (std::int64_t c = 0; c < p.c; ++c) {
+    for (std::int64_t r = 0; r < runs.count; ++r) {
+      const TileRun& run = runs.run[r];
+      const float* image = x + (run.image * p.c + c) * p.h * p.w;
+      const std::int64_t q = 2 * run.tx - p.pad;
+      vfloat h[4][4];  // d B, row by row
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t row = 2 * run.ty + i - p.pad;
+        if (row < 0 || row >= p.h) {
+          for (auto& e : h[i]) e = vfloat{};
+          continue;
+        }
+        const float* in = image + row * p.w;
+        const __m512 a = load_row(in, q, p.w), a_next = load_row(in, q + kLanes, p.w);
+        const __m512 b = load_row(in, q + 2, p.w), b_next = load_row(in, q + 2 + kLanes, p.w);
+        const vfloat d0 = _mm512_permutex2var_ps(a, even, a_next), d1 = _mm512_permutex2var_ps(a, odd, a_next);
+        const vfloat d2 = _mm512_permutex2var_ps(b, even, b_next), d3 = _mm512_permutex2var_ps(b, odd, b_next);
+        h[i][0] = d0 - d2;
+        h[i][1] = d1 + d2;
+        h[i][2] = d2 - d1;
+        h[i][3] = d1 - d3;
+      }
+      float* out = v + c * kTiles + run.slot;
+      const int count = static_cast<int>(run.count);
+      for (int j = 0; j < 4; ++j) {
+        simd::store_lanes(out + (0 * 4 + j) * xi_stride, h[0][j] - h[2][j], 0, count);
+        simd::store_lanes(out + (1 * 4 + j) * xi_stride, h[1][j] + h[2][j], 0, count);
+        simd::store_lanes(out + (2 * 4 + j) * xi_stride, h[2][j] - h[1][j], 0, count);
+        simd::store_lanes(out + (3 * 4 + j) * xi_stride, h[1][j] - h[3][j], 0, count);
+      }
+    }
+  }
+}
+#endif
+
 // m[kk][slot] = sum_c u[c][kk] * v[c][slot] for 8 channels and TV vectors of tiles.
 template <int TV>
 void tile_gemm(const float* v, const float* u, std::int64_t channels, std::int64_t u_stride, float* m) {
@@ -217,15 +300,25 @@ void run_winograd(WinogradPlan& plan, const ConvArgs& args) {
     float* v = plan.scratch->of(t);
     float* m = v + plan.v_floats();
     float* ybuf = m + plan.m_floats();
-    auto* gather = reinterpret_cast<BlockGather*>(ybuf + plan.y_floats());
+    float* table = ybuf + plan.y_floats();
     std::int64_t transformed = -1;
     const auto [first, last] = thread_range(items, t, omp_get_num_threads());
     for (std::int64_t item = first; item < last; ++item) {
       const std::int64_t block = item / plan.channel_parts, part = item % plan.channel_parts;
       const std::int64_t vectors = (plan.tiles_in(block) + kLanes - 1) / kLanes;
       if (block != transformed) {
-        plan_gather(plan, block, *gather);
-        transform_input(plan, args.x, *gather, vectors, v);
+#if defined(__AVX512F__)
+        if (plan.by_rows) {
+          auto* runs = reinterpret_cast<BlockRuns*>(table);
+          plan_runs(plan, block, *runs);
+          transform_input_rows(plan, args.x, *runs, v);
+        }
+#endif
+        if (!plan.by_rows) {
+          auto* gather = reinterpret_cast<BlockGather*>(table);
+          plan_gather(plan, block, *gather);
+          transform_input(plan, args.x, *gather, vectors, v);
+        }
         transformed = block;
       }
       for (std::int64_t g = groups * part / plan.channel_parts; g < groups * (part + 1) / plan.channel_parts; ++g) {
@@ -261,8 +354,13 @@ Run prepare_conv_winograd(const ConvArgs& args, const Exec&) {
   plan->blocks = (plan->tiles + kTiles - 1) / kTiles;
   plan->kp = round_up(p.k, kChannelBlock);
   transform_weights(*plan, args.w);
+#if defined(__AVX512F__)
+  // Below 16 tiles per row, runs leave lanes idle and gathers were faster
+  // here (single thread, n64: 16x16 images 128 against 179 GFLOP/s).
+  plan->by_rows = plan->tw >= 16;
+#endif
   plan->scratch = std::make_unique<ThreadScratch>(plan->v_floats() + plan->m_floats() + plan->y_floats() +
-                                                  plan->gather_floats());
+                                                  plan->table_floats());
   const std::int64_t wanted = 2 * plan->scratch->threads();
   if (plan->blocks < wanted)
     plan->channel_parts = std::min(plan->kp / kChannelBlock, (wanted + plan->blocks - 1) / plan->blocks);
