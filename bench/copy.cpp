@@ -9,7 +9,7 @@
 // ordered with it at all). The stop event of a synchronous copy can only be
 // enqueued after cudaMemcpy has returned, so its time includes the return
 // to the host: what the call costs the program. No L2 flush for host copies:
-// PCIe is some 50 times slower than device memory, whether the device side
+// PCIe is some 60 times slower than device memory, whether the device side
 // sits in L2 or in DRAM cannot change the time, and a flush would only add
 // a memset per iteration. gpu_d2d runs at DRAM speed and is flushed.
 // bytes_per_second counts the bytes copied, once (d2d moves twice as many
