@@ -18,8 +18,8 @@ constexpr std::uint64_t kPatternSeed = 51;
 constexpr std::uint64_t kPipelineSeed = 52;
 // The pipeline's output against the fp64 reference: one fp32 rounding per
 // element (reference/copy.h), below 6e-8 of max|out|. 1e-6 leaves margin;
-// a chunk skipped (NaN: poisoned) or transformed twice (off by ~1e-2 of
-// max|out|) fails by orders of magnitude.
+// a chunk skipped (NaN: poisoned), misplaced or transformed twice is off by
+// a good fraction of max|out| and fails by orders of magnitude.
 constexpr double kPipelineTolerance = 1e-6;
 // Runs per median in overlap_fraction(), after one warm-up run.
 constexpr int kOverlapRuns = 5;

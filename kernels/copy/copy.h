@@ -144,10 +144,11 @@ struct CopyCall {
 
 std::span<const CopyCall> copy_calls();
 
-// cudaMemcpy. It always runs on the legacy default stream, which is what it
-// is given. It returns when the copy is done, except from pageable memory to
-// the device: then it returns once the data is staged, and the last DMA
-// completes in the stream's order.
+// cudaMemcpy. It always runs on the legacy default stream (dlbench is not
+// built with per-thread default streams), which is what it is given. It
+// returns when the copy is done, except from pageable memory to the device:
+// then it returns once the data is staged, and the last DMA completes in
+// the stream's order.
 void copy_sync(const CopyArgs& args, CUstream_st* legacy_default_stream);
 // cudaMemcpyAsync on `stream`. From or to pageable memory it is not
 // asynchronous: the host waits while the driver stages the data.
