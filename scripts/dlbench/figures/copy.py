@@ -9,7 +9,9 @@
   (``gpu_serial_<kind>``) and on 2 and 4 (``gpu_overlap_<kind>``) at its
   largest size, with overlap_fraction on each bar.
 
-Host kinds and calls are read from the case names, never listed here.
+Host kinds and calls are read from the case names, not listed here; only
+the comparisons name the kinds they compare (pinned against pageable, and
+registered for pinning on the fly).
 """
 
 from __future__ import annotations
