@@ -53,7 +53,7 @@ def synthetic_run(drop: tuple[str, ...] = (), oom: tuple[str, ...] = ()) -> dict
                 continue
             for call in ("sync", "async"):
                 cases += [(f"copy/gpu_{direction}_{kind}_{call}/bytes:{b}", gbps, b, {}) for b in SIZES]
-    cases += [(f"copy/gpu_d2d/bytes:{b}", SYNTHETIC_D2D_GBPS, b, {}) for b in SIZES]
+    cases += [(f"copy/gpu_d2d/bytes:{b}", SYNTHETIC_D2D_GBPS, b, {}) for b in SIZES if b >= MiB]  # as registered
     cases += [(f"copy/gpu_register_cost/bytes:{b}", SYNTHETIC_REGISTER_GBPS, b, {}) for b in SIZES]
     for (kind, streams), (gbps, fraction) in SYNTHETIC_PIPELINE.items():
         for b in PIPELINE_SIZES:
