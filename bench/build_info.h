@@ -9,5 +9,6 @@ const char* cxx_compiler();        // "GNU 12.2.0"
 const char* cuda_compiler();       // "NVIDIA 13.0.88", or "none"
 const char* cuda_architectures();  // CMAKE_CUDA_ARCHITECTURES, or "none"
 bool native();                     // DLB_NATIVE: compiled with -march=native
+bool planted_slowdown();           // DLB_PLANTED_SLOWDOWN: a test build with a known regression
 
 }  // namespace dlb::build

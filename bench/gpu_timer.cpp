@@ -35,8 +35,9 @@ L2Flusher& flusher() {
 }  // namespace
 
 void time_gpu(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing) {
-  const auto stream = ctx.exec().stream;
+  const auto stream = timing.stream != nullptr ? timing.stream : ctx.exec().stream;
   run();  // warm-up: module load, first-touch of library state
+  DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
   ctx.synchronize();
   Event start, stop;
   for (auto _ : state) {

@@ -99,10 +99,17 @@ struct Timing {
   // GPU only: write over the whole L2 before each call (outside the timed
   // region), so memory-bound cases measure DRAM, not a warm cache.
   bool flush_l2 = true;
+  // GPU only: the stream the timed call is ordered with, when that is not the
+  // context's own (nullptr: the context's stream). The flush, the events and
+  // the waits go there. A synchronous cudaMemcpy runs on the legacy default
+  // stream (cudaStreamLegacy), which the context's non-blocking stream is not
+  // ordered with: events on the context's stream would not bracket it.
+  CUstream_st* stream = nullptr;
 };
 
 // The timed loop. CPU: `run` back to back. GPU: one warm-up call, then per
-// iteration events recorded around the call only, SetIterationTime.
+// iteration events recorded around the call only (on Timing::stream, or the
+// context's stream), SetIterationTime.
 void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing = {});
 
 // Rate counters (per call figures; Google Benchmark divides by the time).

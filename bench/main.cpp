@@ -48,6 +48,7 @@ void add_context(const dlb::GpuInfo& gpu) {
   AddCustomContext("build_type", dlb::build::build_type());
   AddCustomContext("compiler", dlb::build::cxx_compiler());
   AddCustomContext("march_native", dlb::build::native() ? "yes" : "no");
+  if (dlb::build::planted_slowdown()) AddCustomContext("planted_slowdown", "daxpy/cpu_loop +20% (test build)");
   AddCustomContext("cuda_compiler", dlb::build::cuda_compiler());
   AddCustomContext("cuda_architectures", dlb::build::cuda_architectures());
   AddCustomContext("cpu_model", dlb::cpu_model());

@@ -33,7 +33,8 @@ struct Comparison {
 // tolerance: largest accepted max_rel_err; 0 demands bitwise-equal values.
 Comparison compare(std::span<const float> out, std::span<const double> ref, double tolerance);
 Comparison compare(std::span<const double> out, std::span<const double> ref, double tolerance);
-// Integer results are compared exactly.
+// Integer results and raw bytes are compared exactly.
 Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref);
+Comparison compare(std::span<const std::uint8_t> out, std::span<const std::uint8_t> ref);
 
 }  // namespace dlb::ref

@@ -1,6 +1,8 @@
 // The shared pieces: buffers, seeded data, the comparison every check uses.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -8,6 +10,7 @@
 
 #include "kernels/common/buffer.h"
 #include "kernels/common/cpu_info.h"
+#include "kernels/common/error.h"
 #include "kernels/common/random.h"
 #include "reference/compare.h"
 
@@ -37,6 +40,18 @@ TEST(FillRandom, IsSeededAndPrefixStable) {
   for (std::size_t i = 0; i < c.size(); ++i) EXPECT_EQ(a[i], c[i]);
   fill_random(b, 8);
   EXPECT_NE(a, b);
+}
+
+TEST(FillRandomInt, IsInRangeAndTheSameWhateverTheThreadCount) {
+  std::vector<std::uint8_t> parallel(1 << 18), serial(1 << 18);  // over the parallel threshold
+  fill_random_int(parallel, 9, 1, 255);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  fill_random_int(serial, 9, 1, 255);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(parallel, serial);
+  EXPECT_EQ(*std::min_element(parallel.begin(), parallel.end()), 1);
+  EXPECT_EQ(*std::max_element(parallel.begin(), parallel.end()), 255);
 }
 
 TEST(FillRandom, HasNoZerosAndSomeOutliers) {
@@ -111,6 +126,19 @@ TEST(Compare, IntegersExactly) {
   EXPECT_TRUE(ref::compare(std::span<const std::int32_t>(ref), ref).ok);
   const std::vector<std::int32_t> off = {1, -7, 100001};
   EXPECT_FALSE(ref::compare(std::span<const std::int32_t>(off), ref).ok);
+}
+
+TEST(Compare, BytesExactlyWithTheFirstMismatchListed) {
+  std::vector<std::uint8_t> ref(4097);
+  fill_random_int(ref, 5, 1, 255);
+  EXPECT_TRUE(ref::compare(std::span<const std::uint8_t>(ref), ref).ok);
+  auto out = ref;
+  out[4096] = 0;  // the last byte unwritten
+  const auto c = ref::compare(std::span<const std::uint8_t>(out), ref);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.mismatches, 1u);
+  EXPECT_NE(c.first.find("[4096] got 0"), std::string::npos) << c.first;
+  EXPECT_THROW(ref::compare(std::span<const std::uint8_t>(out).first(7), ref), Error);
 }
 
 TEST(CpuInfo, SeesTheMachine) {

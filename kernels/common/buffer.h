@@ -1,7 +1,7 @@
 // Owned, move-only memory for `count` elements of T. One class template for
 // every kind of memory; the kind is a policy with allocate/deallocate:
 //   HostBuffer<T>    64-byte aligned (a cache line, one AVX-512 register)
-//   DeviceBuffer<T>, PinnedBuffer<T>, WriteCombinedBuffer<T>: cuda_buffer.h
+//   DeviceBuffer<T>, PinnedBuffer<T>, WriteCombinedBuffer<T>: cuda_resources.h
 // Memory is uninitialized: fill it (fill_random, poison_nan) before use.
 #pragma once
 

@@ -18,6 +18,12 @@ namespace dlb::detail {
 
 inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess) {
+    // A failed call also leaves its error as the runtime's "last error" until
+    // cudaGetLastError() reads it. Read it here, so that the next launch check
+    // (DLB_CUDA_CHECK_LAUNCH) does not report this failure a second time, for
+    // an innocent kernel: after a cudaMalloc that ran out of memory, say. A
+    // sticky error (an illegal address) keeps the context broken anyway.
+    cudaGetLastError();
     throw_error(std::string(call) + " failed: " + cudaGetErrorName(status) + ": " +
                     cudaGetErrorString(status),
                 file, line);

@@ -24,7 +24,7 @@ int gpu_count() {
   int n = 0;
   // No driver, no device, or a broken install: all mean "no GPU to use".
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky error so later calls are not confused
+    cudaGetLastError();  // clear the last error (an initialization error stays, harmlessly: no GPU case runs)
     return 0;
   }
   return n;

@@ -46,14 +46,21 @@ class Operand {
     return host_.data() + offset_;
   }
 
-  // Host copy -> device copy (no-op for a CPU operand). Synchronous.
+  // Host copy -> device copy (no-op for a CPU operand). Done when it
+  // returns: cudaMemcpy from pageable memory may return before its last DMA
+  // lands (in the legacy default stream's order, which the cases'
+  // non-blocking streams do not follow), so wait for the device.
   void upload() {
 #if DLB_HAVE_CUDA
-    if (where_ == Device::gpu && count_ > 0)
+    if (where_ == Device::gpu && count_ > 0) {
       DLB_CUDA_CHECK(cudaMemcpy(data(), host().data(), bytes(), cudaMemcpyHostToDevice));
+      DLB_CUDA_CHECK(cudaDeviceSynchronize());
+    }
 #endif
   }
-  // Device copy -> host copy (no-op for a CPU operand). Synchronous.
+  // Device copy -> host copy (no-op for a CPU operand). Synchronous; the
+  // caller first waits for the work that wrote the device copy
+  // (ExecContext::synchronize), which cudaMemcpy does not order after.
   void download() {
 #if DLB_HAVE_CUDA
     if (where_ == Device::gpu && count_ > 0)

@@ -37,8 +37,13 @@ void fill_float(std::span<T> out, std::uint64_t seed, const FillSpec& spec) {
 template <class T>
 void fill_int(std::span<T> out, std::uint64_t seed, int lo, int hi) {
   const auto range = static_cast<std::uint64_t>(hi - lo + 1);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<T>(lo + static_cast<int>(bits(seed, i) % range));
+  const auto n = static_cast<std::int64_t>(out.size());
+  // Parallel like fill_float (gigabyte byte buffers for the copy cases);
+  // every element is a function of its index alone, so the result is the same.
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto u = static_cast<std::uint64_t>(i);
+    out[static_cast<std::size_t>(i)] = static_cast<T>(lo + static_cast<int>(bits(seed, u) % range));
   }
 }
 

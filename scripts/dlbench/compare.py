@@ -1,0 +1,170 @@
+"""Deciding, per case, whether NEW is slower than BASE, from the repetitions.
+
+Per case present in both runs, with times t (seconds per call, one per
+repetition; optionally normalized by the same run's roofline ceiling):
+  change    = median(t_new) / median(t_base) - 1
+  p         = two-sided Mann-Whitney U test of t_base against t_new
+  threshold = max(min_effect, noise_factor * noise), where noise is the
+              larger of the two sides' relative median absolute deviation
+              (MAD / median): a case that jitters by 5% between repetitions
+              must move by more than a quiet one before it counts.
+  slower  if p < alpha and change >  threshold
+  faster  if p < alpha and change < -threshold
+  same    otherwise
+Other verdicts: new (only in NEW, or errored in BASE), gone (only in BASE),
+errored (skipped with an error in NEW). A regression is `slower`, or
+`errored` where BASE measured the case. With normalization the roofline
+ceilings are compared as measured and a slower ceiling is reported but is
+not a regression (it says the machine is slower).
+
+Why both tests: on a shared machine two runs of identical code differ
+systematically by a few percent (page placement, frequency, neighbours), so
+with 10 repetitions a rank test alone calls most cases different; the effect
+threshold says how large a difference matters, the rank test that it is not
+chance. The defaults come from A/A runs of this machine (README, "Tracking
+regressions in CI").
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+
+from scipy.stats import mannwhitneyu
+
+from dlbench.results import Case, Results
+
+DEFAULT_ALPHA = 0.01
+DEFAULT_MIN_EFFECT = 0.05
+DEFAULT_NOISE_FACTOR = 3.0
+MACHINE_KEYS = ("cpu_model", "cpu_cores", "gpu_name")
+
+# Which roofline ceiling normalizes a case: by device and by what it counts.
+CEILINGS = {
+    ("cpu", "bytes"): "roofline/cpu_triad",
+    ("cpu", "flops"): "roofline/cpu_fma",
+    ("gpu", "bytes"): "roofline/gpu_copy",
+    ("gpu", "flops"): "roofline/gpu_fma",
+}
+
+VERDICT_ORDER = {"errored": 0, "slower": 1, "faster": 2, "same": 3, "new": 4, "gone": 5}
+
+
+@dataclass
+class Verdict:
+    name: str
+    verdict: str
+    change: float | None = None  # relative change of the median, +0.2 = 20% slower
+    p_value: float | None = None
+    threshold: float | None = None
+    base_median: float | None = None  # seconds per call (or ratio to the ceiling if normalized)
+    new_median: float | None = None
+    base_repetitions: int = 0
+    new_repetitions: int = 0
+    regression: bool = False
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class CompareError(Exception):
+    """Inputs that cannot be compared (exit code 2)."""
+
+
+def machine_of(results: Results) -> dict[str, str]:
+    return {k: str(results.context.get(k, "?")) for k in MACHINE_KEYS}
+
+
+def check_machines(base: Results, new: Results, cross_machine: bool) -> str | None:
+    """None if the machines match; the difference as text otherwise (an error
+    unless cross_machine)."""
+    a, b = machine_of(base), machine_of(new)
+    if a == b:
+        return None
+    diff = ", ".join(f"{k}: {a[k]!r} vs {b[k]!r}" for k in MACHINE_KEYS if a[k] != b[k])
+    if not cross_machine:
+        raise CompareError(f"runs from different machines ({diff}); times are comparable only on one "
+                           "machine. Pass --cross-machine to compare anyway.")
+    return diff
+
+
+def _ceiling_name(case: Case) -> str | None:
+    if case.op == "roofline":
+        return None  # the ceilings themselves are compared as measured
+    kind = "bytes" if case.values("bytes_per_second") else "flops"
+    return CEILINGS.get((case.device, kind))
+
+
+def times(results: Results, case: Case, normalize: bool) -> list[float]:
+    """Per-repetition seconds per call, divided by the median time of the
+    matching ceiling of the same run when normalizing."""
+    t = case.seconds()
+    if not normalize:
+        return t
+    ceiling_name = _ceiling_name(case)
+    if ceiling_name is None:
+        return t
+    ceiling = next((c for c in results.cases.values() if c.name.startswith(ceiling_name)), None)
+    if ceiling is None or ceiling.error is not None or not ceiling.runs:
+        raise CompareError(f"{results.path}: --normalize roofline needs {ceiling_name} in the run "
+                           f"(for {case.name})")
+    return [x / ceiling.median_seconds() for x in t]
+
+
+def relative_mad(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    return mad / med if med > 0 else 0.0
+
+
+def decide(name: str, base_t: list[float], new_t: list[float], alpha: float, min_effect: float,
+           noise_factor: float) -> Verdict:
+    v = Verdict(name=name, verdict="same", base_repetitions=len(base_t), new_repetitions=len(new_t))
+    v.base_median, v.new_median = statistics.median(base_t), statistics.median(new_t)
+    v.change = v.new_median / v.base_median - 1.0
+    v.threshold = max(min_effect, noise_factor * max(relative_mad(base_t), relative_mad(new_t)))
+    if len(base_t) < 2 or len(new_t) < 2:
+        v.note = "one repetition: no test possible"
+        return v
+    v.p_value = float(mannwhitneyu(base_t, new_t, alternative="two-sided").pvalue)
+    if v.p_value < alpha and v.change > v.threshold:
+        v.verdict, v.regression = "slower", True
+    elif v.p_value < alpha and v.change < -v.threshold:
+        v.verdict = "faster"
+    return v
+
+
+def compare(base: Results, new: Results, alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
+            noise_factor: float = DEFAULT_NOISE_FACTOR, normalize: bool = False) -> list[Verdict]:
+    names = sorted(set(base.cases) | set(new.cases))
+    common = set(base.cases) & set(new.cases)
+    if not common:
+        raise CompareError(f"no cases in common between {base.path} and {new.path}")
+    out = []
+    for name in names:
+        b, n = base.cases.get(name), new.cases.get(name)
+        if b is None:
+            out.append(Verdict(name=name, verdict="new", new_repetitions=len(n.runs)))
+        elif n is None:
+            out.append(Verdict(name=name, verdict="gone", base_repetitions=len(b.runs)))
+        elif n.error is not None:
+            fine_before = b.error is None and bool(b.runs)
+            out.append(Verdict(name=name, verdict="errored", regression=fine_before,
+                               base_repetitions=len(b.runs),
+                               note=n.error + ("" if fine_before else " (errored in BASE too)")))
+        elif b.error is not None or not b.runs:
+            out.append(Verdict(name=name, verdict="new", new_repetitions=len(n.runs),
+                               note="errored in BASE: " + (b.error or "no runs")))
+        else:
+            v = decide(name, times(base, b, normalize), times(new, n, normalize), alpha, min_effect, noise_factor)
+            if normalize and n.op == "roofline" and v.verdict == "slower":
+                # The ceilings are what the other cases are divided by: a
+                # slower ceiling is a slower machine, not slower code.
+                v.regression = False
+                v.note = "ceiling: the machine is slower, not the code"
+            out.append(v)
+    out.sort(key=lambda v: (VERDICT_ORDER[v.verdict], -(v.change or 0.0) if v.verdict != "faster" else (v.change or 0.0), v.name))
+    return out
