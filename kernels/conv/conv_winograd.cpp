@@ -71,10 +71,10 @@ struct WinogradPlan {
   std::int64_t blocks = 0;
   std::int64_t kp = 0;              // k rounded up to 8
   std::int64_t channel_parts = 1;   // ranges of 8-channel groups per block (batch 1)
+  bool by_rows = false;             // input tiles by rows (BlockRuns), not by gathers (BlockGather)
   HostBuffer<float> u;              // [16][c][kp]
   std::unique_ptr<ThreadScratch> scratch;
 
-  bool by_rows = false;             // input tiles by rows (BlockRuns), not by gathers (BlockGather)
   // Per-thread scratch: V, M, the output tiles of one channel, the gather or run table.
   std::int64_t v_floats() const { return kXi * p.c * kTiles; }
   std::int64_t m_floats() const { return kXi * kChannelBlock * kTiles; }
