@@ -58,6 +58,7 @@ class ConvFigures(unittest.TestCase):
     def test_table_winner_margin_and_ceiling_ratio(self):
         text = conv.table(self.results)
         rows = [line for line in text.splitlines() if line.startswith("| resnet20")]
+        self.assertTrue(rows[0].startswith("| resnet20 stage2 32->32 16x16, n1 |"), rows[0])
         self.assertEqual(len(rows), 4)
         for key, row in zip(self.keys, rows):
             variant, flops = best_cpu(self.results, key)

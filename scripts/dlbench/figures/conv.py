@@ -54,9 +54,12 @@ def rates(cases: list[Case], device: str) -> list[tuple[str, float]]:
     return sorted(out, key=lambda vr: -vr[1])
 
 
-def shape_title(key, cases: list[Case]) -> str:
+def shape_title(key, cases: list[Case], short: bool = False) -> str:
+    """'resnet20 stage1 16->16 32x32, n64' (short) or with the full descriptor after it."""
     name = next((origin(c) for c in cases if origin(c)), "")
-    return f"{name}: {describe(key)}" if name else describe(key)
+    if not name or name == "command line":
+        return describe(key)
+    return f"{name}, n{key[0]}" if short else f"{name}: {describe(key)}"
 
 
 def draw_panel(ax, cases: list[Case], device: str, title: str) -> None:
@@ -137,7 +140,7 @@ def table(results: Results) -> str:
     header = ["shape", "CPU winner", "GFLOP/s", "margin"] + (["GPU winner", "GFLOP/s", "margin"] if gpu else [])
     lines = ["| " + " | ".join(header) + " |", "|---|---|---:|---|" + ("---|---:|---|" if gpu else "")]
     for key, group in grouped.items():
-        cells = [shape_title(key, group)] + winner_cells(rates(group, "cpu"))
+        cells = [shape_title(key, group, short=True)] + winner_cells(rates(group, "cpu"))
         if gpu:
             cells += winner_cells(rates(group, "gpu"))
         lines.append("| " + " | ".join(cells) + " |")
