@@ -97,12 +97,31 @@ TEST(ConvTable, HasEveryVariantOfThisDevice) {
     EXPECT_TRUE(has("cpu_im2col"));
 #endif
 #if DLB_HAVE_ONEDNN
-    for (const char* name : {"cpu_onednn_direct", "cpu_onednn_winograd", "cpu_onednn_auto"}) EXPECT_TRUE(has(name)) << name;
+    for (const char* name : {"cpu_onednn_direct", "cpu_onednn_winograd", "cpu_onednn_auto", "cpu_onednn_auto_blocked"})
+      EXPECT_TRUE(has(name)) << name;
 #endif
   } else {
     EXPECT_EQ(names.size(), DLB_HAVE_CUDNN ? 11u : 1u);
   }
 }
+
+#if DLB_HAVE_ONEDNN
+// The _blocked case times the convolution alone and validates it converted
+// to NCHW: the timed call must leave y alone, and the validated call still
+// match after any number of timed calls.
+TEST(ConvBlocked, TimedCallIsTheConvolutionAloneAndStaysValid) {
+  if (test::kDevice != Device::cpu) GTEST_SKIP() << "a CPU variant";
+  const auto all = variants();
+  const auto it = std::find_if(all.begin(), all.end(), [](const ConvVariant* v) { return v->name == "cpu_onednn_auto_blocked"; });
+  ASSERT_NE(it, all.end());
+  ConvCase c(**it, parse_conv_descriptor("n2c16h9w9k32r3pad1"));
+  ASSERT_TRUE(static_cast<bool>(c.report().timed_call));
+  EXPECT_NE(c.report().implementation.find("no reorders timed"), std::string::npos) << c.report().implementation;
+  EXPECT_TRUE(c.validate().ok);
+  for (int i = 0; i < 3; ++i) c.run();
+  EXPECT_TRUE(c.validate().ok);
+}
+#endif
 
 TEST(ConvTable, WinogradAcceptsOnly3x3Stride1) {
   const ConvShape three{1, 3, 7, 7, 5, 3, 3, 1, 0};

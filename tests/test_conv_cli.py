@@ -43,7 +43,8 @@ class ConvFlag(unittest.TestCase):
             runs = json.loads(out.read_text())["benchmarks"]
         names = {r["run_name"] for r in runs}
         expected = "/n:3/c:5/h:9/w:11/k:7/r:3/s:3/stride:1/pad:1/real_time"
-        for variant in ("cpu_direct", "cpu_im2col", "cpu_winograd", "cpu_onednn_direct", "cpu_onednn_auto"):
+        for variant in ("cpu_direct", "cpu_im2col", "cpu_winograd", "cpu_onednn_direct", "cpu_onednn_auto",
+                        "cpu_onednn_auto_blocked"):
             self.assertIn(f"conv/{variant}{expected}", names)
         self.assertTrue(all(n.endswith(expected) for n in names), names)  # the defaults are replaced
         for r in runs:

@@ -50,6 +50,7 @@ static const ConvVariant kConvVariants[] = {
     {"cpu_onednn_direct", Device::cpu, prepare_conv_onednn_direct, 1e-5},
     {"cpu_onednn_winograd", Device::cpu, prepare_conv_onednn_winograd, 1e-5},
     {"cpu_onednn_auto", Device::cpu, prepare_conv_onednn_auto, 1e-5},
+    {"cpu_onednn_auto_blocked", Device::cpu, prepare_conv_onednn_auto_blocked, 1e-5},
 #endif
 #if DLB_HAVE_CUDNN
     {"gpu_cudnn_implicit_gemm", Device::gpu, prepare_conv_cudnn_implicit_gemm, 1e-5},

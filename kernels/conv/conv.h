@@ -21,6 +21,9 @@
 //   cpu_onednn_winograd     oneDNN convolution_winograd, same layout handling; skipped with
 //                           oneDNN's reason where it has no implementation for the shape or CPU
 //   cpu_onednn_auto         oneDNN convolution_auto (oneDNN picks the algorithm), same layout handling
+//   cpu_onednn_auto_blocked the same convolution as a framework keeping oneDNN's layout between layers
+//                           runs it: x reordered once in prepare, the timed call is the convolution
+//                           alone with its output left blocked (validation converts it to NCHW y)
 //   gpu_cudnn_<algorithm>   cudnnConvolutionForward with one fixed algorithm (implicit_gemm,
 //                           implicit_precomp_gemm, gemm, direct, fft, fft_tiling, winograd,
 //                           winograd_nonfused); strict fp32 (CUDNN_FMA_MATH); skipped with cuDNN's
@@ -84,6 +87,10 @@ struct ConvReport {
   std::string implementation;   // "jit:avx512_core", "CUDNN_CONVOLUTION_FWD_ALGO_FFT"...
   double workspace_bytes = -1;  // GPU scratch memory one call uses (cuDNN workspace, im2col buffer)
   double search_seconds = -1;   // one-off cost of choosing the algorithm (cudnnFind's search)
+  // Set by the _blocked variants: what to time instead of the prepared call,
+  // which is the same computation plus converting the output into NCHW y
+  // (what validation runs and checks).
+  Run timed_call;
 };
 
 struct ConvArgs {
@@ -106,6 +113,7 @@ Run prepare_conv_winograd(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_direct(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_winograd(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_auto(const ConvArgs& args, const Exec& exec);
+Run prepare_conv_onednn_auto_blocked(const ConvArgs& args, const Exec& exec);
 
 Run prepare_conv_cudnn_implicit_gemm(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_cudnn_implicit_precomp_gemm(const ConvArgs& args, const Exec& exec);
