@@ -7,10 +7,12 @@
 //     plane[phase(r, s)][(oh + r/stride) * wq + (ow + s/stride)]
 // so with the output positions flattened as j = oh * wq + ow, tap (r, s) is
 // one fixed offset from j, and 16 consecutive positions are one vector load,
-// whatever the stride. Columns ow >= OW of that flattened grid are computed
-// and dropped (wq - OW of every wq: 1/17 at 32x32 pad 1, more on small images).
+// whatever the stride. Where OW is a multiple of 16 (the ResNet20 and most
+// CNN layers) the vectors are 16 outputs of one row each, stored whole;
+// otherwise they run along the flattened grid, columns ow >= OW computed and
+// dropped at the store (wq - OW of every wq).
 //
-// Register block: 8 output channels x 48 positions (3 vectors): 24
+// Register block: 8 output channels x 3 vectors of 16 positions: 24
 // accumulators; per tap 3 input loads and 8 weight broadcasts feed 24 FMAs.
 // The last block of an image takes 1 or 2 vectors, whatever is left.
 // Weights are repacked in prepare as [k/8][c][r*s][8] so the 8 broadcasts
@@ -28,7 +30,6 @@ namespace {
 using simd::vfloat;
 constexpr int kChannelBlock = 8;
 constexpr int kVectors = 3;
-constexpr std::int64_t kPositions = kVectors * simd::kLanes;  // flattened positions per block
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
 
@@ -38,7 +39,12 @@ struct DirectPlan {
   std::int64_t plane = 0;             // floats per phase plane, slack for the last block's reads
   std::int64_t positions = 0;         // OH * wq rounded up to 16
   std::int64_t channel_blocks = 0;    // ceil(k / 8)
-  std::int64_t position_parts = 1;    // position ranges per (image, channel block) item
+  std::int64_t position_parts = 1;    // vector ranges per (image, channel block) item
+  // An image's output as vectors of 16 positions, in order: where each
+  // starts in the flattened grid and, when whole_rows (OW % 16 == 0), where
+  // its 16 outputs start in the (oh, ow) plane.
+  bool whole_rows = false;
+  std::vector<std::int64_t> vector_start, vector_dest;
   std::vector<std::int64_t> tap_offset;  // per (r, s): phase * plane + (r/stride) * wq + s/stride
   // Where the copy into the phase planes puts things (worked out once: the
   // divisions would cost as much as the copy): per input row, the start of
@@ -110,12 +116,14 @@ int plan_lane_runs(const DirectPlan& d, std::int64_t j0, int vectors, LaneRun* r
   return count;
 }
 
-// acc[kk][v] = sum over c and taps of w[kk][c][tap] * planes[c][tap_offset + j0 + 16 v],
+// acc[kk][v] = sum over c and taps of w[kk][c][tap] * planes[c][tap_offset + start of vector q0 + v],
 // then written straight from the registers into the NCHW planes of output
 // channels k0.. (at most 8, fewer at the end) of image n.
 template <int V>
 void direct_block(const DirectPlan& d, const float* planes, const float* weights, std::int64_t n, std::int64_t k0,
-                  std::int64_t j0, float* y) {
+                  std::int64_t q0, float* y) {
+  std::int64_t start[V];
+  for (int v = 0; v < V; ++v) start[v] = d.vector_start[static_cast<std::size_t>(q0 + v)];
   vfloat acc[kChannelBlock][V];
   for (auto& row : acc)
     for (auto& a : row) a = vfloat{};
@@ -123,20 +131,27 @@ void direct_block(const DirectPlan& d, const float* planes, const float* weights
   const std::int64_t channel_stride = d.p.stride * d.p.stride * d.plane;
   const std::int64_t* offsets = d.tap_offset.data();
   for (std::int64_t c = 0; c < d.p.c; ++c) {
-    const float* in = planes + c * channel_stride + j0;
+    const float* in = planes + c * channel_stride;
     const float* wc = weights + c * taps * kChannelBlock;
     for (std::int64_t t = 0; t < taps; ++t) {
       const float* src = in + offsets[t];
       vfloat a[V];
 #pragma GCC unroll 3
-      for (int v = 0; v < V; ++v) a[v] = simd::load(src + v * simd::kLanes);
+      for (int v = 0; v < V; ++v) a[v] = simd::load(src + start[v]);
       simd::rank1_update(acc, wc + t * kChannelBlock, a);
     }
   }
-  LaneRun runs[kMaxRuns];
-  const int count = plan_lane_runs(d, j0, V, runs);
   const std::int64_t plane = d.p.oh() * d.p.ow();
   const std::int64_t channels = std::min<std::int64_t>(kChannelBlock, d.p.k - k0);
+  if (d.whole_rows) {
+    for (std::int64_t kk = 0; kk < channels; ++kk) {
+      float* out = y + (n * d.p.k + k0 + kk) * plane;
+      for (int v = 0; v < V; ++v) simd::store(out + d.vector_dest[static_cast<std::size_t>(q0 + v)], acc[kk][v]);
+    }
+    return;
+  }
+  LaneRun runs[kMaxRuns];
+  const int count = plan_lane_runs(d, start[0], V, runs);
   for (std::int64_t kk = 0; kk < channels; ++kk) {
     float* out = y + (n * d.p.k + k0 + kk) * plane;
     for (int i = 0; i < count; ++i)
@@ -145,7 +160,8 @@ void direct_block(const DirectPlan& d, const float* planes, const float* weights
 }
 
 void run_direct(DirectPlan& d, const ConvArgs& args) {
-  const std::int64_t blocks = (d.positions + kPositions - 1) / kPositions;
+  const auto vectors = static_cast<std::int64_t>(d.vector_start.size());
+  const std::int64_t blocks = (vectors + kVectors - 1) / kVectors;
   const std::int64_t items = d.p.n * d.channel_blocks * d.position_parts;
   const int threads = d.scratch->threads();
 #pragma omp parallel num_threads(threads)
@@ -164,14 +180,14 @@ void run_direct(DirectPlan& d, const ConvArgs& args) {
       }
       const float* weights = d.weights.data() + kb * d.p.c * d.p.r * d.p.s * kChannelBlock;
       for (std::int64_t b = blocks * part / d.position_parts; b < blocks * (part + 1) / d.position_parts; ++b) {
-        const std::int64_t j0 = b * kPositions, width = std::min(kPositions, d.positions - j0);
+        const std::int64_t q0 = b * kVectors, width = std::min<std::int64_t>(kVectors, vectors - q0);
         const std::int64_t k0 = kb * kChannelBlock;
-        if (width == kPositions) {
-          direct_block<kVectors>(d, planes, weights, n, k0, j0, args.y);
-        } else if (width == 2 * simd::kLanes) {
-          direct_block<2>(d, planes, weights, n, k0, j0, args.y);
+        if (width == kVectors) {
+          direct_block<kVectors>(d, planes, weights, n, k0, q0, args.y);
+        } else if (width == 2) {
+          direct_block<2>(d, planes, weights, n, k0, q0, args.y);
         } else {
-          direct_block<1>(d, planes, weights, n, k0, j0, args.y);
+          direct_block<1>(d, planes, weights, n, k0, q0, args.y);
         }
       }
     }
@@ -189,6 +205,17 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
   d->wq = (p.w + 2 * p.pad + st - 1) / st;
   d->positions = round_up(p.oh() * d->wq, simd::kLanes);
   d->channel_blocks = (p.k + kChannelBlock - 1) / kChannelBlock;
+  d->whole_rows = p.ow() % simd::kLanes == 0;
+  if (d->whole_rows) {
+    for (std::int64_t row = 0; row < p.oh(); ++row) {
+      for (std::int64_t col = 0; col < p.ow(); col += simd::kLanes) {
+        d->vector_start.push_back(row * d->wq + col);
+        d->vector_dest.push_back(row * p.ow() + col);
+      }
+    }
+  } else {
+    for (std::int64_t j = 0; j < d->positions; j += simd::kLanes) d->vector_start.push_back(j);
+  }
   std::int64_t max_offset = 0;
   for (std::int64_t r = 0; r < p.r; ++r) {
     for (std::int64_t s = 0; s < p.s; ++s) {
@@ -231,7 +258,7 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
   const std::int64_t per_position_part = p.n * d->channel_blocks;
   const std::int64_t wanted = 2 * d->scratch->threads();
   if (per_position_part < wanted)
-    d->position_parts = std::min((d->positions + kPositions - 1) / kPositions,
+    d->position_parts = std::min((static_cast<std::int64_t>(d->vector_start.size()) + kVectors - 1) / kVectors,
                                  (wanted + per_position_part - 1) / per_position_part);
   return [d, args] { run_direct(*d, args); };
 }
