@@ -2,14 +2,16 @@
 //   y[n][k][oh][ow] = sum_{c,r,s} x[n][c][oh*stride + r - pad][ow*stride + s - pad] * w[k][c][r][s]
 // with zero padding. NCHW input, OIHW weights, NCHW output on both sides of
 // every variant; a variant that computes in another layout converts inside
-// the timed call (said per row below). Weights are repacked in prepare,
+// the timed call (said per row below), except the one named _blocked, whose
+// timed call stays in oneDNN's layout (validated converted). Weights are repacked in prepare,
 // outside the timed call, where a variant wants them in another order: a
 // framework does that once per model, not once per image.
 //
 // Variants (the table in conv.cpp):
 //   cpu_direct              own direct convolution: input padded and split into stride phases per
-//                           image, output rows flattened, 8 output channels x 48 positions in
-//                           registers; OpenMP over images and channel blocks; weights repacked in prepare
+//                           image, so every filter tap is one vector load; 8 output channels x 3
+//                           vectors of 16 positions in registers; OpenMP over images and channel
+//                           blocks; weights repacked in prepare
 //   cpu_im2col              own im2col per image, then Eigen GEMM W[k, c*r*s] * col[c*r*s, oh*ow]
 //                           (OpenMP over images, or Eigen's own threads at batch 1)
 //   cpu_winograd            own Winograd F(2x2, 3x3), 3x3 stride 1 only (any pad): the batch's tiles
