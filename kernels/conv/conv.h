@@ -3,9 +3,9 @@
 // with zero padding. NCHW input, OIHW weights, NCHW output on both sides of
 // every variant; a variant that computes in another layout converts inside
 // the timed call (said per row below), except the one named _blocked, whose
-// timed call stays in oneDNN's layout (validated converted). Weights are repacked in prepare,
-// outside the timed call, where a variant wants them in another order: a
-// framework does that once per model, not once per image.
+// timed call stays in oneDNN's layout (it is validated converted to NCHW).
+// Weights are repacked in prepare, outside the timed call, where a variant
+// wants them in another order: a framework does that once per model.
 //
 // Variants (the table in conv.cpp):
 //   cpu_direct              own direct convolution: input padded and split into stride phases per
