@@ -56,15 +56,16 @@ inline void rank1_update(vfloat (&acc)[KB][V], const float* b, const vfloat (&a)
   }
 }
 
-// v[l] = base[index[l]] for the lanes l whose bit is set in mask, 0 for the
-// others (which are not read: their index may point anywhere).
-inline vfloat masked_gather(const float* base, const std::int32_t* index, std::uint16_t mask) {
+// v[l] = base[index[l] + delta] for the lanes l whose bit is set in mask, 0
+// for the others (which are not read: their index may point anywhere).
+inline vfloat masked_gather(const float* base, const std::int32_t* index, std::int32_t delta, std::uint16_t mask) {
 #if defined(__AVX512F__)
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, _mm512_loadu_si512(index), base, 4);
+  const __m512i at = _mm512_add_epi32(_mm512_loadu_si512(index), _mm512_set1_epi32(delta));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, at, base, 4);
 #else
   vfloat v = {};
   for (int l = 0; l < kLanes; ++l)
-    if ((mask >> l) & 1) v[l] = base[index[l]];
+    if ((mask >> l) & 1) v[l] = base[index[l] + delta];
   return v;
 #endif
 }
@@ -77,7 +78,7 @@ inline void store_interleaved(float* out, vfloat even, vfloat odd, int count) {
   const __m512i high = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
   const auto mask = [](int n) { return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1); };
   _mm512_mask_storeu_ps(out, mask(count), _mm512_permutex2var_ps(even, low, odd));
-  _mm512_mask_storeu_ps(out + 16, mask(count - 16), _mm512_permutex2var_ps(even, high, odd));
+  if (count > 16) _mm512_mask_storeu_ps(out + 16, mask(count - 16), _mm512_permutex2var_ps(even, high, odd));
 #else
   for (int i = 0; i < count; ++i) out[i] = (i % 2 == 0) ? even[i / 2] : odd[i / 2];
 #endif

@@ -133,18 +133,25 @@ void plan_gather(const WinogradPlan& plan, std::int64_t block, BlockGather& g) {
 }
 
 // V[xi][c][slot] = (B^T d B)[xi], B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],
-// 16 tiles per step.
-void transform_input(const WinogradPlan& plan, const float* x, const BlockGather& g, std::int64_t vectors,
+// 16 tiles per step. noipa: GCC 12 at -O3 was seen to drop calls to this
+// function altogether after small rewrites of it (its interprocedural value
+// propagation: -fno-ipa-cp or -fno-ipa-vrp kept the call, so did any debug
+// print; sanitizers found nothing). Keeping IPA out of it costs nothing: it
+// is called once per block of 96 tiles.
+__attribute__((noipa)) void transform_input(const WinogradPlan& plan, const float* x, const BlockGather& g, std::int64_t vectors,
                      float* v) {
   const ConvShape& p = plan.p;
   const std::int64_t xi_stride = p.c * kTiles;
   for (std::int64_t c = 0; c < p.c; ++c) {
-    const float* image = x + c * p.h * p.w;
     for (std::int64_t vec = 0; vec < vectors; ++vec) {
       vfloat h[4][4];  // d B, row by row
       for (int i = 0; i < 4; ++i) {
         vfloat d[4];
-        for (int j = 0; j < 4; ++j) d[j] = simd::masked_gather(image + i * p.w + j, g.offset[vec], g.mask[vec][i * 4 + j]);
+        for (int j = 0; j < 4; ++j) {
+          // Element (i, j) of each tile: channel c, i rows and j columns from its top-left.
+          const auto delta = static_cast<std::int32_t>(c * p.h * p.w + i * p.w + j);
+          d[j] = simd::masked_gather(x, g.offset[vec], delta, g.mask[vec][i * 4 + j]);
+        }
         h[i][0] = d[0] - d[2];
         h[i][1] = d[1] + d[2];
         h[i][2] = d[2] - d[1];
