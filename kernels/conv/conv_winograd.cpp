@@ -168,6 +168,7 @@ __attribute__((noipa)) void transform_input(const WinogradPlan& plan, const floa
   }
 }
 
+#if defined(__AVX512F__)
 void plan_runs(const WinogradPlan& plan, std::int64_t block, BlockRuns& runs) {
   const std::int64_t first = block * kTiles, count = plan.tiles_in(block);
   runs.count = 0;
@@ -180,7 +181,6 @@ void plan_runs(const WinogradPlan& plan, std::int64_t block, BlockRuns& runs) {
   }
 }
 
-#if defined(__AVX512F__)
 // row[q .. q + 16) with the columns outside [0, w) as 0; memory outside the
 // row is never touched (masked load; left of the row, where row + q would
 // point before it, the in-row part is expand-loaded into its lanes).
