@@ -32,7 +32,6 @@ class CudnnTensorDesc {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-
 // cuDNN 9 marks its legacy convolution API (filter and convolution
 // descriptors, cudnnConvolutionForward and its algorithm choice) deprecated;
 // it warns only where CUDNN_WARN_DEPRECATED is defined. It is still the API
