@@ -16,9 +16,11 @@ namespace dlb {
 // bf16 (1e-5): bf16 products are exact in fp32 and AMX / AVX512-BF16
 //   accumulate in fp32, so the error is the fp32 accumulation alone.
 // tf32 (1e-3): cuBLAS rounds fp32 inputs to 10 mantissa bits (DESIGN.md).
-// fp16 (1e-3): fp16 products are exact in fp32, but tensor cores add them
-//   with truncation, not round to nearest; k * 2^-23 ~ 1e-3 bounds it at
-//   k ~ 9216 (measured on no GPU yet).
+// fp16 (1e-3): fp16 products are exact in fp32, but tensor cores add them to
+//   the fp32 accumulator with truncation, not round to nearest (Fasi et al.,
+//   "Numerical behavior of NVIDIA tensor cores", 2021): a one-sided error of
+//   half an ulp per addition on average, k * 2^-24 ~ 5.5e-4 at k = 9216.
+//   Not yet run on a GPU.
 // s8 (0, exact): the integer sum is exact and the output stage is one fp32
 //   conversion and one fp32 multiply, which the reference reproduces.
 // cpu_onednn_s8 (1e-6): exact integers, but oneDNN's AMX kernel applies the
