@@ -31,7 +31,7 @@ constexpr Shape kShapes[] = {
     // ResNet20 fc (64 -> 10), batch 1 and 64.
     {1, 10, 64},
     {64, 10, 64},
-    // DeepBench inference_server_set (kernels/gemm_problems.h), whose (m, n, k)
+    // DeepBench inference_server_set (code/kernels/gemm_problems.h), whose (m, n, k)
     // are (layer outputs, batch, layer inputs): here m = its n, n = its m.
     {700, 5124, 2048},  // (5124, 700, 2048): speech model layer, 700 time steps
     {700, 35, 2048},    // (35, 700, 2048): a narrow layer, n not a multiple of 4
