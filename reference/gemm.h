@@ -14,6 +14,11 @@ namespace dlb::ref {
 std::vector<double> gemm_rows(const float* a, const float* b, std::int64_t n, std::int64_t k,
                               std::span<const std::int64_t> rows);
 
+// The integer version: rows of C = (A - a_zero_point) * B for A [m,k] u8 and
+// B [k,n] s8, exact in 64-bit integers.
+std::vector<std::int64_t> gemm_rows_u8s8(const std::uint8_t* a, std::int32_t a_zero_point, const std::int8_t* b,
+                                         std::int64_t n, std::int64_t k, std::span<const std::int64_t> rows);
+
 // `count` rows spread over [0, m): first, last and evenly spaced between.
 std::vector<std::int64_t> spread_rows(std::int64_t m, std::int64_t count);
 

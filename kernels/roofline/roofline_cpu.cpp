@@ -8,12 +8,14 @@
 #include "kernels/roofline/roofline.h"
 
 namespace dlb {
+#if defined(__AVX512F__)
 namespace {
 
 // Streaming stores need a 64-byte aligned destination; the buffers are.
 bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
 }  // namespace
+#endif
 
 void stream_copy(const double* a, double* c, std::int64_t n) {
 #if defined(__AVX512F__)
