@@ -44,8 +44,16 @@ struct Variant {
   double tolerance;
   // Run-time availability (CPU ISA extensions); nullptr means always.
   bool (*available)() = nullptr;
+  // The problems this variant is written for (a Winograd kernel for 3x3
+  // stride-1 filters only), asked before a case is registered or tested, so
+  // that a row is not listed for shapes it was never meant to run; nullptr
+  // means every problem. Only the shape fields of args are read. A library
+  // that declines a shape at run time throws dlb::Unsupported from prepare
+  // instead, and the case is reported as skipped with the library's reason.
+  bool (*accepts)(const Args& args) = nullptr;
 
   bool usable() const { return available == nullptr || available(); }
+  bool accepts_problem(const Args& args) const { return accepts == nullptr || accepts(args); }
 };
 
 template <class Args>

@@ -1,0 +1,188 @@
+// cuDNN's forward convolution: each algorithm on its own, the algorithm its
+// heuristic picks (cudnnGetConvolutionForwardAlgorithm_v7), and the one its
+// measured search picks (cudnnFindConvolutionForwardAlgorithm, what
+// torch.backends.cudnn.benchmark = True does). NCHW fp32 in and out, KCRS
+// filters. Strict fp32: CUDNN_FMA_MATH on the convolution descriptor, so no
+// algorithm may use TF32 tensor cores. Handle, descriptors and workspace are
+// made in prepare; the timed call is cudnnConvolutionForward alone.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/common/cuda_resources.h"
+#include "kernels/common/cudnn_resources.h"
+#include "kernels/conv/conv.h"
+
+// The legacy convolution API is deprecated in cuDNN 9 but is what frameworks'
+// algorithm choice exposes: see cudnn_resources.h.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dlb {
+namespace {
+
+int to_int(std::int64_t v) { return static_cast<int>(v); }  // validate_conv_shape keeps sizes < 2^31
+
+struct CudnnConv {
+  CudnnConv(const ConvArgs& a, cudaStream_t s)
+      : args(a),
+        stream(s),
+        handle(s),
+        x_desc(to_int(a.shape.n), to_int(a.shape.c), to_int(a.shape.h), to_int(a.shape.w)),
+        w_desc(to_int(a.shape.k), to_int(a.shape.c), to_int(a.shape.r), to_int(a.shape.s)),
+        conv_desc(to_int(a.shape.pad), to_int(a.shape.pad), to_int(a.shape.stride), to_int(a.shape.stride),
+                  CUDNN_FMA_MATH),
+        y_desc(to_int(a.shape.n), to_int(a.shape.k), to_int(a.shape.oh()), to_int(a.shape.ow())) {}
+
+  cudnnStatus_t forward() {
+    const float alpha = 1.0f, beta = 0.0f;
+    return cudnnConvolutionForward(handle.get(), &alpha, x_desc.get(), args.x, w_desc.get(), args.w,
+                                   conv_desc.get(), algo, workspace.data(), workspace.bytes(), &beta,
+                                   y_desc.get(), args.y);
+  }
+
+  ConvArgs args;
+  cudaStream_t stream;
+  CudnnHandle handle;
+  CudnnTensorDesc x_desc;
+  CudnnFilterDesc w_desc;
+  CudnnConvolutionDesc conv_desc;
+  CudnnTensorDesc y_desc;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  DeviceBuffer<unsigned char> workspace;
+};
+
+const char* algo_name(cudnnConvolutionFwdAlgo_t algo) {
+  switch (algo) {
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "CUDNN_CONVOLUTION_FWD_ALGO_FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED";
+    default: return "unknown cuDNN forward algorithm";
+  }
+}
+
+bool not_supported(cudnnStatus_t status) { return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED; }
+
+// Sets the algorithm, allocates its workspace and makes one trial call:
+// dlb::Unsupported with cuDNN's status where the algorithm does not support
+// this problem (asked for its workspace, or when called), dlb::Error for
+// any other failure.
+void use_algorithm(CudnnConv& c, cudnnConvolutionFwdAlgo_t algo) {
+  std::size_t bytes = 0;
+  const cudnnStatus_t size_status = cudnnGetConvolutionForwardWorkspaceSize(
+      c.handle.get(), c.x_desc.get(), c.w_desc.get(), c.conv_desc.get(), c.y_desc.get(), algo, &bytes);
+  if (not_supported(size_status))
+    throw Unsupported(std::string(algo_name(algo)) + ": cudnnGetConvolutionForwardWorkspaceSize: " +
+                      cudnnGetErrorString(size_status));
+  detail::check_cudnn(size_status, "cudnnGetConvolutionForwardWorkspaceSize", __FILE__, __LINE__);
+  c.algo = algo;
+  c.workspace = DeviceBuffer<unsigned char>(bytes);
+  const cudnnStatus_t run_status = c.forward();
+  if (not_supported(run_status))
+    throw Unsupported(std::string(algo_name(algo)) + ": cudnnConvolutionForward: " + cudnnGetErrorString(run_status));
+  detail::check_cudnn(run_status, "cudnnConvolutionForward", __FILE__, __LINE__);
+  DLB_CUDA_CHECK(cudaStreamSynchronize(c.stream));
+  if (c.args.report != nullptr) {
+    c.args.report->implementation = algo_name(algo);
+    c.args.report->workspace_bytes = static_cast<double>(bytes);
+  }
+}
+
+Run run_of(const std::shared_ptr<CudnnConv>& c) {
+  return [c] { DLB_CUDNN_CHECK(c->forward()); };
+}
+
+Run prepare_fixed(const ConvArgs& args, const Exec& exec, cudnnConvolutionFwdAlgo_t algo) {
+  validate_conv_shape(args.shape);
+  auto c = std::make_shared<CudnnConv>(args, exec.stream);
+  use_algorithm(*c, algo);
+  return run_of(c);
+}
+
+// The first result that ran and keeps strict fp32 (perf results are sorted
+// best first; with CUDNN_FMA_MATH on the descriptor every entry should
+// already be FMA math, the check keeps a TF32 entry out if one slips in).
+cudnnConvolutionFwdAlgo_t first_usable(const std::vector<cudnnConvolutionFwdAlgoPerf_t>& results, int returned,
+                                       const char* who) {
+  for (int i = 0; i < returned; ++i) {
+    const auto& r = results[static_cast<std::size_t>(i)];
+    if (r.status == CUDNN_STATUS_SUCCESS && r.mathType != CUDNN_TENSOR_OP_MATH &&
+        r.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      return r.algo;
+  }
+  throw Unsupported(std::string(who) + " returned no strict-fp32 algorithm that can run this problem");
+}
+
+std::vector<cudnnConvolutionFwdAlgoPerf_t> perf_results(const CudnnConv& c) {
+  int count = 0;
+  DLB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(c.handle.get(), &count));
+  return std::vector<cudnnConvolutionFwdAlgoPerf_t>(static_cast<std::size_t>(count));
+}
+
+}  // namespace
+
+Run prepare_conv_cudnn_implicit_gemm(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+}
+Run prepare_conv_cudnn_implicit_precomp_gemm(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+}
+Run prepare_conv_cudnn_gemm(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+}
+Run prepare_conv_cudnn_direct(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT);
+}
+Run prepare_conv_cudnn_fft(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_FFT);
+}
+Run prepare_conv_cudnn_fft_tiling(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING);
+}
+Run prepare_conv_cudnn_winograd(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD);
+}
+Run prepare_conv_cudnn_winograd_nonfused(const ConvArgs& args, const Exec& exec) {
+  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
+}
+
+Run prepare_conv_cudnn_heuristic(const ConvArgs& args, const Exec& exec) {
+  validate_conv_shape(args.shape);
+  auto c = std::make_shared<CudnnConv>(args, exec.stream);
+  auto results = perf_results(*c);
+  int returned = 0;
+  DLB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c->handle.get(), c->x_desc.get(), c->w_desc.get(),
+                                                         c->conv_desc.get(), c->y_desc.get(),
+                                                         static_cast<int>(results.size()), &returned, results.data()));
+  use_algorithm(*c, first_usable(results, returned, "cudnnGetConvolutionForwardAlgorithm_v7"));
+  return run_of(c);
+}
+
+Run prepare_conv_cudnn_find(const ConvArgs& args, const Exec& exec) {
+  validate_conv_shape(args.shape);
+  auto c = std::make_shared<CudnnConv>(args, exec.stream);
+  auto results = perf_results(*c);
+  int returned = 0;
+  // The search runs every algorithm on buffers of its own (synchronously):
+  // its wall time is what a framework pays once per new shape.
+  DLB_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+  const auto start = std::chrono::steady_clock::now();
+  DLB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(c->handle.get(), c->x_desc.get(), c->w_desc.get(),
+                                                       c->conv_desc.get(), c->y_desc.get(),
+                                                       static_cast<int>(results.size()), &returned, results.data()));
+  DLB_CUDA_CHECK(cudaDeviceSynchronize());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  use_algorithm(*c, first_usable(results, returned, "cudnnFindConvolutionForwardAlgorithm"));
+  if (args.report != nullptr) args.report->search_seconds = seconds;
+  return run_of(c);
+}
+
+}  // namespace dlb
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,216 @@
+// conv: every variant of the device this binary covers, on every default
+// shape and on odd ones (odd sizes, c = 3, k = 5 and 7, pad 0 and 2, stride
+// 2 and 3, batch 1 and 3, 1x1 and 5x5 filters, non-square images, a 1x1
+// image), each within its tolerance of the double-precision reference; the
+// --conv descriptor parser and every bad-shape path.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench/cases/conv_case.h"
+#include "kernels/common/error.h"
+#include "tests/test_device.h"
+
+namespace dlb {
+namespace {
+
+std::vector<const ConvVariant*> variants() { return usable_variants(conv_variants(), test::kDevice); }
+
+// Odd shapes:                      n  c   h   w   k  r  s  stride pad
+const ConvShape kOddShapes[] = {
+    {1, 3, 7, 7, 5, 3, 3, 1, 0},     // the odd shape, pad 0
+    {1, 3, 7, 7, 5, 3, 3, 1, 1},
+    {1, 3, 7, 7, 5, 3, 3, 1, 2},     // pad 2: a border of all-padding tiles
+    {1, 3, 7, 7, 5, 3, 3, 2, 1},     // stride 2
+    {3, 5, 9, 7, 9, 3, 3, 1, 2},     // batch 3, h != w, k = 9 (one full block and one channel)
+    {2, 33, 13, 17, 7, 3, 3, 1, 1},  // c = 33, k = 7, odd output size (odd tiles clipped)
+    {2, 33, 13, 17, 7, 3, 3, 2, 1},
+    {1, 4, 11, 11, 6, 3, 3, 3, 0},   // stride 3
+    {1, 3, 7, 7, 5, 1, 1, 1, 0},     // 1x1
+    {3, 4, 9, 9, 9, 1, 1, 2, 0},     // 1x1 stride 2
+    {1, 3, 7, 7, 5, 5, 5, 1, 2},     // 5x5
+    {2, 3, 12, 10, 5, 5, 5, 2, 1},   // 5x5 stride 2
+    {1, 2, 1, 1, 3, 3, 3, 1, 1},     // a 1x1 image under a 3x3 filter
+    {1, 1, 3, 3, 1, 3, 3, 1, 0},     // one output element
+    {1, 16, 33, 33, 17, 3, 3, 1, 1}, // 33x33, k = 17
+};
+
+struct Param {
+  const ConvVariant* variant;
+  ConvShape shape;
+  std::string origin;
+};
+
+std::vector<Param> params() {
+  std::vector<ConvShape> shapes;
+  std::vector<std::string> origins;
+  for (const auto& named : conv_default_shapes()) {
+    shapes.push_back(named.shape);
+    origins.push_back("default");
+  }
+  for (const auto& shape : kOddShapes) {
+    shapes.push_back(shape);
+    origins.push_back("odd");
+  }
+  std::vector<Param> out;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    for (const auto* v : variants())
+      if (v->accepts_problem(ConvArgs{shapes[i]})) out.push_back({v, shapes[i], origins[i]});
+  return out;
+}
+
+class ConvTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ConvTest, MatchesReference) {
+  const auto& [variant, shape, origin] = GetParam();
+  try {
+    ConvCase c(*variant, shape);
+    const auto result = c.validate();
+    EXPECT_TRUE(result.ok) << variant->name << " " << shape.descriptor() << ": " << result.summary();
+    EXPECT_LE(result.max_rel_err, variant->tolerance);
+    EXPECT_GT(result.checked, 0u);
+  } catch (const Unsupported& e) {
+    // Only a library may decline a shape (oneDNN's Winograd, a cuDNN algorithm).
+    const std::string name(variant->name);
+    EXPECT_TRUE(name.find("onednn") != std::string::npos || name.find("cudnn") != std::string::npos)
+        << name << " declined " << shape.descriptor() << ": " << e.what();
+    GTEST_SKIP() << e.what();
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  return std::string(info.param.variant->name) + "_" + info.param.origin + "_" + info.param.shape.descriptor();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvTest, ::testing::ValuesIn(params()), param_name);
+
+TEST(ConvTable, HasEveryVariantOfThisDevice) {
+  std::vector<std::string> names;
+  for (const auto* v : variants()) names.emplace_back(v->name);
+  const auto has = [&](const char* name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  if (test::kDevice == Device::cpu) {
+    for (const char* name : {"cpu_direct", "cpu_winograd"}) EXPECT_TRUE(has(name)) << name;
+#if DLB_HAVE_EIGEN
+    EXPECT_TRUE(has("cpu_im2col"));
+#endif
+#if DLB_HAVE_ONEDNN
+    for (const char* name : {"cpu_onednn_direct", "cpu_onednn_winograd", "cpu_onednn_auto", "cpu_onednn_auto_blocked"})
+      EXPECT_TRUE(has(name)) << name;
+#endif
+  } else {
+    EXPECT_EQ(names.size(), DLB_HAVE_CUDNN ? 11u : 1u);
+  }
+}
+
+#if DLB_HAVE_ONEDNN
+// The _blocked case times the convolution alone and validates it converted
+// to NCHW: the timed call must leave y alone, and the validated call still
+// match after any number of timed calls.
+TEST(ConvBlocked, TimedCallIsTheConvolutionAloneAndStaysValid) {
+  if (test::kDevice != Device::cpu) GTEST_SKIP() << "a CPU variant";
+  const auto all = variants();
+  const auto it = std::find_if(all.begin(), all.end(), [](const ConvVariant* v) { return v->name == "cpu_onednn_auto_blocked"; });
+  ASSERT_NE(it, all.end());
+  ConvCase c(**it, parse_conv_descriptor("n2c16h9w9k32r3pad1"));
+  ASSERT_TRUE(static_cast<bool>(c.report().timed_call));
+  EXPECT_NE(c.report().implementation.find("no reorders timed"), std::string::npos) << c.report().implementation;
+  EXPECT_TRUE(c.validate().ok);
+  for (int i = 0; i < 3; ++i) c.run();
+  EXPECT_TRUE(c.validate().ok);
+}
+#endif
+
+TEST(ConvTable, WinogradAcceptsOnly3x3Stride1) {
+  const ConvShape three{1, 3, 7, 7, 5, 3, 3, 1, 0};
+  EXPECT_TRUE(conv_is_3x3_stride1(ConvArgs{three}));
+  for (const ConvShape& other : {ConvShape{1, 3, 7, 7, 5, 3, 3, 2, 1}, ConvShape{1, 3, 7, 7, 5, 1, 1, 1, 0},
+                                ConvShape{1, 3, 7, 7, 5, 5, 5, 1, 2}, ConvShape{1, 3, 7, 7, 5, 3, 1, 1, 0}})
+    EXPECT_FALSE(conv_is_3x3_stride1(ConvArgs{other})) << other.descriptor();
+}
+
+TEST(ConvShapes, DefaultsAreResNet20AndMnistAtBatch1And64) {
+  const auto& shapes = conv_default_shapes();
+  ASSERT_EQ(shapes.size(), 16u);
+  for (const auto& named : shapes) {
+    EXPECT_TRUE(named.shape.n == 1 || named.shape.n == 64) << named.name;
+    EXPECT_NO_THROW(validate_conv_shape(named.shape)) << named.name;
+  }
+  // The downsampling convolutions halve the image.
+  const ConvShape s2 = parse_conv_descriptor("n64c16h32w32k32r3s3stride2pad1");
+  EXPECT_EQ(s2.oh(), 16);
+  EXPECT_EQ(s2.ow(), 16);
+  EXPECT_NE(std::find_if(shapes.begin(), shapes.end(),
+                         [&](const NamedConvShape& n) { return n.shape.descriptor() == s2.descriptor(); }),
+            shapes.end());
+}
+
+TEST(ConvFlops, DirectCountForEveryAlgorithm) {
+  const ConvShape p = parse_conv_descriptor("n64c16h32w32k16r3s3stride1pad1");
+  EXPECT_DOUBLE_EQ(p.flops(), 2.0 * 64 * 16 * 32 * 32 * 16 * 3 * 3);
+}
+
+TEST(ConvDescriptor, ParsesEveryFieldAndDefaults) {
+  const ConvShape p = parse_conv_descriptor("n64c16h32w30k8r3s5stride2pad1");
+  EXPECT_EQ(p.descriptor(), "n64c16h32w30k8r3s5stride2pad1");
+  const ConvShape d = parse_conv_descriptor("k8r3n2c4h9");  // any order; w = h, s = r, stride 1, pad 0
+  EXPECT_EQ(d.descriptor(), "n2c4h9w9k8r3s3stride1pad0");
+  const auto list = parse_conv_descriptors("n1c1h5k1r3,n2c2h6k2r1");
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[1].descriptor(), "n2c2h6w6k2r1s1stride1pad0");
+}
+
+void expect_error(const std::string& text, const std::string& fragment) {
+  try {
+    parse_conv_descriptors(text);
+    ADD_FAILURE() << "no error for '" << text << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << "'" << text << "': " << e.what();
+  }
+}
+
+TEST(ConvDescriptor, MalformedIsAClearError) {
+  expect_error("", "empty");
+  expect_error("n64c16h32w32k16r3s3stride1pad1x", "unknown field 'x'");
+  expect_error("n64c16h32w32k16r3s3stride1pad1n", "field 'n' given twice");
+  expect_error("n64c16h32w32k16r3s3stride1pad", "field 'pad' needs a non-negative integer");
+  expect_error("n64c16h32w32k16q3", "unknown field 'q'");
+  expect_error("N64c16h32k16r3", "expected a field name at position 0, found 'N'");
+  expect_error("n64c16h32k16r3,", "empty");
+  expect_error("n64n32c16h32k16r3", "field 'n' given twice");
+  expect_error("n-1c16h32k16r3", "field 'n' needs a non-negative integer, found '-'");
+  expect_error("n64c16h32w32k16", "field 'r' is missing");
+  expect_error("c16h32k16r3", "field 'n' is missing");
+  expect_error("n99999999999999999999c1h1k1r1", "field 'n' is too large");
+  expect_error("n1 c1h1k1r1", "expected a field name at position 2, found ' '");
+}
+
+TEST(ConvDescriptor, BadSizesAreAClearError) {
+  expect_error("n0c16h32k16r3", "n must be a positive integer, got 0");
+  expect_error("n1c0h32k16r3", "c must be a positive integer, got 0");
+  expect_error("n1c1h32k0r3", "k must be a positive integer, got 0");
+  expect_error("n1c1h32k1r0", "r must be a positive integer, got 0");
+  expect_error("n1c1h32k1r3stride0", "stride must be a positive integer, got 0");
+  expect_error("n1c1h2k1r5pad1", "the 5x5 filter is larger than the padded 4x4 input");
+  expect_error("n1c1h8w2k1r3s3", "the 3x3 filter is larger than the padded 8x2 input");
+  expect_error("n65536c65536h1k1r1", "2^31 elements or more");
+}
+
+TEST(ConvCaseBadInput, InvalidShapeIsAClearErrorForEveryVariant) {
+  for (const auto* v : variants()) {
+    for (const ConvShape& bad : {ConvShape{0, 3, 7, 7, 5, 3, 3, 1, 1}, ConvShape{1, 3, 7, 7, -5, 3, 3, 1, 1},
+                                ConvShape{1, 3, 7, 7, 5, 3, 3, 1, -1}, ConvShape{1, 3, 2, 2, 5, 3, 3, 1, 0}}) {
+      try {
+        ConvCase c(*v, bad);
+        ADD_FAILURE() << v->name << ": no error for " << bad.descriptor();
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("conv shape " + bad.descriptor()), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dlb

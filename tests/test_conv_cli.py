@@ -1,0 +1,69 @@
+"""bench --conv=...: a valid non-default shape runs every CPU variant (and
+is validated before it is timed); a malformed descriptor exits 2 naming the
+problem. DLB_BENCH is the bench binary (set by ctest)."""
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+BENCH = os.environ.get("DLB_BENCH", str(Path(__file__).resolve().parents[1] / "build" / "bench"))
+
+
+def bench(*args):
+    return subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=300)
+
+
+class ConvFlag(unittest.TestCase):
+    def test_malformed_descriptors_exit_2_with_the_reason(self):
+        cases = {
+            "--conv=n64c16h32w32k16r3s3stride1pad1x": "unknown field 'x'",
+            "--conv=n0c16h32w32k16r3": "n must be a positive integer, got 0",
+            "--conv=n1c1h2k1r5": "the 5x5 filter is larger than the padded 2x2 input",
+            "--conv=n1c16h32k16": "field 'r' is missing",
+            "--conv=": "--conv= needs a descriptor",
+        }
+        for flag, message in cases.items():
+            with self.subTest(flag=flag):
+                p = bench(flag, "--benchmark_list_tests")
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("bench: ", p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertEqual(p.stdout.strip(), "")
+
+    def test_non_default_shape_runs_every_cpu_variant(self):
+        shape = "n3c5h9w11k7r3s3stride1pad1"  # in no default list: odd sizes everywhere
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "conv.json"
+            p = bench(f"--conv={shape}", "--benchmark_filter=^conv/cpu_", "--benchmark_min_time=0.001",
+                      f"--benchmark_out={out}", "--benchmark_out_format=json")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            runs = json.loads(out.read_text())["benchmarks"]
+        names = {r["run_name"] for r in runs}
+        expected = "/n:3/c:5/h:9/w:11/k:7/r:3/s:3/stride:1/pad:1/real_time"
+        for variant in ("cpu_direct", "cpu_im2col", "cpu_winograd", "cpu_onednn_direct", "cpu_onednn_auto",
+                        "cpu_onednn_auto_blocked"):
+            self.assertIn(f"conv/{variant}{expected}", names)
+        self.assertTrue(all(n.endswith(expected) for n in names), names)  # the defaults are replaced
+        for r in runs:
+            if r.get("error_occurred"):
+                # Only a library may decline a shape, and says so.
+                self.assertIn("onednn", r["run_name"])
+                self.assertTrue(r["error_message"].startswith("unsupported: "), r["error_message"])
+                continue
+            self.assertGreater(r["flops"], 0)
+            self.assertLessEqual(r["max_rel_err"], 1e-5)
+            self.assertEqual(r["label"].split(";")[0], "command line")
+
+    def test_stride_2_shape_registers_no_winograd(self):
+        p = bench("--conv=n1c3h7w7k5r3s3stride2pad1", "--benchmark_list_tests", "--benchmark_filter=^conv/")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        listed = p.stdout.split()
+        self.assertIn("conv/cpu_direct/n:1/c:3/h:7/w:7/k:5/r:3/s:3/stride:2/pad:1/real_time", listed)
+        self.assertFalse([n for n in listed if "winograd" in n and n.startswith("conv/cpu_winograd")], listed)
+
+
+if __name__ == "__main__":
+    unittest.main()
