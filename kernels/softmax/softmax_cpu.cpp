@@ -31,7 +31,7 @@ struct Avx512 {
 
   static V set1(float v) { return _mm512_set1_ps(v); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
-  // The first n (< 16) lanes from p, the others `fill`; nothing past p + n is touched.
+  // The first n (<= 16) lanes from p, the others `fill`; nothing past p + n is touched.
   static V load_first(const float* p, std::int64_t n, float fill) {
     return _mm512_mask_loadu_ps(set1(fill), first_lanes(n), p);
   }
@@ -52,13 +52,16 @@ struct Avx512 {
   // exp(x), 16 lanes: n = round(x / ln2), r = x - n ln2 in two steps
   // (Cody-Waite, |r| <= ln2/2), exp(r) by a degree-5 polynomial (minimax for
   // relative error on [-ln2/2, ln2/2], 1.1e-7, fitted with 1 + r fixed so that
-  // exp(0) = 1 exactly), then times 2^n by vscalefps, which rounds
-  // underflow to subnormals or 0 and overflow to inf. Clamping x to
-  // [-104, 88.8] keeps n small enough for the reduction to be exact; past
-  // the ends the result is 0 or inf anyway. The clamps take x as second
-  // operand, so NaN comes through. Error <= 3 ulp (test_softmax).
+  // exp(0) = 1 exactly), then times 2^n by vscalefps, which rounds overflow
+  // to inf. Error <= 3 ulp (test_softmax). Results below FLT_MIN (x < -87.33)
+  // are 0, as with flush-to-zero: an underflowing vscalefps costs a microcode
+  // assist of ~200 cycles, and softmax meets such x wherever an entry is
+  // masked (-inf) or far below its row's max. The clamps to [-87.33, 88.8]
+  // keep n small enough for the reduction to be exact, and take x as second
+  // operand so that NaN comes through (and the mask keeps NaN lanes).
   static V exp(V x) {
-    x = max(set1(-104.0f), x);
+    const __mmask16 normal = _mm512_cmp_ps_mask(x, set1(kExpMin), _CMP_NLT_UQ);
+    x = max(set1(kExpMin), x);
     x = _mm512_mask_min_ps(x, kAll, set1(88.8f), x);
     // Adding 1.5 * 2^23 rounds x / ln2 to an integer in the low mantissa bits.
     const V shifter = set1(0x1.8p23f);
@@ -71,13 +74,15 @@ struct Avx512 {
     p = _mm512_fmadd_ps(p, r, set1(0.4999924302101135f));
     p = _mm512_fmadd_ps(p, r, set1(1.0f));
     p = _mm512_fmadd_ps(p, r, set1(1.0f));
-    return _mm512_mask_scalef_ps(p, kAll, p, n);
+    return _mm512_maskz_scalef_ps(normal, p, n);
   }
 
  private:
   // The _mask_ forms with every lane selected: GCC 12 warns (falsely,
   // -Wuninitialized on _mm512_undefined_ps) about the unmasked ones.
   static constexpr __mmask16 kAll = 0xffff;
+  // exp(-87.33) = 1.18e-38, just above FLT_MIN; n = -126 there.
+  static constexpr float kExpMin = -87.33f;
   static __mmask16 first_lanes(std::int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // Lane 0 of op folded over all lanes: halves, quarters, pairs, neighbours.
   template <class Op>
@@ -98,10 +103,11 @@ struct Scalar {
 
   static V set1(float v) { return v; }
   static V load(const float* p) { return *p; }
-  // n < kWidth = 1: nothing to load.
-  static V load_first(const float*, std::int64_t, float fill) { return fill; }
+  static V load_first(const float* p, std::int64_t n, float fill) { return n > 0 ? *p : fill; }
   static void store(float* p, V v) { *p = v; }
-  static void store_first(float*, std::int64_t, V) {}
+  static void store_first(float* p, std::int64_t n, V v) {
+    if (n > 0) *p = v;
+  }
   static void stream(float* p, V v) { *p = v; }
   static void stream_fence() {}
   // Same NaN rule as vmaxps: the second operand when either is NaN.
@@ -164,13 +170,18 @@ void softmax_naive(const SoftmaxArgs& args, NaiveTemporaries& t) {
     for (std::int64_t j = 0; j < cols; ++j) shifted[j] = x[j] - m;
   }
   exp_all_cores(t.shifted.data(), t.exps.data(), rows * cols);
+  // The row sum accumulates in double: a running fp32 sum per vector lane
+  // loses up to 2^-24 of its value at every step, which over the cols / 16
+  // steps of a long row (a peaked row: 1 plus thousands of tiny terms) goes
+  // past the 1e-5 the table asks for. Library sums use cascades for the
+  // same reason; the extra work hides under this pass's memory traffic.
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* e = t.exps.data() + r * cols;
-    float s = 0.0f;
+    double s = 0.0;
 #pragma omp simd reduction(+ : s)
     for (std::int64_t j = 0; j < cols; ++j) s += e[j];
-    t.row_sum[r] = s;
+    t.row_sum[r] = static_cast<float>(s);
   }
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -195,45 +206,126 @@ struct MaxSum {
 // rescaling it gives 0 * exp(0) = 0, where -inf would give exp(-inf + inf) =
 // NaN. A row of only -inf still ends with sum 0, and 0/0 in the output.
 constexpr float kLowest = std::numeric_limits<float>::lowest();
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 constexpr int kBlockVectors = 8;  // vectors per rescale of the running sum
 
-// Folds kCount vectors into the per-lane running (m, s): one rescale of s
-// to the block's max, then one exp per element. A NaN element makes its
-// lane's sum NaN (exp(NaN - m), or m itself NaN), so the row's sum is NaN.
-template <int kCount>
-void fold_block(const V* v, V& m, V& s) {
-  V block_max = v[0];
-  for (int k = 1; k < kCount; ++k) block_max = Simd::max(block_max, v[k]);
-  const V m_new = Simd::max(m, block_max);
-  // Pairwise sum of the block's exps: a short dependency chain into s.
-  V e[kCount];
-  for (int k = 0; k < kCount; ++k) e[k] = Simd::exp(v[k] - m_new);
-  for (int width = kCount / 2; width > 0; width /= 2)
-    for (int k = 0; k < width; ++k) e[k] = e[k] + e[k + width];
-  s = s * Simd::exp(m - m_new) + e[0];
-  m = m_new;
+// A row segment cut into vectors. With streaming stores, the cut follows
+// y's alignment: `head` elements (< kWidth) up to y's first
+// streaming-aligned address, `body` whole vectors, `tail` elements
+// (< kWidth) after them; without, the head is empty. Both passes walk it in
+// the same blocks: the head alone, the body in blocks of kBlockVectors
+// vectors and the rest one by one, the tail alone.
+struct Frame {
+  bool streaming;
+  std::int64_t head, body, tail;
+
+  Frame(const float* y, std::int64_t n, bool streaming_stores) : streaming(streaming_stores), head(0) {
+    if (streaming) {
+      const auto misalignment = reinterpret_cast<std::uintptr_t>(y) % Simd::kStreamAlignment;
+      const auto to_boundary = (Simd::kStreamAlignment - misalignment) % Simd::kStreamAlignment / sizeof(float);
+      head = std::min(n, static_cast<std::int64_t>(to_boundary));
+    }
+    body = (n - head) / kWidth;
+    tail = n - head - body * kWidth;
+  }
+  std::int64_t full_blocks() const { return body / kBlockVectors; }
+  std::int64_t vectors() const { return (head > 0) + body + (tail > 0); }
+  std::int64_t blocks() const { return (head > 0) + full_blocks() + body % kBlockVectors + (tail > 0); }
+};
+
+// exp(x - running max) of every vector of a segment and the running max
+// (per lane) each block was taken against, kept by the first pass of
+// softmax for the second. Per thread, reused across calls.
+struct Scratch {
+  float* exps;       // [frame.vectors() * kWidth]
+  float* block_max;  // [frame.blocks() * kWidth]
+};
+Scratch thread_scratch(const Frame& frame) {
+  thread_local HostBuffer<float> buffer;
+  const auto floats = static_cast<std::size_t>((frame.vectors() + frame.blocks()) * kWidth);
+  if (buffer.size() < floats) buffer = HostBuffer<float>(floats);
+  return {buffer.data(), buffer.data() + frame.vectors() * kWidth};
 }
 
-// One read of x[0, n): the online max and sum (per lane, then across lanes).
-MaxSum online_max_sum(const float* x, std::int64_t n) {
-  V m = Simd::set1(kLowest), s = Simd::set1(0.0f);
+// The per-lane running (m, s) of a segment, and where the first pass keeps
+// its exps when it keeps them. s is a compensated (Kahan) sum, s - c: a long
+// row adds thousands of block sums per lane, and in a peaked row each is
+// tiny next to s, so plain addition would round the same way every time and
+// lose up to a block's worth of the sum per step.
+struct Fold {
+  V m = Simd::set1(kLowest);
+  V s = Simd::set1(0.0f);
+  V c = Simd::set1(0.0f);
+  float* exps = nullptr;  // next vector's slot, or nullptr: keep nothing
+  float* block_max = nullptr;
+  bool started = false;  // s and c are 0 until the first block: nothing to rescale
+
+  // Folds kCount vectors: one rescale of s to the block's max, then one exp
+  // per element. A NaN element makes its lane's sum NaN (exp(NaN - m), or m
+  // itself NaN), and so the segment's sum.
+  template <int kCount>
+  void add(const V* v) {
+    V block = v[0];
+    for (int k = 1; k < kCount; ++k) block = Simd::max(block, v[k]);
+    const V m_new = Simd::max(m, block);
+    V e[kCount];
+    for (int k = 0; k < kCount; ++k) e[k] = Simd::exp(v[k] - m_new);
+    if (exps != nullptr) {
+      for (int k = 0; k < kCount; ++k) Simd::store(exps + k * kWidth, e[k]);
+      Simd::store(block_max, m_new);
+      exps += kCount * kWidth;
+      block_max += kWidth;
+    }
+    // Pairwise: a short dependency chain into s.
+    for (int width = kCount / 2; width > 0; width /= 2)
+      for (int k = 0; k < width; ++k) e[k] = e[k] + e[k + width];
+    if (started) {
+      const V scale = Simd::exp(m - m_new);
+      s = s * scale;
+      c = c * scale;
+    }
+    started = true;
+    const V y = e[0] - c;
+    const V t = s + y;
+    c = (t - s) - y;
+    s = t;
+    m = m_new;
+  }
+
+  MaxSum total() const {
+    const float max = Simd::reduce_max(m);
+    return {max, Simd::reduce_add((s - c) * Simd::exp(m - Simd::set1(max)))};
+  }
+};
+
+// First pass: one read of x[0, n) for the online max and sum; with
+// `scratch`, the exps are kept for the second pass.
+MaxSum fold_segment(const float* x, const Frame& frame, const Scratch* scratch) {
+  Fold fold;
+  if (scratch != nullptr) {
+    fold.exps = scratch->exps;
+    fold.block_max = scratch->block_max;
+  }
   V v[kBlockVectors];
-  std::int64_t j = 0;
-  for (; j + kBlockVectors * kWidth <= n; j += kBlockVectors * kWidth) {
-    for (int k = 0; k < kBlockVectors; ++k) v[k] = Simd::load(x + j + k * kWidth);
-    fold_block<kBlockVectors>(v, m, s);
+  // Missing lanes of the head and tail read as -inf: they add exp(-inf) = 0.
+  if (frame.head > 0) {
+    v[0] = Simd::load_first(x, frame.head, kMinusInf);
+    fold.add<1>(v);
+    x += frame.head;
   }
-  for (; j + kWidth <= n; j += kWidth) {
-    v[0] = Simd::load(x + j);
-    fold_block<1>(v, m, s);
+  for (std::int64_t b = 0; b < frame.full_blocks(); ++b, x += kBlockVectors * kWidth) {
+    for (int k = 0; k < kBlockVectors; ++k) v[k] = Simd::load(x + k * kWidth);
+    fold.add<kBlockVectors>(v);
   }
-  if (j < n) {
-    // Missing lanes read as -inf: they add exp(-inf) = 0.
-    v[0] = Simd::load_first(x + j, n - j, -std::numeric_limits<float>::infinity());
-    fold_block<1>(v, m, s);
+  for (std::int64_t k = frame.full_blocks() * kBlockVectors; k < frame.body; ++k, x += kWidth) {
+    v[0] = Simd::load(x);
+    fold.add<1>(v);
   }
-  const float max = Simd::reduce_max(m);
-  return {max, Simd::reduce_add(s * Simd::exp(m - Simd::set1(max)))};
+  if (frame.tail > 0) {
+    v[0] = Simd::load_first(x, frame.tail, kMinusInf);
+    fold.add<1>(v);
+  }
+  return fold.total();
 }
 
 // The (max, sum) of a row from those of its segments.
@@ -245,37 +337,81 @@ MaxSum combine(const MaxSum* parts, int count) {
   return {max, sum};
 }
 
-// Writes y[0, n) from x[0, n) and the row's (max, sum): softmax
-// exp(x - max) * (1 / sum), log-softmax (x - max) - log(sum). With
-// `streaming`, whole aligned vectors go out through non-temporal stores (the
-// unaligned head and the tail through ordinary masked stores).
-template <SoftmaxKind K>
-void write_outputs(const float* x, float* y, std::int64_t n, MaxSum row, bool streaming) {
-  const V max = Simd::set1(row.max);
-  const V scale = Simd::set1(K == SoftmaxKind::softmax ? 1.0f / row.sum : std::log(row.sum));
-  const auto out = [&](V v) {
-    if constexpr (K == SoftmaxKind::softmax) {
-      return Simd::exp(v - max) * scale;
-    } else {
-      return (v - max) - scale;
-    }
-  };
-  if (!streaming) {
-    for_each_vector(x, y, n, out);
-    return;
+// Second pass: y[0, n) in the frame's vectors, `out(at, vector, block)`
+// giving the vector whose first element is y[at]; only the head's and
+// tail's own lanes are stored. The whole vectors of the body go out through
+// streaming stores when the frame is for them (aligned by its
+// construction), the head and tail through ordinary masked stores.
+template <class Out>
+void write_segment(float* y, const Frame& frame, Out&& out) {
+  std::int64_t at = 0, vector = 0, block = 0;
+  if (frame.head > 0) {
+    Simd::store_first(y, frame.head, out(at, vector++, block++));
+    at = frame.head;
   }
-  const auto misalignment = reinterpret_cast<std::uintptr_t>(y) % Simd::kStreamAlignment;
-  const auto head = std::min<std::int64_t>(
-      n, static_cast<std::int64_t>((Simd::kStreamAlignment - misalignment) % Simd::kStreamAlignment / sizeof(float)));
-  for_each_vector(x, y, head, out);
-  std::int64_t j = head;
-  for (; j + kWidth <= n; j += kWidth) Simd::stream(y + j, out(Simd::load(x + j)));
-  for_each_vector(x + j, y + j, n - j, out);
+  for (std::int64_t k = 0; k < frame.body; ++k, at += kWidth) {
+    const V v = out(at, vector++, block);
+    if (frame.streaming) {
+      Simd::stream(y + at, v);
+    } else {
+      Simd::store(y + at, v);
+    }
+    // Blocks of kBlockVectors vectors, then one block per vector.
+    if (k >= frame.full_blocks() * kBlockVectors || (k + 1) % kBlockVectors == 0) ++block;
+  }
+  if (frame.tail > 0) Simd::store_first(y + at, frame.tail, out(at, vector, block));
 }
 
-// [begin, end) of the part of a row of `cols` that thread `t` of `threads`
-// takes, cut at multiples of 16 floats (64 bytes) so that no two threads
-// write one cache line.
+// Both passes over one row segment x[0, n) -> y[0, n), given the row's
+// (max, sum) by `row_stats(segment's own (max, sum))` (identity for a whole
+// row; the combination across threads for a segment).
+//   softmax:      exp(x - max) / sum, from the kept exps: e * (exp(m_block - max) / sum)
+//   log-softmax:  (x - max) - log(sum), from x read again (no exp to keep)
+template <SoftmaxKind K, class RowStats>
+void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, RowStats&& row_stats) {
+  const Frame frame(y, n, streaming);
+  if constexpr (K == SoftmaxKind::softmax) {
+    const Scratch scratch = thread_scratch(frame);
+    const MaxSum row = row_stats(fold_segment(x, frame, &scratch));
+    const V max = Simd::set1(row.max), inv_sum = Simd::set1(1.0f / row.sum);
+    V factor = inv_sum;
+    std::int64_t factor_block = -1;
+    write_segment(y, frame, [&](std::int64_t, std::int64_t vector, std::int64_t block) {
+      if (block != factor_block) {
+        factor = Simd::exp(Simd::load(scratch.block_max + block * kWidth) - max) * inv_sum;
+        factor_block = block;
+      }
+      return Simd::load(scratch.exps + vector * kWidth) * factor;
+    });
+  } else {
+    const MaxSum row = row_stats(fold_segment(x, frame, nullptr));
+    const V max = Simd::set1(row.max), log_sum = Simd::set1(std::log(row.sum));
+    write_segment(y, frame, [&](std::int64_t at, std::int64_t, std::int64_t) {
+      const V v = at + kWidth <= n ? Simd::load(x + at) : Simd::load_first(x + at, n - at, 0.0f);
+      return (v - max) - log_sum;
+    });
+  }
+}
+
+// A row of at most one vector, all in one register: max, exp and sum, out.
+// The lanes past n read as -inf and add exp(-inf - max) = 0 (with a finite
+// max; an all -inf row gives NaN, as everywhere).
+template <SoftmaxKind K>
+void softmax_short_row(const float* x, float* y, std::int64_t n) {
+  const V v = Simd::load_first(x, n, kMinusInf);
+  const V max = Simd::set1(Simd::reduce_max(v));
+  const V e = Simd::exp(v - max);
+  const float sum = Simd::reduce_add(e);
+  if constexpr (K == SoftmaxKind::softmax) {
+    Simd::store_first(y, n, e * Simd::set1(1.0f / sum));
+  } else {
+    Simd::store_first(y, n, (v - max) - Simd::set1(std::log(sum)));
+  }
+}
+
+// [begin, begin + size) of the part of a row of `cols` that thread `t` of
+// `threads` takes, cut at multiples of 16 floats (64 bytes) so that no two
+// threads write one cache line.
 struct Segment {
   std::int64_t begin, size;
 };
@@ -290,38 +426,44 @@ Segment row_segment(std::int64_t cols, int t, int threads) {
 }  // namespace
 
 // Rows are shared out in contiguous blocks, one per thread; a row is read
-// once from memory (online max and sum), and read again from the cache by the
-// output pass. With fewer rows than threads (one long row), each row is cut
-// into one segment per thread instead and the segments' (max, sum) are
-// combined between the two passes.
+// once from memory (online max and sum), and the output pass reads the kept
+// exps (softmax) or x again (log-softmax) from the cache. With fewer rows
+// than threads (one long row), each row is cut into one segment per thread
+// instead and the segments' (max, sum) are combined between the two passes.
 template <SoftmaxKind K>
 void softmax_fused(const SoftmaxArgs& args) {
   const std::int64_t rows = args.rows, cols = args.cols;
-  const bool streaming = rows * cols * static_cast<std::int64_t>(sizeof(float)) >= kSoftmaxStreamingBytes;
+  // Rows of a few vectors would go out mostly through the head and tail anyway.
+  const bool streaming =
+      rows * cols * static_cast<std::int64_t>(sizeof(float)) >= kSoftmaxStreamingBytes && cols >= 4 * kWidth;
   const int threads = omp_get_max_threads();
+  if (cols <= kWidth) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) softmax_short_row<K>(args.x + r * cols, args.y + r * cols, cols);
+    return;
+  }
   if (rows >= threads) {
 #pragma omp parallel
     {
 #pragma omp for schedule(static) nowait
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float* x = args.x + r * cols;
-        write_outputs<K>(x, args.y + r * cols, cols, online_max_sum(x, cols), streaming);
-      }
+      for (std::int64_t r = 0; r < rows; ++r)
+        softmax_segment<K>(args.x + r * cols, args.y + r * cols, cols, streaming, [](MaxSum own) { return own; });
       Simd::stream_fence();
     }
     return;
   }
   std::vector<MaxSum> parts(static_cast<std::size_t>(threads));
   for (std::int64_t r = 0; r < rows; ++r) {
-    const float* x = args.x + r * cols;
-    float* y = args.y + r * cols;
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num(), count = omp_get_num_threads();
       const Segment seg = row_segment(cols, t, count);
-      parts[static_cast<std::size_t>(t)] = online_max_sum(x + seg.begin, seg.size);
+      softmax_segment<K>(args.x + r * cols + seg.begin, args.y + r * cols + seg.begin, seg.size, streaming,
+                         [&](MaxSum own) {
+                           parts[static_cast<std::size_t>(t)] = own;
 #pragma omp barrier
-      write_outputs<K>(x + seg.begin, y + seg.begin, seg.size, combine(parts.data(), count), streaming);
+                           return combine(parts.data(), count);
+                         });
       Simd::stream_fence();
     }
   }

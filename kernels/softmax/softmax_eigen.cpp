@@ -7,6 +7,13 @@
 
 namespace dlb {
 
+// GCC 12 warns (falsely, GCC bug 105593) that the _mm512_undefined_ps
+// inside Eigen's AVX-512 max may be used uninitialized, once it is inlined
+// here through rowwise().maxCoeff().
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 void softmax_eigen(const SoftmaxArgs& args) {
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::Map<const Matrix> x(args.x, args.rows, args.cols);
@@ -16,5 +23,8 @@ void softmax_eigen(const SoftmaxArgs& args) {
   const Eigen::VectorXf row_sum = y.rowwise().sum();
   y.array().colwise() /= row_sum.array();
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace dlb
