@@ -18,6 +18,10 @@ namespace dlb {
 namespace {
 
 // ---------------------------------------------------------------- vectors
+
+// exp(x) for x below this is flushed to 0 (exp(-87.33) = 1.18e-38, just
+// above FLT_MIN; n = -126 in the AVX-512 exp).
+constexpr float kExpMin = -87.33f;
 // The passes below are written once over a vector type: 16 AVX-512 lanes
 // where the build targets AVX-512, otherwise one float at a time with the C
 // library's exp (the portable fallback). V supports + - * as values.
@@ -81,8 +85,6 @@ struct Avx512 {
   // The _mask_ forms with every lane selected: GCC 12 warns (falsely,
   // -Wuninitialized on _mm512_undefined_ps) about the unmasked ones.
   static constexpr __mmask16 kAll = 0xffff;
-  // exp(-87.33) = 1.18e-38, just above FLT_MIN; n = -126 there.
-  static constexpr float kExpMin = -87.33f;
   static __mmask16 first_lanes(std::int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
   // Lane 0 of op folded over all lanes: halves, quarters, pairs, neighbours.
   template <class Op>
@@ -114,7 +116,8 @@ struct Scalar {
   static V max(V a, V b) { return a > b ? a : b; }
   static float reduce_max(V v) { return v; }
   static float reduce_add(V v) { return v; }
-  static V exp(V x) { return std::exp(x); }
+  // Flushed below kExpMin like the AVX-512 exp (NaN < kExpMin is false).
+  static V exp(V x) { return x < kExpMin ? 0.0f : std::exp(x); }
 };
 using Simd = Scalar;
 #endif
