@@ -18,13 +18,13 @@ namespace dlb {
 namespace {
 
 // ---------------------------------------------------------------- vectors
+// The passes below are written once over a vector type: 16 AVX-512 lanes
+// where the build targets AVX-512, otherwise one float at a time with the C
+// library's exp (the portable fallback). V supports + - * as values.
 
 // exp(x) for x below this is flushed to 0 (exp(-87.33) = 1.18e-38, just
 // above FLT_MIN; n = -126 in the AVX-512 exp).
 constexpr float kExpMin = -87.33f;
-// The passes below are written once over a vector type: 16 AVX-512 lanes
-// where the build targets AVX-512, otherwise one float at a time with the C
-// library's exp (the portable fallback). V supports + - * as values.
 
 #if defined(__AVX512F__)
 struct Avx512 {
@@ -125,20 +125,13 @@ using Simd = Scalar;
 using V = Simd::V;
 constexpr int kWidth = Simd::kWidth;
 
-template <class F>
-void for_each_vector(const float* x, float* y, std::int64_t n, F&& f) {
-  std::int64_t j = 0;
-  for (; j + kWidth <= n; j += kWidth) Simd::store(y + j, f(Simd::load(x + j)));
-  if (j < n) Simd::store_first(y + j, n - j, f(Simd::load_first(x + j, n - j, 0.0f)));
-}
-
 // exp over an array, all cores.
 void exp_all_cores(const float* x, float* y, std::int64_t n) {
   const std::int64_t vectors = n / kWidth;
 #pragma omp parallel for schedule(static)
   for (std::int64_t v = 0; v < vectors; ++v) Simd::store(y + v * kWidth, Simd::exp(Simd::load(x + v * kWidth)));
   const std::int64_t done = vectors * kWidth;
-  for_each_vector(x + done, y + done, n - done, [](V v) { return Simd::exp(v); });
+  if (done < n) Simd::store_first(y + done, n - done, Simd::exp(Simd::load_first(x + done, n - done, 0.0f)));
 }
 
 // ---------------------------------------------------------------- cpu_naive
@@ -154,8 +147,12 @@ struct NaiveTemporaries {
   HostBuffer<float> row_max, shifted, exps, row_sum;
 };
 
+// Five passes over memory, each its own parallel loop, as an eager framework
+// runs five ops: over rows (static blocks), the exp over the flat array.
+// A NaN or an all -inf row gives NaN through x - max or exp (softmax.h).
 void softmax_naive(const SoftmaxArgs& args, NaiveTemporaries& t) {
   const std::int64_t rows = args.rows, cols = args.cols;
+  // 1. row_max = max_j x
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* x = args.x + r * cols;
@@ -164,6 +161,7 @@ void softmax_naive(const SoftmaxArgs& args, NaiveTemporaries& t) {
     for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, x[j]);
     t.row_max[r] = m;
   }
+  // 2. shifted = x - row_max
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* x = args.x + r * cols;
@@ -172,8 +170,9 @@ void softmax_naive(const SoftmaxArgs& args, NaiveTemporaries& t) {
 #pragma omp simd
     for (std::int64_t j = 0; j < cols; ++j) shifted[j] = x[j] - m;
   }
+  // 3. exps = exp(shifted)
   exp_all_cores(t.shifted.data(), t.exps.data(), rows * cols);
-  // The row sum accumulates in double: a running fp32 sum per vector lane
+  // 4. row_sum = sum_j exps, accumulated in double: a running fp32 sum per vector lane
   // loses up to 2^-24 of its value at every step, which over the cols / 16
   // steps of a long row (a peaked row: 1 plus thousands of tiny terms) goes
   // past the 1e-5 the table asks for. Library sums use cascades for the
@@ -186,6 +185,7 @@ void softmax_naive(const SoftmaxArgs& args, NaiveTemporaries& t) {
     for (std::int64_t j = 0; j < cols; ++j) s += e[j];
     t.row_sum[r] = static_cast<float>(s);
   }
+  // 5. y = exps / row_sum
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* e = t.exps.data() + r * cols;
@@ -253,8 +253,8 @@ Scratch thread_scratch(const Frame& frame) {
 // The per-lane running (m, s) of a segment, and where the first pass keeps
 // its exps when it keeps them. s is a compensated (Kahan) sum, s - c: a long
 // row adds thousands of block sums per lane, and in a peaked row each is
-// tiny next to s, so plain addition would round the same way every time and
-// lose up to a block's worth of the sum per step.
+// tiny next to s, so plain addition would lose up to half an ulp of s at
+// every step, the same way every time.
 struct Fold {
   V m = Simd::set1(kLowest);
   V s = Simd::set1(0.0f);

@@ -58,16 +58,20 @@ def figures(results_list: list[Results]):
     fig, (ax, ax_speedup) = plt.subplots(1, 2, figsize=(13, 5.2), layout="constrained",
                                          gridspec_kw={"width_ratios": [3, 2]})
     many = many_machines(results_list)
+    # One colour per variant, shared by its softmax (solid) and log_softmax (dashed) lines.
+    variants = sorted({c.variant for c in softmax_all})
+    colour = {v: f"C{i % 10}" for i, v in enumerate(variants)}
     for r in results_list:
         for op, style in ((FAMILY, "-"), (LOG_FAMILY, "--")):
             dram = in_regime(r.family(op), "dram")
             for variant, (xs, ys) in series(dram, "cols", "bytes_per_second", GB).items():
                 name = variant if op == FAMILY else f"log_softmax {variant}"
-                ax.plot(xs, ys, style, marker="o", markersize=3, label=label_for(r, name, many))
+                ax.plot(xs, ys, style, color=colour[variant], marker="o", markersize=3,
+                        label=label_for(r, name, many))
         for i, (device, name) in enumerate(CEILINGS.items()):
             value = ceiling(r, name, "bytes_per_second")
             if value is not None:
-                ax.axhline(value / GB, linestyle=":", linewidth=1.5, color=f"C{8 + i}",
+                ax.axhline(value / GB, linestyle=":", linewidth=1.5, color=("black", "dimgray")[i],
                            label=label_for(r, f"{name.split('/')[1]} ceiling {value / GB:.1f} GB/s", many))
         for device in CEILINGS:
             for regime_name, marker in (("dram", "o"), ("cache", "s")):
