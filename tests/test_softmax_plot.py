@@ -16,9 +16,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import softmax  # noqa: E402
 from dlbench.results import load  # noqa: E402
+from tests.plot_fixture import with_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "softmax_small.json"
 PLOT = ROOT / "scripts" / "plot.py"
@@ -73,14 +75,8 @@ class SoftmaxFigure(unittest.TestCase):
             self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
 
     def test_errored_case_is_drawn_missing_and_listed(self):
-        data = json.loads(FIXTURE.read_text())
         target = "softmax/cpu_onednn/rows:16384/cols:4096"
-        for entry in data["benchmarks"]:
-            if entry["run_name"].startswith(target + "/"):
-                entry.clear()
-                entry.update({"name": target + "/real_time", "run_name": target + "/real_time",
-                              "run_type": "iteration", "error_occurred": True,
-                              "error_message": "WRONG RESULT: planted by the test"})
+        data = with_planted_error(FIXTURE, target)
         with tempfile.TemporaryDirectory() as d:
             bad = Path(d) / "errored.json"
             bad.write_text(json.dumps(data))
