@@ -344,15 +344,20 @@ MaxSum combine(const MaxSum* parts, int count) {
 // giving the vector whose first element is y[at]; only the head's and
 // tail's own lanes are stored. The whole vectors of the body go out through
 // streaming stores when the frame is for them (aligned by its
-// construction), the head and tail through ordinary masked stores.
+// construction), the head and tail through ordinary masked stores. With
+// streaming stores the pass also prefetches `next_x` (the next row this
+// thread takes, n elements, or nullptr) into L2, so that its reads from
+// memory overlap these writes instead of waiting for the next first pass.
 template <class Out>
-void write_segment(float* y, const Frame& frame, Out&& out) {
+void write_segment(float* y, const Frame& frame, const float* next_x, Out&& out) {
+  if (!frame.streaming) next_x = nullptr;
   std::int64_t at = 0, vector = 0, block = 0;
   if (frame.head > 0) {
     Simd::store_first(y, frame.head, out(at, vector++, block++));
     at = frame.head;
   }
   for (std::int64_t k = 0; k < frame.body; ++k, at += kWidth) {
+    if (next_x != nullptr) __builtin_prefetch(next_x + at, 0, 2);
     const V v = out(at, vector++, block);
     if (frame.streaming) {
       Simd::stream(y + at, v);
@@ -371,7 +376,8 @@ void write_segment(float* y, const Frame& frame, Out&& out) {
 //   softmax:      exp(x - max) / sum, from the kept exps: e * (exp(m_block - max) / sum)
 //   log-softmax:  (x - max) - log(sum), from x read again (no exp to keep)
 template <SoftmaxKind K, class RowStats>
-void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, RowStats&& row_stats) {
+void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, const float* next_x,
+                     RowStats&& row_stats) {
   const Frame frame(y, n, streaming);
   if constexpr (K == SoftmaxKind::softmax) {
     const Scratch scratch = thread_scratch(frame);
@@ -379,7 +385,7 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, R
     const V max = Simd::set1(row.max), inv_sum = Simd::set1(1.0f / row.sum);
     V factor = inv_sum;
     std::int64_t factor_block = -1;
-    write_segment(y, frame, [&](std::int64_t, std::int64_t vector, std::int64_t block) {
+    write_segment(y, frame, next_x, [&](std::int64_t, std::int64_t vector, std::int64_t block) {
       if (block != factor_block) {
         factor = Simd::exp(Simd::load(scratch.block_max + block * kWidth) - max) * inv_sum;
         factor_block = block;
@@ -389,7 +395,7 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, R
   } else {
     const MaxSum row = row_stats(fold_segment(x, frame, nullptr));
     const V max = Simd::set1(row.max), log_sum = Simd::set1(std::log(row.sum));
-    write_segment(y, frame, [&](std::int64_t at, std::int64_t, std::int64_t) {
+    write_segment(y, frame, next_x, [&](std::int64_t at, std::int64_t, std::int64_t) {
       const V v = at + kWidth <= n ? Simd::load(x + at) : Simd::load_first(x + at, n - at, 0.0f);
       return (v - max) - log_sum;
     });
@@ -450,7 +456,8 @@ void softmax_fused(const SoftmaxArgs& args) {
     {
 #pragma omp for schedule(static) nowait
       for (std::int64_t r = 0; r < rows; ++r)
-        softmax_segment<K>(args.x + r * cols, args.y + r * cols, cols, streaming, [](MaxSum own) { return own; });
+        softmax_segment<K>(args.x + r * cols, args.y + r * cols, cols, streaming,
+                           r + 1 < rows ? args.x + (r + 1) * cols : nullptr, [](MaxSum own) { return own; });
       Simd::stream_fence();
     }
     return;
@@ -461,7 +468,7 @@ void softmax_fused(const SoftmaxArgs& args) {
     {
       const int t = omp_get_thread_num(), count = omp_get_num_threads();
       const Segment seg = row_segment(cols, t, count);
-      softmax_segment<K>(args.x + r * cols + seg.begin, args.y + r * cols + seg.begin, seg.size, streaming,
+      softmax_segment<K>(args.x + r * cols + seg.begin, args.y + r * cols + seg.begin, seg.size, streaming, nullptr,
                          [&](MaxSum own) {
                            parts[static_cast<std::size_t>(t)] = own;
 #pragma omp barrier
