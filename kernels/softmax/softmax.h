@@ -6,8 +6,9 @@
 // softmax variants (the tables in softmax.cpp):
 //   cpu_naive    five passes, each materializing its result (row max; x - max; exp; row sum;
 //                divide): reads 5MN + 2M, writes 3MN + 2M elements. All cores, vectorized
-//   cpu_fused    one sweep per row block: online max and sum, then the output pass; all cores,
-//                AVX-512 with a polynomial exp, streaming stores for large outputs
+//   cpu_fused    one read of each row (online max and sum, the exps kept in a per-thread buffer),
+//                then the output pass; all cores (one long row split across them), AVX-512 with a
+//                polynomial exp, streaming stores and next-row prefetch for large outputs
 //   cpu_eigen    the natural Eigen expression (rowwise max, exp, rowwise sum), one thread
 //   cpu_onednn   oneDNN's softmax primitive (softmax_v2, softmax_accurate)
 //   gpu_naive    the same five passes as five kernels, temporaries in device memory
