@@ -60,8 +60,9 @@ template <SoftmaxKind K>
 Run prepare_softmax_onednn(const SoftmaxArgs& args, const Exec& exec);
 
 // The vectorized exp of cpu_naive and cpu_fused, over an array (for its
-// accuracy test): y[i] = exp(x[i]) within 3 ulp where that is a normal
-// float, 0 below (as with flush-to-zero), inf above; NaN stays NaN.
+// accuracy test), for x[i] <= 88.7 (softmax's arguments x - max are <= 0):
+// y[i] = exp(x[i]) within 3 ulp where that is a normal float, 0 below (as
+// with flush-to-zero, -inf included); NaN stays NaN.
 void softmax_exp(const float* x, float* y, std::int64_t n);
 
 Run prepare_softmax_naive_gpu(const SoftmaxArgs& args, const Exec& exec);
