@@ -209,14 +209,18 @@ struct MaxSum {
 // NaN. A row of only -inf still ends with sum 0, and 0/0 in the output.
 constexpr float kLowest = std::numeric_limits<float>::lowest();
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-constexpr int kBlockVectors = 8;  // vectors per rescale of the running sum
+// Vectors per block: the first pass takes a block's max, then its exps,
+// so that the running sum is rescaled (one exp) once per block, and the
+// second pass needs one factor (one exp) per block. 32 vectors are 2 KiB:
+// the block's second read is from L1.
+constexpr std::int64_t kBlockVectors = 32;
 
 // A row segment cut into vectors. With streaming stores, the cut follows
 // y's alignment: `head` elements (< kWidth) up to y's first
 // streaming-aligned address, `body` whole vectors, `tail` elements
-// (< kWidth) after them; without, the head is empty. Both passes walk it in
-// the same blocks: the head alone, the body in blocks of kBlockVectors
-// vectors and the rest one by one, the tail alone.
+// (< kWidth) after them; without, the head is empty. Both passes group the
+// vectors in the same blocks: the head alone, the body in blocks of
+// kBlockVectors vectors (the last one shorter), the tail alone.
 struct Frame {
   bool streaming;
   std::int64_t head, body, tail;
@@ -230,9 +234,8 @@ struct Frame {
     body = (n - head) / kWidth;
     tail = n - head - body * kWidth;
   }
-  std::int64_t full_blocks() const { return body / kBlockVectors; }
   std::int64_t vectors() const { return (head > 0) + body + (tail > 0); }
-  std::int64_t blocks() const { return (head > 0) + full_blocks() + body % kBlockVectors + (tail > 0); }
+  std::int64_t blocks() const { return (head > 0) + (body + kBlockVectors - 1) / kBlockVectors + (tail > 0); }
 };
 
 // exp(x - running max) of every vector of a segment and the running max
@@ -254,79 +257,98 @@ Scratch thread_scratch(const Frame& frame) {
 // row adds thousands of block sums per lane, and in a peaked row each is
 // tiny next to s, so plain addition would lose up to half an ulp of s at
 // every step, the same way every time.
+template <bool kKeep>
 struct Fold {
   V m = Simd::set1(kLowest);
   V s = Simd::set1(0.0f);
   V c = Simd::set1(0.0f);
-  float* exps = nullptr;  // next vector's slot, or nullptr: keep nothing
+  float* exps = nullptr;  // kKeep: the next vector's slot
   float* block_max = nullptr;
   bool started = false;  // s and c are 0 until the first block: nothing to rescale
 
-  // Folds kCount vectors: one rescale of s to the block's max, then one exp
-  // per element. A NaN element makes its lane's sum NaN (exp(NaN - m), or m
-  // itself NaN), and so the segment's sum.
-  template <int kCount>
-  void add(const V* v) {
-    V block = v[0];
-    for (int k = 1; k < kCount; ++k) block = Simd::max(block, v[k]);
-    const V m_new = Simd::max(m, block);
-    V e[kCount];
-    for (int k = 0; k < kCount; ++k) e[k] = Simd::exp(v[k] - m_new);
-    if (exps != nullptr) {
-      for (int k = 0; k < kCount; ++k) Simd::store(exps + k * kWidth, e[k]);
-      Simd::store(block_max, m_new);
-      exps += kCount * kWidth;
-      block_max += kWidth;
+  // Folds `count` whole vectors at x, one block: their max first, then one
+  // exp per element against the new running max (the block's second read
+  // is from L1). The max takes the data as second operand, so a NaN
+  // reaches m_new and every exp of the block, or at least its own exp:
+  // either way the lane's sum is NaN, and so the segment's.
+  void add_block(const float* x, std::int64_t count) {
+    V block[4] = {m, m, m, m};
+    std::int64_t k = 0;
+    for (; k + 4 <= count; k += 4)
+      for (int j = 0; j < 4; ++j) block[j] = Simd::max(block[j], Simd::load(x + (k + j) * kWidth));
+    for (; k < count; ++k) block[0] = Simd::max(block[0], Simd::load(x + k * kWidth));
+    const V m_new = Simd::max(Simd::max(block[0], block[1]), Simd::max(block[2], block[3]));
+    V sum[4] = {Simd::set1(0.0f), Simd::set1(0.0f), Simd::set1(0.0f), Simd::set1(0.0f)};
+    for (k = 0; k + 4 <= count; k += 4) {
+      for (int j = 0; j < 4; ++j) {
+        const V e = Simd::exp(Simd::load(x + (k + j) * kWidth) - m_new);
+        if constexpr (kKeep) Simd::store(exps + (k + j) * kWidth, e);
+        sum[j] = sum[j] + e;
+      }
     }
-    // Pairwise: a short dependency chain into s.
-    for (int width = kCount / 2; width > 0; width /= 2)
-      for (int k = 0; k < width; ++k) e[k] = e[k] + e[k + width];
-    if (started) {
-      const V scale = Simd::exp(m - m_new);
-      s = s * scale;
-      c = c * scale;
+    for (; k < count; ++k) {
+      const V e = Simd::exp(Simd::load(x + k * kWidth) - m_new);
+      if constexpr (kKeep) Simd::store(exps + k * kWidth, e);
+      sum[0] = sum[0] + e;
     }
-    started = true;
-    const V y = e[0] - c;
-    const V t = s + y;
-    c = (t - s) - y;
-    s = t;
-    m = m_new;
+    finish_block((sum[0] + sum[1]) + (sum[2] + sum[3]), m_new, count);
+  }
+
+  // One vector, the head or tail, whose missing lanes read as -inf (they
+  // add exp(-inf) = 0).
+  void add_vector(V v) {
+    const V m_new = Simd::max(m, v);
+    const V e = Simd::exp(v - m_new);
+    if constexpr (kKeep) Simd::store(exps, e);
+    finish_block(e, m_new, 1);
   }
 
   MaxSum total() const {
     const float max = Simd::reduce_max(m);
     return {max, Simd::reduce_add((s - c) * Simd::exp(m - Simd::set1(max)))};
   }
+
+ private:
+  // s := s * exp(m - m_new) + block_sum, compensated; m := m_new.
+  void finish_block(V block_sum, V m_new, std::int64_t count) {
+    if constexpr (kKeep) {
+      Simd::store(block_max, m_new);
+      exps += count * kWidth;
+      block_max += kWidth;
+    }
+    if (started) {
+      const V scale = Simd::exp(m - m_new);
+      s = s * scale;
+      c = c * scale;
+    }
+    started = true;
+    const V y = block_sum - c;
+    const V t = s + y;
+    c = (t - s) - y;
+    s = t;
+    m = m_new;
+  }
 };
 
-// First pass: one read of x[0, n) for the online max and sum; with
-// `scratch`, the exps are kept for the second pass.
+// First pass: one read of x[0, n) from memory for the online max and sum;
+// with `scratch`, the exps are kept for the second pass.
+template <bool kKeep>
 MaxSum fold_segment(const float* x, const Frame& frame, const Scratch* scratch) {
-  Fold fold;
-  if (scratch != nullptr) {
+  Fold<kKeep> fold;
+  if constexpr (kKeep) {
     fold.exps = scratch->exps;
     fold.block_max = scratch->block_max;
   }
-  V v[kBlockVectors];
-  // Missing lanes of the head and tail read as -inf: they add exp(-inf) = 0.
   if (frame.head > 0) {
-    v[0] = Simd::load_first(x, frame.head, kMinusInf);
-    fold.add<1>(v);
+    fold.add_vector(Simd::load_first(x, frame.head, kMinusInf));
     x += frame.head;
   }
-  for (std::int64_t b = 0; b < frame.full_blocks(); ++b, x += kBlockVectors * kWidth) {
-    for (int k = 0; k < kBlockVectors; ++k) v[k] = Simd::load(x + k * kWidth);
-    fold.add<kBlockVectors>(v);
+  for (std::int64_t k = 0; k < frame.body; k += kBlockVectors) {
+    const std::int64_t count = std::min(kBlockVectors, frame.body - k);
+    fold.add_block(x, count);
+    x += count * kWidth;
   }
-  for (std::int64_t k = frame.full_blocks() * kBlockVectors; k < frame.body; ++k, x += kWidth) {
-    v[0] = Simd::load(x);
-    fold.add<1>(v);
-  }
-  if (frame.tail > 0) {
-    v[0] = Simd::load_first(x, frame.tail, kMinusInf);
-    fold.add<1>(v);
-  }
+  if (frame.tail > 0) fold.add_vector(Simd::load_first(x, frame.tail, kMinusInf));
   return fold.total();
 }
 
@@ -363,8 +385,7 @@ void write_segment(float* y, const Frame& frame, const float* next_x, Out&& out)
     } else {
       Simd::store(y + at, v);
     }
-    // Blocks of kBlockVectors vectors, then one block per vector.
-    if (k >= frame.full_blocks() * kBlockVectors || (k + 1) % kBlockVectors == 0) ++block;
+    if ((k + 1) % kBlockVectors == 0 || k + 1 == frame.body) ++block;
   }
   if (frame.tail > 0) Simd::store_first(y + at, frame.tail, out(at, vector, block));
 }
@@ -380,7 +401,7 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, c
   const Frame frame(y, n, streaming);
   if constexpr (K == SoftmaxKind::softmax) {
     const Scratch scratch = thread_scratch(frame);
-    const MaxSum row = row_stats(fold_segment(x, frame, &scratch));
+    const MaxSum row = row_stats(fold_segment<true>(x, frame, &scratch));
     const V max = Simd::set1(row.max), inv_sum = Simd::set1(1.0f / row.sum);
     V factor = inv_sum;
     std::int64_t factor_block = -1;
@@ -392,7 +413,7 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, c
       return Simd::load(scratch.exps + vector * kWidth) * factor;
     });
   } else {
-    const MaxSum row = row_stats(fold_segment(x, frame, nullptr));
+    const MaxSum row = row_stats(fold_segment<false>(x, frame, nullptr));
     const V max = Simd::set1(row.max), log_sum = Simd::set1(std::log(row.sum));
     write_segment(y, frame, next_x, [&](std::int64_t at, std::int64_t, std::int64_t) {
       const V v = at + kWidth <= n ? Simd::load(x + at) : Simd::load_first(x + at, n - at, 0.0f);
