@@ -254,9 +254,9 @@ Scratch thread_scratch(const Frame& frame) {
 
 // The per-lane running (m, s) of a segment, and where the first pass keeps
 // its exps when it keeps them. s is a compensated (Kahan) sum, s - c: a long
-// row adds thousands of block sums per lane, and in a peaked row each is
-// tiny next to s, so plain addition would lose up to half an ulp of s at
-// every step, the same way every time.
+// row adds many block sums per lane (a thousand for half of a 10^6 row),
+// and in a peaked row each is tiny next to s, so plain addition would lose
+// up to half an ulp of s at every step, the same way every time.
 template <bool kKeep>
 struct Fold {
   V m = Simd::set1(kLowest);
