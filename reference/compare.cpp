@@ -19,20 +19,20 @@ void list_mismatch(Comparison& c, std::size_t i, double got, double want) {
   c.first += buf;
 }
 
-template <class T>
-Comparison compare_float(std::span<const T> out, std::span<const double> ref, double tolerance) {
-  DLB_REQUIRE(out.size() == ref.size(), "output and reference differ in length");
-  Comparison c;
-  c.tolerance = tolerance;
-  c.checked = out.size();
+// max |ref| over the finite elements of ref, or 1 if that is 0 (an all-zero
+// reference: the error is then absolute).
+double scale_of(std::span<const double> ref) {
   double ref_max = 0.0;
   for (double r : ref)
     if (std::isfinite(r)) ref_max = std::max(ref_max, std::abs(r));
-  // All-zero finite reference: fall back to the absolute error.
-  const double scale = ref_max > 0.0 ? ref_max : 1.0;
+  return ref_max > 0.0 ? ref_max : 1.0;
+}
 
-  double err_max = 0.0;
-  bool pattern_ok = true;
+// Compares out with ref, errors relative to `scale`, into c (elements
+// listed as `first + i`); err_max and pattern_ok accumulate.
+template <class T>
+void compare_block(Comparison& c, double& err_max, bool& pattern_ok, std::span<const T> out,
+                   std::span<const double> ref, double scale, std::size_t first, double tolerance) {
   for (std::size_t i = 0; i < out.size(); ++i) {
     const double got = static_cast<double>(out[i]);
     const double want = ref[i];
@@ -41,17 +41,39 @@ Comparison compare_float(std::span<const T> out, std::span<const double> ref, do
       const bool same = std::isnan(want) ? std::isnan(got) : got == want;
       if (!same) {
         pattern_ok = false;
-        list_mismatch(c, i, got, want);
+        list_mismatch(c, first + i, got, want);
       }
       continue;
     }
     const double err = std::abs(got - want) / scale;  // NaN if got is NaN or inf
-    if (!(err <= tolerance)) list_mismatch(c, i, got, want);
+    if (!(err <= tolerance)) list_mismatch(c, first + i, got, want);
     if (std::isnan(err) || err > err_max) err_max = std::isnan(err) ? INFINITY : err;
+  }
+}
+
+// Blocks of `block` elements, each scaled by its own max |ref|.
+template <class T>
+Comparison compare_blocks(std::span<const T> out, std::span<const double> ref, std::size_t block, double tolerance) {
+  DLB_REQUIRE(out.size() == ref.size(), "output and reference differ in length");
+  DLB_REQUIRE(block > 0 && out.size() % block == 0, "the output is not a whole number of rows");
+  Comparison c;
+  c.tolerance = tolerance;
+  c.checked = out.size();
+  double err_max = 0.0;
+  bool pattern_ok = true;
+  for (std::size_t begin = 0; begin < out.size(); begin += block) {
+    const auto ref_block = ref.subspan(begin, block);
+    compare_block(c, err_max, pattern_ok, out.subspan(begin, block), ref_block, scale_of(ref_block), begin,
+                  tolerance);
   }
   c.max_rel_err = err_max;
   c.ok = pattern_ok && c.mismatches == 0;
   return c;
+}
+
+template <class T>
+Comparison compare_float(std::span<const T> out, std::span<const double> ref, double tolerance) {
+  return compare_blocks(out, ref, out.empty() ? 1 : out.size(), tolerance);
 }
 
 template <class T>
@@ -94,6 +116,11 @@ Comparison compare(std::span<const float> out, std::span<const double> ref, doub
 
 Comparison compare(std::span<const double> out, std::span<const double> ref, double tolerance) {
   return compare_float(out, ref, tolerance);
+}
+
+Comparison compare_rows(std::span<const float> out, std::span<const double> ref, std::size_t row_length,
+                        double tolerance) {
+  return compare_blocks(out, ref, row_length, tolerance);
 }
 
 Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref) {

@@ -33,6 +33,13 @@ struct Comparison {
 // tolerance: largest accepted max_rel_err; 0 demands bitwise-equal values.
 Comparison compare(std::span<const float> out, std::span<const double> ref, double tolerance);
 Comparison compare(std::span<const double> out, std::span<const double> ref, double tolerance);
+// Row by row: out and ref are rows of `row_length` elements and each row's
+// errors are relative to that row's own max |ref|; max_rel_err is the
+// largest over the rows. For outputs whose rows live on different scales
+// (softmax of rows of different spread), where one global max would let a
+// small row's errors vanish. Element rules and listing as for compare().
+Comparison compare_rows(std::span<const float> out, std::span<const double> ref, std::size_t row_length,
+                        double tolerance);
 // Integer results and raw bytes are compared exactly.
 Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref);
 Comparison compare(std::span<const std::uint8_t> out, std::span<const std::uint8_t> ref);

@@ -121,6 +121,24 @@ TEST(Compare, ListsAtMostTenMismatches) {
   EXPECT_EQ(std::count(c.first.begin(), c.first.end(), ';'), 9);
 }
 
+TEST(CompareRows, EachRowAgainstItsOwnScale) {
+  // Row 0 is on the scale of 1, row 1 on the scale of 1e-3: a 1e-3 relative
+  // error in row 1 is 1e-6 of the global max, but 1e-3 of its own row.
+  const std::vector<double> ref = {1.0, 0.5, 1e-3, 2e-3};
+  const std::vector<float> out = {1.0f, 0.5f, 1e-3f, 2.002e-3f};
+  EXPECT_TRUE(ref::compare(std::span<const float>(out), ref, 1e-5).ok);
+  const auto c = ref::compare_rows(std::span<const float>(out), ref, 2, 1e-5);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NEAR(c.max_rel_err, 1e-3, 1e-6);
+  EXPECT_NE(c.first.find("[3]"), std::string::npos) << c.first;  // flat index
+  EXPECT_TRUE(ref::compare_rows(std::span<const float>(out), ref, 2, 2e-3).ok);
+  // An all-zero row compares absolutely; NaN rows must stay NaN.
+  const std::vector<double> special = {0.0, 0.0, NAN, NAN};
+  EXPECT_TRUE(ref::compare_rows(std::span<const float>(std::vector<float>{1e-6f, 0.0f, NAN, NAN}), special, 2, 1e-5).ok);
+  EXPECT_FALSE(ref::compare_rows(std::span<const float>(std::vector<float>{0.0f, 0.0f, NAN, 1.0f}), special, 2, 1e-5).ok);
+  EXPECT_THROW(ref::compare_rows(std::span<const float>(out), ref, 3, 1e-5), Error);
+}
+
 TEST(Compare, IntegersExactly) {
   const std::vector<std::int32_t> ref = {1, -7, 100000};
   EXPECT_TRUE(ref::compare(std::span<const std::int32_t>(ref), ref).ok);

@@ -12,9 +12,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import daxpy  # noqa: E402
 from dlbench.results import load  # noqa: E402
+from tests.plot_fixture import with_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "bench_small.json"
 PLOT = ROOT / "scripts" / "plot.py"
@@ -49,14 +51,8 @@ class PlotFixture(unittest.TestCase):
         self.assertAlmostEqual(line.get_ydata()[0], case.median("bytes_per_second") / 1e9)
 
     def test_errored_case_is_drawn_missing_and_listed(self):
-        data = json.loads(FIXTURE.read_text())
         target = "daxpy/cpu_omp/n:4096"
-        for entry in data["benchmarks"]:
-            if entry["run_name"].startswith(target + "/"):
-                entry.clear()
-                entry.update({"name": target + "/real_time", "run_name": target + "/real_time",
-                              "run_type": "iteration", "error_occurred": True,
-                              "error_message": "WRONG RESULT: planted by the test"})
+        data = with_planted_error(FIXTURE, target)
         with tempfile.TemporaryDirectory() as d:
             bad = Path(d) / "errored.json"
             bad.write_text(json.dumps(data))

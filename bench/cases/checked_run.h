@@ -12,15 +12,21 @@
 
 namespace dlb {
 
-template <class T>
-ref::Comparison checked_run(const Run& run, const ExecContext& ctx, Operand<T>& out,
-                            std::span<const double> expected, double tolerance) {
+// `compare(std::span<const T> out)` judges the output.
+template <class T, class Compare>
+ref::Comparison checked_run(const Run& run, const ExecContext& ctx, Operand<T>& out, Compare&& compare) {
   poison_nan(out.host());
   out.upload();
   run();
   ctx.synchronize();
   out.download();
-  return ref::compare(std::span<const T>(out.host()), expected, tolerance);
+  return compare(std::span<const T>(out.host()));
+}
+
+template <class T>
+ref::Comparison checked_run(const Run& run, const ExecContext& ctx, Operand<T>& out,
+                            std::span<const double> expected, double tolerance) {
+  return checked_run(run, ctx, out, [&](std::span<const T> got) { return ref::compare(got, expected, tolerance); });
 }
 
 }  // namespace dlb

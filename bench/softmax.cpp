@@ -1,0 +1,55 @@
+// softmax/<variant>/rows:<rows>/cols:<cols> and log_softmax/<variant>/...:
+// row-wise (log-)softmax of a [rows, cols] fp32 matrix, for cols in
+// {10, 128, 1024, 4096, 32768} in two regimes, plus one long row:
+//   DRAM   rows = 2^26 / cols: x is 256 MiB (and y too), far past the caches
+//   cache  rows = 2^17 / cols: x is 512 KiB, x + y about 1 MiB, in L2
+//   rows:1/cols:1000000: one 4 MB row, which no row-parallel code can split
+// Cases of one shape are registered next to each other so that their
+// ratios come from the same minutes of a noisy machine. bytes_per_second
+// counts 2 * rows * cols * 4 bytes (x read once, y written once) for every
+// variant, naive included. Each case is validated first on the `mixed`
+// input: random rows and, when there are at least 16, four special rows
+// (+-1e4, masked entries, all masked but one, all equal).
+#include <utility>
+#include <vector>
+
+#include "bench/cases/softmax_case.h"
+#include "bench/harness.h"
+
+namespace dlb::bench {
+namespace {
+
+constexpr std::int64_t kDramElements = std::int64_t{1} << 26;
+constexpr std::int64_t kCacheElements = std::int64_t{1} << 17;
+constexpr std::int64_t kCols[] = {10, 128, 1024, 4096, 32768};
+constexpr std::int64_t kLongRow = 1000000;
+
+std::vector<std::pair<std::int64_t, std::int64_t>> shapes() {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (std::int64_t elements : {kDramElements, kCacheElements})
+    for (std::int64_t cols : kCols) out.emplace_back(elements / cols, cols);
+  out.emplace_back(1, kLongRow);
+  return out;
+}
+
+void register_softmax(Config& config) {
+  for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+    const auto variants = variants_to_run(softmax_variants(kind), config);
+    for (const auto& [rows, cols] : shapes()) {
+      for (const SoftmaxVariant* variant : variants) {
+        add_case(case_name(softmax_op_name(kind), variant->name, {{"rows", rows}, {"cols", cols}}), variant->device,
+                 [variant, kind, rows, cols](benchmark::State& state) {
+                   auto* c = validated_case<SoftmaxCase>(state, *variant, kind, rows, cols, SoftmaxInput::mixed);
+                   if (c == nullptr) return;
+                   time_run(state, [c] { c->run(); }, c->context());
+                   set_bytes(state, c->bytes_per_call());
+                 });
+      }
+    }
+  }
+}
+
+DLB_BENCH_FAMILY(register_softmax);
+
+}  // namespace
+}  // namespace dlb::bench

@@ -1,0 +1,289 @@
+// softmax and log-softmax: every variant of the device this binary covers,
+// over tiny, odd and large shapes, unaligned rows and the special inputs of
+// bench/cases/softmax_case.h, each validated as the benchmark validates it
+// (row-wise relative error, NaN and inf where the reference has them, rows
+// summing to 1). The CPU binary also checks the reference itself on
+// hand-made rows, the exp that cpu_naive and cpu_fused share, and cpu_fused
+// at other thread counts.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "bench/cases/softmax_case.h"
+#include "kernels/common/error.h"
+#include "reference/softmax.h"
+#include "tests/test_device.h"
+
+namespace dlb {
+namespace {
+
+struct Param {
+  SoftmaxKind kind;
+  const SoftmaxVariant* variant;
+  std::int64_t rows, cols;
+  SoftmaxInput input;
+  std::size_t x_offset = 0, y_offset = 0;
+};
+
+void PrintTo(const Param& p, std::ostream* os);  // the test name says it all
+
+std::vector<const SoftmaxVariant*> variants(SoftmaxKind kind) {
+  return usable_variants(softmax_variants(kind), test::kDevice);
+}
+
+// Whether a NaN input makes the variant's whole output row NaN, as the
+// reference's does. oneDNN 2.6 does not: its row max lets the NaN through
+// and its exp sends NaN to 0, so the row comes out 0 (log-softmax: -inf)
+// except for NaN at the NaN's own position. Other rows are unaffected there
+// too (SoftmaxNan.StaysInItsRow).
+bool nan_fills_row(const SoftmaxVariant& v) { return v.name != "cpu_onednn"; }
+
+// Shapes chosen for the code paths: cols 1, odd, not a multiple of 16 (AVX-512)
+// or 4 (float4); warp-per-row with 1 to 32 elements per lane (cols <= 1024),
+// block per row (to 32768) and longer rows on the GPU; one row, which
+// cpu_fused splits across threads; a partial last block of warp rows (37).
+constexpr std::int64_t kShapes[][2] = {{1, 1},   {3, 1},    {1, 7},    {5, 10},   {2, 33},   {37, 100},
+                                       {3, 128}, {7, 1000}, {2, 4096}, {2, 4097}, {3, 40000}, {1, 70001}};
+constexpr std::int64_t kSpecialShapes[][2] = {{2, 1}, {3, 7}, {4, 33}, {3, 1000}, {2, 4097}, {2, 40000}};
+constexpr SoftmaxInput kSpecialInputs[] = {SoftmaxInput::large_magnitude, SoftmaxInput::masked,
+                                           SoftmaxInput::one_unmasked,    SoftmaxInput::all_equal,
+                                           SoftmaxInput::all_masked,      SoftmaxInput::nan};
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+    for (const SoftmaxVariant* v : variants(kind)) {
+      for (const auto& [rows, cols] : kShapes) out.push_back({kind, v, rows, cols, SoftmaxInput::random});
+      for (SoftmaxInput input : kSpecialInputs) {
+        if (input == SoftmaxInput::nan && !nan_fills_row(*v)) continue;
+        for (const auto& [rows, cols] : kSpecialShapes) out.push_back({kind, v, rows, cols, input});
+      }
+      out.push_back({kind, v, 20, 300, SoftmaxInput::mixed});
+      // Unaligned and differently aligned rows.
+      out.push_back({kind, v, 5, 33, SoftmaxInput::masked, 1, 3});
+      out.push_back({kind, v, 3, 1024, SoftmaxInput::random, 1, 0});
+      out.push_back({kind, v, 2, 4096, SoftmaxInput::random, 0, 2});
+      // y past kSoftmaxStreamingBytes: cpu_fused's streaming stores, with an unaligned head and a tail.
+      out.push_back({kind, v, 1031, 4099, SoftmaxInput::mixed, 1, 3});
+    }
+  }
+  return out;
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const Param& p = info.param;
+  return std::string(softmax_op_name(p.kind)) + "_" + std::string(p.variant->name) + "_r" + std::to_string(p.rows) +
+         "_c" + std::to_string(p.cols) + "_" + softmax_input_name(p.input) + "_x" + std::to_string(p.x_offset) +
+         "_y" + std::to_string(p.y_offset);
+}
+
+void PrintTo(const Param& p, std::ostream* os) { *os << param_name({p, 0}); }
+
+class SoftmaxTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(SoftmaxTest, MatchesReference) {
+  const Param& p = GetParam();
+  SoftmaxCase c(*p.variant, p.kind, p.rows, p.cols, p.input, p.x_offset, p.y_offset);
+  const auto result = c.validate();
+  EXPECT_TRUE(result.ok) << param_name({p, 0}) << ": " << result.summary();
+  EXPECT_LE(result.max_rel_err, p.variant->tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SoftmaxTest, ::testing::ValuesIn(params()), param_name);
+
+// A NaN input stays in its row: the NaN's own output is NaN (the whole row
+// where nan_fills_row), and the random rows next to it match the reference.
+// Checked on the output itself, for every variant.
+TEST(SoftmaxNan, StaysInItsRow) {
+  for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+    for (const SoftmaxVariant* v : variants(kind)) {
+      for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{4, 100}, {3, 7}, {2, 4097}}) {
+        SoftmaxCase c(*v, kind, rows, cols, SoftmaxInput::nan);
+        c.validate();
+        const auto y = c.output();
+        const auto expected = c.expected();
+        const auto n = static_cast<std::size_t>(cols);
+        for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) {
+          const auto row = y.subspan(r * n, n);
+          if (r % 2 == 1) {
+            const auto result = ref::compare_rows(row, expected.subspan(r * n, n), n, v->tolerance);
+            EXPECT_TRUE(result.ok) << v->name << " row " << r << ": " << result.summary();
+            continue;
+          }
+          EXPECT_TRUE(std::isnan(row[n / 3])) << v->name << " row " << r;
+          if (nan_fills_row(*v)) {
+            EXPECT_TRUE(std::all_of(row.begin(), row.end(), [](float e) { return std::isnan(e); }))
+                << v->name << " row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SoftmaxTable, HasEveryVariantOfThisDevice) {
+  const auto names = [](SoftmaxKind kind) {
+    std::vector<std::string> out;
+    for (const auto* v : variants(kind)) out.emplace_back(v->name);
+    return out;
+  };
+  const auto has = [](const std::vector<std::string>& list, const char* name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+  };
+  const auto softmax = names(SoftmaxKind::softmax), log_softmax = names(SoftmaxKind::log_softmax);
+  if (test::kDevice == Device::cpu) {
+    for (const char* name : {"cpu_naive", "cpu_fused"}) EXPECT_TRUE(has(softmax, name)) << name;
+    EXPECT_TRUE(has(log_softmax, "cpu_fused"));
+  } else {
+    for (const char* name : {"gpu_naive", "gpu_fused", "gpu_online"}) EXPECT_TRUE(has(softmax, name)) << name;
+    for (const char* name : {"gpu_fused", "gpu_online"}) EXPECT_TRUE(has(log_softmax, name)) << name;
+  }
+}
+
+TEST(SoftmaxBadInput, EmptyShapesAreAClearError) {
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{0, 10}, {4, 0}, {-1, 3}}) {
+    for (const SoftmaxVariant* v : variants(SoftmaxKind::softmax)) {
+      try {
+        SoftmaxCase c(*v, SoftmaxKind::softmax, rows, cols);
+        FAIL() << "no error for rows " << rows << ", cols " << cols;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("rows and cols must be >= 1"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
+#if !DLB_TEST_GPU
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::vector<double> reference(SoftmaxKind kind, const std::vector<float>& x, std::int64_t cols) {
+  std::vector<double> y(x.size());
+  if (kind == SoftmaxKind::softmax) {
+    ref::softmax(x, cols, y);
+  } else {
+    ref::log_softmax(x, cols, y);
+  }
+  return y;
+}
+
+TEST(SoftmaxReference, SmallRowByHand) {
+  const auto y = reference(SoftmaxKind::softmax, {1.0f, 2.0f, 3.0f}, 3);
+  const double s = std::exp(-2.0) + std::exp(-1.0) + 1.0;
+  EXPECT_DOUBLE_EQ(y[0], std::exp(-2.0) / s);
+  EXPECT_DOUBLE_EQ(y[1], std::exp(-1.0) / s);
+  EXPECT_DOUBLE_EQ(y[2], 1.0 / s);
+  const auto log_y = reference(SoftmaxKind::log_softmax, {1.0f, 2.0f, 3.0f}, 3);
+  EXPECT_DOUBLE_EQ(log_y[2], -std::log(s));
+}
+
+TEST(SoftmaxReference, SpecialRows) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rows of 4: large values, masked entries, all masked but one, all equal, all masked, a NaN.
+  const std::vector<float> x = {1e4f, -1e4f, 1e4f + 1.0f, 5.0f,  // large magnitude
+                                0.5f, -kInf, 1.5f, -kInf,        // masked
+                                -kInf, -kInf, 2.0f, -kInf,       // one unmasked
+                                3.0f, 3.0f, 3.0f, 3.0f,          // all equal
+                                -kInf, -kInf, -kInf, -kInf,      // all masked: 0/0
+                                0.1f, nan, 0.3f, 0.4f};          // NaN
+  const auto y = reference(SoftmaxKind::softmax, x, 4);
+  const double s = 1.0 + std::exp(-1.0);
+  EXPECT_DOUBLE_EQ(y[0], std::exp(-1.0) / s);
+  EXPECT_DOUBLE_EQ(y[1], 0.0);
+  EXPECT_DOUBLE_EQ(y[2], 1.0 / s);
+  EXPECT_DOUBLE_EQ(y[3], 0.0);
+  EXPECT_DOUBLE_EQ(y[4], 1.0 / (1.0 + std::exp(1.0)));
+  EXPECT_EQ(y[5], 0.0);
+  EXPECT_EQ(y[7], 0.0);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(y[8 + j], j == 2 ? 1.0 : 0.0);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(y[12 + j], 0.25);
+  for (int j = 0; j < 4; ++j) EXPECT_TRUE(std::isnan(y[16 + j]));
+  for (int j = 0; j < 4; ++j) EXPECT_TRUE(std::isnan(y[20 + j]));
+
+  const auto log_y = reference(SoftmaxKind::log_softmax, x, 4);
+  EXPECT_EQ(log_y[5], -INFINITY);
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(log_y[8 + j], j == 2 ? 0.0 : -INFINITY);
+  for (int j = 0; j < 4; ++j) EXPECT_DOUBLE_EQ(log_y[12 + j], -std::log(4.0));
+  for (int j = 0; j < 4; ++j) EXPECT_TRUE(std::isnan(log_y[16 + j]));
+  for (int j = 0; j < 4; ++j) EXPECT_TRUE(std::isnan(log_y[20 + j]));
+}
+
+TEST(SoftmaxReference, BadShapeIsAClearError) {
+  std::vector<double> y(6);
+  const std::vector<float> x(6, 1.0f);
+  EXPECT_THROW(ref::softmax(x, 4, y), Error);
+  EXPECT_THROW(ref::softmax(x, 0, y), Error);
+}
+
+// The exp of cpu_naive and cpu_fused against double exp, over its domain
+// x <= 88.7: within 3 ulp over the normal range (x from -87.33 up), 0 below
+// (no subnormals, as with flush-to-zero).
+TEST(SoftmaxExp, AccurateOverItsDomain) {
+  constexpr float kFlushBelow = -87.33f;  // exp(-87.33) = 1.18e-38, just above FLT_MIN
+  std::vector<float> x;
+  for (double v = -103.0; v <= 88.7; v += 0.000731) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 0.34657359f, -0.34657359f, 88.72f, kFlushBelow}) x.push_back(v);
+  std::vector<float> y(x.size());
+  softmax_exp(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  double worst_ulps = 0.0;
+  float worst_x = 0.0f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i] < kFlushBelow) {
+      ASSERT_EQ(y[i], 0.0f) << x[i];
+      continue;
+    }
+    const double want = std::exp(static_cast<double>(x[i]));
+    if (want > std::numeric_limits<float>::max()) continue;  // inf: checked below
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+    const double ulps = std::abs(y[i] - want) / ulp;
+    if (ulps > worst_ulps) worst_ulps = ulps, worst_x = x[i];
+  }
+  EXPECT_LE(worst_ulps, 3.0) << "at x = " << worst_x;
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {0.0f, -kInf, -110.0f, -1e30f, 88.75f, nan};
+  std::vector<float> out(special.size());
+  softmax_exp(special.data(), out.data(), static_cast<std::int64_t>(special.size()));
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 0.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_EQ(out[3], 0.0f);
+  EXPECT_EQ(out[4], kInf);  // exp(88.75) > FLT_MAX
+  EXPECT_TRUE(std::isnan(out[5]));
+}
+
+// cpu_fused shares rows (or, with fewer rows than threads, pieces of a row)
+// between threads: the same answer at any thread count.
+TEST(SoftmaxFused, AnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 3, 5}) {
+    omp_set_num_threads(threads);
+    for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+      const auto list = variants(kind);
+      const auto fused_at = std::find_if(list.begin(), list.end(), [](const auto* v) { return v->name == "cpu_fused"; });
+      ASSERT_NE(fused_at, list.end());
+      const SoftmaxVariant* fused = *fused_at;
+      for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1000}, {2, 1000}, {4, 33}, {1, 70001},
+                                       {3, 7}, {1, 5}}) {
+        for (SoftmaxInput input : {SoftmaxInput::random, SoftmaxInput::masked, SoftmaxInput::nan}) {
+          SoftmaxCase c(*fused, kind, rows, cols, input, 1, 0);
+          const auto result = c.validate();
+          EXPECT_TRUE(result.ok) << threads << " threads, rows " << rows << ", cols " << cols << ", "
+                                 << softmax_input_name(input) << ": " << result.summary();
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+#endif
+
+}  // namespace
+}  // namespace dlb
