@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""How often does compare.py call identical code slower? A/A study.
+"""How often does compare.py call identical code slower? An A/A study.
 
-    scripts/aa_study.py RUN1.json RUN2.json [RUN3.json ...] [--planted PLANTED.json]
+    scripts/aa_study.py RUN1.json ... RUNk.json [--pool P] [--planted PLANTED1.json ...]
 
-The runs are repeated runs of one binary on one machine (same commit, same
-filter, --benchmark_repetitions=10). Every ordered pair (i, j) is compared
-as BASE i, NEW j with several decision rules; the table gives, per rule, the
-false positives (cases called slower) over all pairs, and with --planted the
-planted variant's cases it finds and anything else it calls slower. Also the
-largest A/A change of the median per case: the noise the rule must absorb.
+The runs are single-process runs of one binary on one machine (same commit,
+same filter, --benchmark_repetitions=10). Each side of a comparison pools P
+of them (P = 1: single runs; P = 3: what DLB_PROCESSES=3 makes), and every
+split of the runs into two disjoint groups of P is compared, both ways. The
+table gives, per decision rule, the cases called slower over all those A/A
+comparisons (false positives), and with --planted (runs of the
+-DDLB_PLANTED_SLOWDOWN=ON build, pooled P at most) how many of the planted
+variant's cases each rule finds against every group of P A/A runs, and what
+else it calls slower. First, the largest A/A change of the median per case:
+the noise a rule must absorb.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import sys
 from pathlib import Path
@@ -21,47 +26,65 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dlbench import compare as cmp  # noqa: E402
-from dlbench.results import load  # noqa: E402
+from dlbench.results import Results, load  # noqa: E402
 
 RULES = [  # (alpha, min_effect, noise_factor)
-    (0.05, 0.00, 0.0), (0.01, 0.00, 0.0), (0.01, 0.02, 0.0), (0.01, 0.05, 0.0), (0.01, 0.10, 0.0),
-    (0.01, 0.05, 3.0), (0.01, 0.10, 3.0), (0.01, 0.05, 5.0),
+    (0.05, 0.00, 0.0), (0.01, 0.00, 0.0), (0.01, 0.05, 0.0), (0.01, 0.05, 3.0),
+    (0.01, 0.08, 3.0), (0.01, 0.10, 3.0), (0.01, 0.15, 3.0),
 ]
+
+
+def pooled(runs: list[Results]) -> Results:
+    out = copy.deepcopy(runs[0])
+    for r in runs[1:]:
+        for name, case in r.cases.items():
+            if name in out.cases:
+                out.cases[name].runs += case.runs
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--planted", type=Path, help="a run of the planted-slowdown build")
+    parser.add_argument("--pool", type=int, default=1, help="runs pooled per side (default 1)")
+    parser.add_argument("--planted", nargs="*", type=Path, default=[], help="runs of the planted build")
     parser.add_argument("--planted-variant", default="daxpy/cpu_loop/")
     args = parser.parse_args()
     runs = [load(p) for p in args.runs]
-    pairs = list(itertools.permutations(range(len(runs)), 2))
-    print(f"{len(runs)} A/A runs, {len(pairs)} ordered pairs, {len(runs[0].cases)} cases each")
+    k = args.pool
+    if len(runs) < 2 * k:
+        parser.error(f"--pool {k} needs at least {2 * k} runs")
+    pairs = []
+    for a in itertools.combinations(range(len(runs)), k):
+        rest = [i for i in range(len(runs)) if i not in a]
+        for b in itertools.combinations(rest, k):
+            pairs.append((pooled([runs[i] for i in a]), pooled([runs[i] for i in b])))
+    groups = [pooled([runs[i] for i in a]) for a in itertools.combinations(range(len(runs)), k)]
+    planted = pooled([load(p) for p in args.planted[:k]]) if args.planted else None
+    print(f"{len(runs)} A/A runs, pooled {k} per side: {len(pairs)} A/A comparisons")
 
     worst: dict[str, float] = {}
-    for i, j in pairs:
-        for v in cmp.compare(runs[i], runs[j], 1.0, 0.0, 0.0):
+    for base, new in pairs:
+        for v in cmp.compare(base, new, 1.0, 0.0, 0.0):
             if v.change is not None:
                 worst[v.name] = max(worst.get(v.name, 0.0), abs(v.change))
     print("\nlargest |A/A change of the median| per case:")
     for name, w in sorted(worst.items(), key=lambda kv: -kv[1]):
         print(f"  {w:6.1%}  {name}")
 
-    planted = load(args.planted) if args.planted else None
-    print("\nalpha  min_effect  noise_factor  A/A slower (all pairs)  planted found / total  other slower")
+    print("\nalpha  min_effect  noise_factor  A/A slower  planted found / total  other slower")
     for alpha, min_effect, noise in RULES:
-        fp = sum(v.verdict == "slower" for i, j in pairs for v in cmp.compare(runs[i], runs[j], alpha, min_effect, noise))
+        fp = sum(v.verdict == "slower" for base, new in pairs for v in cmp.compare(base, new, alpha, min_effect, noise))
         found = total = other = 0
         if planted is not None:
-            for base in runs:
+            for base in groups:
                 for v in cmp.compare(base, planted, alpha, min_effect, noise):
                     is_planted = v.name.startswith(args.planted_variant)
                     total += is_planted
                     found += is_planted and v.verdict == "slower"
                     other += (not is_planted) and v.verdict == "slower"
-        print(f"{alpha:<6} {min_effect:<11} {noise:<13} {fp:<23} "
-              + (f"{found} / {total:<17} {other}" if planted else "-"))
+        planted_cols = f"{found:>5} / {total:<13} {other}" if planted is not None else "-"
+        print(f"{alpha:<6} {min_effect:<11} {noise:<13} {fp:<11} {planted_cols}")
     return 0
 
 

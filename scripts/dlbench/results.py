@@ -123,3 +123,26 @@ def load(path: str | Path) -> Results:
 def repetitions(results: Results) -> int:
     """The largest number of repetitions any case has."""
     return max((len(c.runs) for c in results.cases.values()), default=0)
+
+
+def merge_files(paths: list[Path]) -> dict:
+    """One Google Benchmark JSON document from runs of the same binary in
+    several processes: the first run's context (with "processes" and the
+    other runs' dates added), every entry of every run, each tagged with its
+    "process_index". A comparison then sees the variation between processes
+    (where data lands in memory, the machine's state) in the repetitions, not
+    only the variation within one process."""
+    docs = []
+    for p in paths:
+        load(p)  # validates, raises ResultsError with the reason
+        docs.append(json.loads(Path(p).read_text()))
+    merged = {"context": dict(docs[0]["context"]), "benchmarks": []}
+    commits = {str(d["context"].get("git_commit")) for d in docs}
+    if len(commits) > 1:
+        raise ResultsError(f"runs of different commits cannot be merged: {sorted(commits)}")
+    merged["context"]["processes"] = len(docs)
+    merged["context"]["process_dates"] = [d["context"].get("date", "") for d in docs]
+    for index, d in enumerate(docs):
+        for entry in d["benchmarks"]:
+            merged["benchmarks"].append({**entry, "process_index": index})
+    return merged

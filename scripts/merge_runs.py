@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Merges runs of one binary made in separate processes into one file.
+
+    scripts/merge_runs.py RUN1.json RUN2.json [...] -o MERGED.json
+
+Every repetition of every run is kept, tagged with its process_index; the
+context is the first run's, with "processes" added. scripts/bench does this
+when DLB_PROCESSES > 1. Exit 2 for a file that is not Google Benchmark JSON
+or runs of different commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dlbench.results import ResultsError, merge_files  # noqa: E402
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("-o", "--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        merged = merge_files(args.runs)
+    except ResultsError as e:
+        print(f"merge_runs.py: {e}", file=sys.stderr)
+        return 2
+    args.out.write_text(json.dumps(merged, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
