@@ -2,6 +2,12 @@
 """How often does compare.py call identical code slower? An A/A study.
 
     scripts/aa_study.py RUN1.json ... RUNk.json [--pool P] [--planted PLANTED1.json ...]
+    scripts/aa_study.py tests/data/compare_aa_base.json tests/data/compare_aa_new.json --pool 3 \
+                        --planted tests/data/compare_planted.json
+
+Files merged over several processes (scripts/merge_runs.py, DLB_PROCESSES)
+are split back into their single-process runs first, so the committed
+fixtures reproduce the study.
 
 The runs are single-process runs of one binary on one machine (same commit,
 same filter, --benchmark_repetitions=10). Each side of a comparison pools P
@@ -26,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dlbench import compare as cmp  # noqa: E402
-from dlbench.results import Results, load  # noqa: E402
+from dlbench.results import Results, load, split_processes  # noqa: E402
 
 RULES = [  # (alpha, min_effect, noise_factor)
     (0.05, 0.00, 0.0), (0.01, 0.00, 0.0), (0.01, 0.05, 0.0), (0.01, 0.05, 3.0),
@@ -50,7 +56,7 @@ def main() -> int:
     parser.add_argument("--planted", nargs="*", type=Path, default=[], help="runs of the planted build")
     parser.add_argument("--planted-variant", default="daxpy/cpu_loop/")
     args = parser.parse_args()
-    runs = [load(p) for p in args.runs]
+    runs = [run for p in args.runs for run in split_processes(load(p))]
     k = args.pool
     if len(runs) < 2 * k:
         parser.error(f"--pool {k} needs at least {2 * k} runs")
@@ -60,7 +66,8 @@ def main() -> int:
         for b in itertools.combinations(rest, k):
             pairs.append((pooled([runs[i] for i in a]), pooled([runs[i] for i in b])))
     groups = [pooled([runs[i] for i in a]) for a in itertools.combinations(range(len(runs)), k)]
-    planted = pooled([load(p) for p in args.planted[:k]]) if args.planted else None
+    planted_runs = [run for p in args.planted for run in split_processes(load(p))]
+    planted = pooled(planted_runs[:k]) if planted_runs else None
     print(f"{len(runs)} A/A runs, pooled {k} per side: {len(pairs)} A/A comparisons")
 
     worst: dict[str, float] = {}

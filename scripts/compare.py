@@ -4,9 +4,11 @@
     scripts/compare.py BASE.json NEW.json [--alpha A] [--min-effect E] [--noise-factor F]
                        [--normalize roofline] [--cross-machine] [--json OUT]
 
-Cases are paired by name and decided from all their repetitions (make runs
-with --benchmark_repetitions; scripts/bench uses 5, 10 is better for CI):
-see scripts/dlbench/compare.py for the rule. Prints a table, worst first.
+Cases are paired by name and decided from all their repetitions: make each
+side with several processes and repetitions (DLB_PROCESSES=3
+DLB_REPETITIONS=10 scripts/bench ...); see scripts/dlbench/compare.py for
+the rule and README.md, "Tracking regressions in CI". Prints a table, worst
+first.
 
 Exit codes: 0 no regression; 1 at least one case `slower`, or `errored` where
 BASE measured it; 2 bad input (missing file, not Google Benchmark JSON, no
@@ -87,6 +89,10 @@ def main(argv=None) -> int:
         if repetitions(r) < 2:
             print(f"warning: {label} has one repetition per case: run with --benchmark_repetitions=10 "
                   "for a verdict; every case is `same` without repetitions", file=sys.stderr)
+        elif cmp.processes(r) < 2:
+            print(f"warning: {label} is one process: a whole process can be off by 10% or more on a case "
+                  "here, which its repetitions do not show; pool three (DLB_PROCESSES=3) for a verdict "
+                  "without false alarms", file=sys.stderr)
     print(f"rule: slower/faster when p < {args.alpha} (Mann-Whitney U, two-sided) and |change| > "
           f"max({args.min_effect:.0%}, {args.noise_factor:g} x relative MAD)"
           + ("; times normalized by the run's roofline ceiling" if normalized else ""))

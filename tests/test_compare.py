@@ -1,9 +1,10 @@
 """scripts/compare.py: the verdicts on committed real runs, and its exit codes.
 
-Fixtures (tests/data/, made on the 2-core Xeon with `scripts/make_compare_fixtures`, see
-README "Tracking regressions in CI"): compare_aa_base.json and compare_aa_new.json are two runs
-of the same binary (daxpy and roofline subset, 10 repetitions); compare_planted.json is the same
-subset from a build with -DDLB_PLANTED_SLOWDOWN=ON (daxpy/cpu_loop 20% slower)."""
+Fixtures (tests/data/, made on the 2-core Xeon by tests/make_compare_fixtures.sh, see
+README "Tracking regressions in CI"): compare_aa_base.json and compare_aa_new.json are runs of
+the same binary, each three processes of a daxpy and roofline subset with 10 repetitions merged;
+compare_planted.json is the same from a build with -DDLB_PLANTED_SLOWDOWN=ON (daxpy/cpu_loop 20%
+slower)."""
 
 import copy
 import json
@@ -97,7 +98,7 @@ class Inputs(unittest.TestCase):
         self.assertEqual(v["regressions"], sum(c["regression"] for c in v["cases"]))
 
     def test_errored_case_that_was_fine_is_a_regression(self):
-        target = "daxpy/cpu_omp/n:1048576"
+        target = "daxpy/cpu_omp/n:262144"
 
         def break_one(data):
             data["benchmarks"] = [e for e in data["benchmarks"] if not e["run_name"].startswith(target + "/")]
@@ -150,6 +151,13 @@ class Inputs(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("CROSS-MACHINE", p.stdout)
 
+    def test_single_process_is_warned_about(self):
+        def first_process(data):
+            data["benchmarks"] = [e for e in data["benchmarks"] if e.get("process_index", 0) == 0]
+            del data["context"]["processes"]
+        p = run(edited(BASE, first_process), AA_NEW)
+        self.assertIn("BASE is one process", p.stderr)
+
     def test_single_repetition_is_flagged(self):
         def one_rep(data):
             seen = set()
@@ -162,6 +170,35 @@ class Inputs(unittest.TestCase):
         p = run(edited(BASE, one_rep), edited(PLANTED, one_rep))
         self.assertEqual(p.returncode, 0)  # no test possible with one repetition: nothing is called slower
         self.assertIn("one repetition", p.stderr)
+
+
+class History(unittest.TestCase):
+    def test_append_and_draw(self):
+        with tempfile.TemporaryDirectory() as d:
+            hist = Path(d) / "history.jsonl"
+            for f in (BASE, PLANTED):
+                p = subprocess.run([sys.executable, str(ROOT / "scripts" / "history.py"), str(f), "--history", str(hist)],
+                                   capture_output=True, text=True)
+                self.assertEqual(p.returncode, 0, p.stderr)
+            lines = [json.loads(line) for line in hist.read_text().splitlines()]
+            self.assertEqual(len(lines), 2 * 18)
+            loop = [l for l in lines if l["case"] == "daxpy/cpu_loop/n:4194304"]
+            self.assertEqual([l["repetitions"] for l in loop], [30, 30])
+            self.assertGreater(loop[1]["median_s"], loop[0]["median_s"] * 1.1)  # the planted slowdown
+            p = subprocess.run([sys.executable, str(ROOT / "scripts" / "plot.py"), "--history", str(hist),
+                                "--out-dir", d], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue((Path(d) / "history_daxpy.png").exists())
+            self.assertTrue((Path(d) / "history_roofline.png").exists())
+
+    def test_bad_history_exit_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = Path(d) / "history.jsonl"
+            bad.write_text('{"case": "x"}\n')
+            p = subprocess.run([sys.executable, str(ROOT / "scripts" / "plot.py"), "--history", str(bad),
+                                "--out-dir", d], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("not a history line", p.stderr)
 
 
 if __name__ == "__main__":

@@ -146,3 +146,16 @@ def merge_files(paths: list[Path]) -> dict:
         for entry in d["benchmarks"]:
             merged["benchmarks"].append({**entry, "process_index": index})
     return merged
+
+
+def split_processes(results: Results) -> list[Results]:
+    """The single-process runs a merged file (merge_files) was made of."""
+    indices = sorted({r.get("process_index", 0) for c in results.cases.values() for r in c.runs})
+    out = []
+    for index in indices:
+        cases = {}
+        for name, c in results.cases.items():
+            runs = [r for r in c.runs if r.get("process_index", 0) == index]
+            cases[name] = Case(name=c.name, op=c.op, variant=c.variant, args=c.args, runs=runs, error=c.error)
+        out.append(Results(path=Path(f"{results.path}#process{index}"), context=results.context, cases=cases))
+    return out
