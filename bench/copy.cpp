@@ -49,13 +49,22 @@ std::vector<std::int64_t> geometric(std::int64_t from, std::int64_t to, std::int
   return out;
 }
 
+// Whether the copy call returns to the host before the copy is done, so the
+// GPU timer may hold the stream while it is enqueued: cudaMemcpyAsync to or
+// from page-locked memory (or device to device). cudaMemcpy, and copies that
+// stage pageable memory, wait for the stream themselves.
+bool returns_at_once(const CopyVariant& variant) {
+  return variant.call->copy == copy_async && (variant.host == nullptr || variant.host->page_locked);
+}
+
 void add_copy(const CopyVariant& variant, std::int64_t bytes) {
   add_case(case_name("copy", variant.name, {{"bytes", bytes}}), Device::gpu,
            [&variant, bytes](benchmark::State& state) {
              auto* c = validated_case<CopyCase>(state, variant, bytes);
              if (c == nullptr) return;
              time_run(state, [c] { c->run(); }, c->context(),
-                      Timing{.flush_l2 = variant.direction == Direction::d2d, .stream = c->stream()});
+                      Timing{.flush_l2 = variant.direction == Direction::d2d, .stream = c->stream(),
+                             .hold = returns_at_once(variant)});
              set_bytes(state, static_cast<double>(bytes));
            });
 }
@@ -85,7 +94,8 @@ void add_pipeline(const HostKind& host, int streams, std::int64_t bytes) {
     if (c == nullptr) return;
     state.counters["overlap_fraction"] = c->overlap_fraction();
     // The data is copied in afresh every call: L2 holds nothing to flush.
-    time_run(state, [c] { c->run(); }, c->context(), Timing{.flush_l2 = false});
+    // With pageable memory the copies wait for the stream: no hold.
+    time_run(state, [c] { c->run(); }, c->context(), Timing{.flush_l2 = false, .hold = host.page_locked});
     set_bytes(state, 2.0 * static_cast<double>(bytes));
   });
 }

@@ -108,8 +108,9 @@ Case* validated_case(benchmark::State& state, CtorArgs&&... args) {
 }
 
 struct Timing {
-  // GPU only: write over the whole L2 before each call (outside the timed
-  // region), so memory-bound cases measure DRAM, not a warm cache.
+  // GPU only: read through a buffer twice the size of L2 before each call
+  // (outside the timed region), so memory-bound cases measure DRAM, not a
+  // warm cache.
   bool flush_l2 = true;
   // GPU only: the stream the timed call is ordered with, when that is not the
   // context's own (nullptr: the context's stream). The flush, the events and
@@ -117,11 +118,17 @@ struct Timing {
   // stream (cudaStreamLegacy), which the context's non-blocking stream is not
   // ordered with: events on the context's stream would not bracket it.
   CUstream_st* stream = nullptr;
+  // GPU only: hold the stream with a kernel that waits until the host has
+  // enqueued the whole call, so that the events bracket the GPU's work and
+  // not the host's issuing of it. Off for calls that wait for the stream
+  // themselves (cudaMemcpy, copies from or to pageable memory): they would
+  // wait for the hold, and the hold for them.
+  bool hold = true;
 };
 
 // The timed loop. CPU: `run` back to back. GPU: one warm-up call, then per
-// iteration events recorded around the call only (on Timing::stream, or the
-// context's stream), SetIterationTime.
+// iteration: flush, hold, start event, the call, stop event, release (on
+// Timing::stream, or the context's stream), SetIterationTime.
 void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing = {});
 
 // Rate counters (per call figures; Google Benchmark divides by the time).

@@ -82,11 +82,10 @@ int main(int argc, char** argv) {
   dlb::bench::Config config;
   for (int i = 1; i < argc; ++i) config.flags.emplace_back(argv[i]);
 
-  const dlb::GpuInfo gpu = dlb::gpu_info();
-  config.gpu = gpu.count > 0;
-  add_context(gpu);
-
   try {
+    const dlb::GpuInfo gpu = dlb::gpu_info();  // throws for a GPU that cannot be used
+    config.gpu = gpu.count > 0;
+    add_context(gpu);
     for (auto registrar : dlb::bench::families()) registrar(config);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: %s\n", e.what());

@@ -4,6 +4,9 @@
 //   DRAM   rows = 2^26 / cols: x is 256 MiB (and y too), far past the caches
 //   cache  rows = 2^17 / cols: x is 512 KiB, x + y about 1 MiB, in L2
 //   rows:1/cols:1000000: one 4 MB row, which no row-parallel code can split
+// The regimes are a CPU notion: GPU cases read through a buffer twice the
+// size of L2 before each call (the default Timing), so on a GPU both regimes
+// start from DRAM and differ only in size.
 // Cases of one shape are registered next to each other so that their
 // ratios come from the same minutes of a noisy machine. bytes_per_second
 // counts 2 * rows * cols * 4 bytes (x read once, y written once) for every

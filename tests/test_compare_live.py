@@ -40,7 +40,9 @@ class LiveAA(unittest.TestCase):
                                 "--json", str(verdicts)], capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
             cases = json.loads(verdicts.read_text())["cases"]
-            self.assertEqual(len(cases), 4)
+            names = {c["name"] for c in cases}
+            self.assertTrue({"daxpy/cpu_loop/n:16384", "daxpy/cpu_loop/n:262144"} <= names, names)
+            self.assertTrue(all(c["verdict"] in ("same", "faster") for c in cases), p.stdout)
             self.assertFalse([c["name"] for c in cases if c["verdict"] == "slower"], p.stdout)
 
 

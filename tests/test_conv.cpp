@@ -105,6 +105,21 @@ TEST(ConvTable, HasEveryVariantOfThisDevice) {
   }
 }
 
+#if DLB_HAVE_CUDNN
+// Some cuDNN algorithms decline some shapes, and the parametrized test skips
+// those: so that a broken cuDNN install cannot pass as "every algorithm
+// declined", the heuristic's choice and implicit GEMM must run and be right.
+TEST(ConvCudnn, HeuristicAndImplicitGemmRun) {
+  if (test::kDevice != Device::gpu) GTEST_SKIP() << "GPU variants";
+  for (const auto* v : variants()) {
+    if (v->name != "gpu_cudnn_heuristic" && v->name != "gpu_cudnn_implicit_gemm") continue;
+    ConvCase c(*v, parse_conv_descriptor("n8c16h32w32k16r3s3stride1pad1"));
+    const auto result = c.validate();
+    EXPECT_TRUE(result.ok) << v->name << ": " << result.summary();
+  }
+}
+#endif
+
 #if DLB_HAVE_ONEDNN
 // The _blocked case times the convolution alone and validates it converted
 // to NCHW: the timed call must leave y alone, and the validated call still

@@ -1,6 +1,7 @@
 // daxpy: every variant of the device this binary covers, over tiny, odd and
 // large n, with aligned, unaligned and differently aligned x and y. Exact
-// against the reference (see reference/daxpy.h).
+// against the reference (see reference/daxpy.h), but for Eigen in builds
+// without FMA hardware (daxpy.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,12 +18,24 @@ using Param = std::tuple<const DaxpyVariant*, std::int64_t, std::size_t, std::si
 
 class DaxpyTest : public ::testing::TestWithParam<Param> {};
 
-TEST_P(DaxpyTest, MatchesReferenceExactly) {
+TEST_P(DaxpyTest, MatchesReference) {
   const auto& [variant, n, x_offset, y_offset] = GetParam();
   DaxpyCase c(*variant, n, x_offset, y_offset);
   const auto result = c.validate();
   EXPECT_TRUE(result.ok) << variant->name << " n=" << n << ": " << result.summary();
-  EXPECT_EQ(result.max_rel_err, 0.0);
+  EXPECT_LE(result.max_rel_err, variant->tolerance);
+}
+
+TEST(DaxpyTable, ExactWhereTheBuildHasFma) {
+  for (const auto* v : usable_variants(daxpy_variants(), test::kDevice)) {
+#if defined(__FMA__)
+    EXPECT_EQ(v->tolerance, 0.0) << v->name;
+#else
+    if (v->name != "cpu_eigen") {
+      EXPECT_EQ(v->tolerance, 0.0) << v->name;
+    }
+#endif
+  }
 }
 
 std::vector<const DaxpyVariant*> variants() { return usable_variants(daxpy_variants(), test::kDevice); }

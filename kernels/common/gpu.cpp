@@ -1,5 +1,7 @@
 #include "kernels/common/gpu.h"
 
+#include <cstdio>
+
 #include "kernels/common/error.h"
 
 #if DLB_HAVE_CUDA
@@ -22,12 +24,20 @@ std::string cuda_version_string(int v) {
 
 int gpu_count() {
   int n = 0;
-  // No driver, no device, or a broken install: all mean "no GPU to use".
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the last error (an initialization error stays, harmlessly: no GPU case runs)
-    return 0;
-  }
-  return n;
+  const cudaError_t status = cudaGetDeviceCount(&n);
+  if (status == cudaSuccess) return n;
+  cudaGetLastError();  // clear the last error (an initialization error stays, harmlessly: no GPU case runs)
+  // No device, or no driver at all (driver version 0): this machine has no
+  // GPU to use, and GPU cases and tests are left out. Anything else (a
+  // driver too old for this CUDA runtime, a broken install) is a machine
+  // with a GPU that cannot be used: an error, not a quiet "no GPU".
+  int driver = 0;
+  if (status == cudaErrorNoDevice || cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) return 0;
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  throw Error(std::string("CUDA devices cannot be used: cudaGetDeviceCount failed: ") + cudaGetErrorName(status) +
+              ": " + cudaGetErrorString(status) + " (driver supports CUDA " + cuda_version_string(driver) +
+              ", runtime is " + cuda_version_string(runtime) + ")");
 }
 
 GpuInfo gpu_info() {
@@ -73,7 +83,8 @@ ExecContext::ExecContext(Device device) {
 }
 
 ExecContext::~ExecContext() {
-  if (exec_.stream != nullptr) cudaStreamDestroy(exec_.stream);
+  if (exec_.stream != nullptr && cudaStreamDestroy(exec_.stream) != cudaSuccess)
+    std::fprintf(stderr, "dlbench: cudaStreamDestroy failed\n");
 }
 
 void ExecContext::synchronize() const {

@@ -1,6 +1,5 @@
 // What the process can see of GPUs, without CUDA headers: callable from every
-// build. Without CUDA in the build, or without a device or driver at run
-// time, gpu_count() is 0.
+// build.
 #pragma once
 
 #include <string>
@@ -9,6 +8,9 @@
 
 namespace dlb {
 
+// Devices the process can use: 0 without CUDA in the build, without a
+// device, or without a driver; throws dlb::Error when a driver is there but
+// the devices cannot be used (a driver too old for the runtime...).
 int gpu_count();
 
 struct GpuInfo {

@@ -67,7 +67,24 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t algo) {
   }
 }
 
-bool not_supported(cudnnStatus_t status) { return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED; }
+// The statuses that say "this algorithm does not do this problem". The rest
+// of the NOT_SUPPORTED category (an incompatible driver or runtime, an
+// architecture mismatch, a missing sublibrary...) says the installation is
+// broken: that is an error, not a skipped case.
+bool not_supported(cudnnStatus_t status) {
+  switch (status) {
+    case CUDNN_STATUS_NOT_SUPPORTED:
+    case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
+    case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
+    case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
+    case CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT:
+    case CUDNN_STATUS_NOT_SUPPORTED_PADDING:
+    case CUDNN_STATUS_NOT_SUPPORTED_BAD_LAUNCH_PARAM:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Sets the algorithm, allocates its workspace and makes one trial call:
 // dlb::Unsupported with cuDNN's status where the algorithm does not support

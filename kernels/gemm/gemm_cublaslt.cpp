@@ -64,6 +64,16 @@ struct LtGemm {
 
 bool aligned4(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 4 == 0; }
 
+// The alignment cuBLASLt may assume of p: the largest power of two dividing
+// its address, at most 256 (the preference's default, which is what the
+// heuristic assumes unless told).
+std::uint32_t alignment_of(const void* p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
 }  // namespace
 
 Run prepare_gemm_cublaslt_s8(const GemmArgs& args, const Exec& exec) {
@@ -101,6 +111,19 @@ Run prepare_gemm_cublaslt_s8(const GemmArgs& args, const Exec& exec) {
   const std::uint64_t max_workspace = kMaxWorkspace;
   DLB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                         &max_workspace, sizeof max_workspace));
+  // The operands' real alignment (Bt and the accumulator are cudaMalloc'ed;
+  // A comes from the caller), so that an algorithm is not chosen that
+  // assumes more than a caller's A has.
+  const std::uint32_t align_a = alignment_of(lt->bt.data()), align_b = alignment_of(args.a_s8),
+                      align_cd = alignment_of(lt->acc.data());
+  DLB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                        &align_a, sizeof align_a));
+  DLB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                        &align_b, sizeof align_b));
+  DLB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                        &align_cd, sizeof align_cd));
+  DLB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                        &align_cd, sizeof align_cd));
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   const cublasStatus_t status =
