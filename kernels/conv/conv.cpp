@@ -2,6 +2,10 @@
 
 #include "kernels/common/error.h"
 
+#if DLB_HAVE_CUDNN
+#include "kernels/conv/conv_cudnn.h"
+#endif
+
 namespace dlb {
 
 void validate_conv_shape(const ConvShape& p) {
@@ -53,14 +57,14 @@ static const ConvVariant kConvVariants[] = {
     {"cpu_onednn_auto_blocked", Device::cpu, prepare_conv_onednn_auto_blocked, 1e-5},
 #endif
 #if DLB_HAVE_CUDNN
-    {"gpu_cudnn_implicit_gemm", Device::gpu, prepare_conv_cudnn_implicit_gemm, 1e-5},
-    {"gpu_cudnn_implicit_precomp_gemm", Device::gpu, prepare_conv_cudnn_implicit_precomp_gemm, 1e-5},
-    {"gpu_cudnn_gemm", Device::gpu, prepare_conv_cudnn_gemm, 1e-5},
-    {"gpu_cudnn_direct", Device::gpu, prepare_conv_cudnn_direct, 1e-5},
-    {"gpu_cudnn_fft", Device::gpu, prepare_conv_cudnn_fft, 1e-5},
-    {"gpu_cudnn_fft_tiling", Device::gpu, prepare_conv_cudnn_fft_tiling, 1e-5},
-    {"gpu_cudnn_winograd", Device::gpu, prepare_conv_cudnn_winograd, 1e-5},
-    {"gpu_cudnn_winograd_nonfused", Device::gpu, prepare_conv_cudnn_winograd_nonfused, 1e-5},
+    {"gpu_cudnn_implicit_gemm", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM>, 1e-5},
+    {"gpu_cudnn_implicit_precomp_gemm", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM>, 1e-5},
+    {"gpu_cudnn_gemm", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_GEMM>, 1e-5},
+    {"gpu_cudnn_direct", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_DIRECT>, 1e-5},
+    {"gpu_cudnn_fft", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_FFT>, 1e-5},
+    {"gpu_cudnn_fft_tiling", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING>, 1e-5},
+    {"gpu_cudnn_winograd", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD>, 1e-5},
+    {"gpu_cudnn_winograd_nonfused", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED>, 1e-5},
     {"gpu_cudnn_heuristic", Device::gpu, prepare_conv_cudnn_heuristic, 1e-5},
     {"gpu_cudnn_find", Device::gpu, prepare_conv_cudnn_find, 1e-5},
 #endif

@@ -117,14 +117,7 @@ Run prepare_conv_onednn_winograd(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_auto(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_auto_blocked(const ConvArgs& args, const Exec& exec);
 
-Run prepare_conv_cudnn_implicit_gemm(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_implicit_precomp_gemm(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_gemm(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_direct(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_fft(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_fft_tiling(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_winograd(const ConvArgs& args, const Exec& exec);
-Run prepare_conv_cudnn_winograd_nonfused(const ConvArgs& args, const Exec& exec);
+// The fixed-algorithm cuDNN variants: conv_cudnn.h.
 Run prepare_conv_cudnn_heuristic(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_cudnn_find(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_im2col_cublas(const ConvArgs& args, const Exec& exec);

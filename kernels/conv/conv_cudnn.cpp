@@ -12,7 +12,7 @@
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/cudnn_resources.h"
-#include "kernels/conv/conv.h"
+#include "kernels/conv/conv_cudnn.h"
 
 // The legacy convolution API is deprecated in cuDNN 9 but is what frameworks'
 // algorithm choice exposes: see cudnn_resources.h.
@@ -115,13 +115,6 @@ Run run_of(const std::shared_ptr<CudnnConv>& c) {
   return [c] { DLB_CUDNN_CHECK(c->forward()); };
 }
 
-Run prepare_fixed(const ConvArgs& args, const Exec& exec, cudnnConvolutionFwdAlgo_t algo) {
-  validate_conv_shape(args.shape);
-  auto c = std::make_shared<CudnnConv>(args, exec.stream);
-  use_algorithm(*c, algo);
-  return run_of(c);
-}
-
 // The first result that ran and keeps strict fp32 (perf results are sorted
 // best first; with CUDNN_FMA_MATH on the descriptor every entry should
 // already be FMA math, the check keeps a TF32 entry out if one slips in).
@@ -144,29 +137,11 @@ std::vector<cudnnConvolutionFwdAlgoPerf_t> perf_results(const CudnnConv& c) {
 
 }  // namespace
 
-Run prepare_conv_cudnn_implicit_gemm(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
-}
-Run prepare_conv_cudnn_implicit_precomp_gemm(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
-}
-Run prepare_conv_cudnn_gemm(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
-}
-Run prepare_conv_cudnn_direct(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_DIRECT);
-}
-Run prepare_conv_cudnn_fft(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_FFT);
-}
-Run prepare_conv_cudnn_fft_tiling(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING);
-}
-Run prepare_conv_cudnn_winograd(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD);
-}
-Run prepare_conv_cudnn_winograd_nonfused(const ConvArgs& args, const Exec& exec) {
-  return prepare_fixed(args, exec, CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
+Run prepare_conv_cudnn_algorithm(const ConvArgs& args, const Exec& exec, cudnnConvolutionFwdAlgo_t algo) {
+  validate_conv_shape(args.shape);
+  auto c = std::make_shared<CudnnConv>(args, exec.stream);
+  use_algorithm(*c, algo);
+  return run_of(c);
 }
 
 Run prepare_conv_cudnn_heuristic(const ConvArgs& args, const Exec& exec) {
