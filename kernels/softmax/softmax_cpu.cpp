@@ -264,6 +264,14 @@ struct Fold {
   V c = Simd::set1(0.0f);
   float* exps = nullptr;  // kKeep: the next vector's slot
   float* block_max = nullptr;
+  // Where the next row lies, in floats from the element being read (0: no
+  // next row to fetch). Each vector's exp issues a prefetch of the same
+  // place in the next row into L2, so that the reads from memory go on
+  // while the exps are computed and the next row's first pass finds its
+  // data in L2. Measured against prefetching the next row during the
+  // output pass instead (paired runs, 256 MiB, cols 1024 and 4096): 1-5%
+  // faster; splitting the prefetches between both passes was 2-3% slower.
+  std::ptrdiff_t ahead = 0;
   bool started = false;  // s and c are 0 until the first block: nothing to rescale
 
   // Folds `count` whole vectors at x, one block: their max first, then one
@@ -281,12 +289,14 @@ struct Fold {
     V sum[4] = {Simd::set1(0.0f), Simd::set1(0.0f), Simd::set1(0.0f), Simd::set1(0.0f)};
     for (k = 0; k + 4 <= count; k += 4) {
       for (int j = 0; j < 4; ++j) {
+        prefetch_next_row(x + (k + j) * kWidth);
         const V e = Simd::exp(Simd::load(x + (k + j) * kWidth) - m_new);
         if constexpr (kKeep) Simd::store(exps + (k + j) * kWidth, e);
         sum[j] = sum[j] + e;
       }
     }
     for (; k < count; ++k) {
+      prefetch_next_row(x + k * kWidth);
       const V e = Simd::exp(Simd::load(x + k * kWidth) - m_new);
       if constexpr (kKeep) Simd::store(exps + k * kWidth, e);
       sum[0] = sum[0] + e;
@@ -309,6 +319,10 @@ struct Fold {
   }
 
  private:
+  // One line of the next row into L2 (one vector is one cache line).
+  void prefetch_next_row(const float* at) const {
+    if (ahead != 0) __builtin_prefetch(at + ahead, 0, 2);
+  }
   // s := s * exp(m - m_new) + block_sum, compensated; m := m_new.
   void finish_block(V block_sum, V m_new, std::int64_t count) {
     if constexpr (kKeep) {
@@ -331,14 +345,19 @@ struct Fold {
 };
 
 // First pass: one read of x[0, n) from memory for the online max and sum;
-// with `scratch`, the exps are kept for the second pass.
+// with `scratch`, the exps are kept for the second pass. With streaming
+// stores (a matrix past the caches) the pass also prefetches `next_x` (the
+// next row this thread takes, n elements, or nullptr) into L2.
 template <bool kKeep>
-MaxSum fold_segment(const float* x, const Frame& frame, const Scratch* scratch) {
+MaxSum fold_segment(const float* x, const Frame& frame, const float* next_x, const Scratch* scratch) {
   Fold<kKeep> fold;
   if constexpr (kKeep) {
     fold.exps = scratch->exps;
     fold.block_max = scratch->block_max;
   }
+  // The vectorized build only: there a vector is one 64-byte cache line.
+  constexpr bool kVectorIsLine = kWidth * sizeof(float) == 64;
+  if (kVectorIsLine && frame.streaming && next_x != nullptr) fold.ahead = next_x - x;
   if (frame.head > 0) {
     fold.add_vector(Simd::load_first(x, frame.head, kMinusInf));
     x += frame.head;
@@ -365,20 +384,15 @@ MaxSum combine(const MaxSum* parts, int count) {
 // giving the vector whose first element is y[at]; only the head's and
 // tail's own lanes are stored. The whole vectors of the body go out through
 // streaming stores when the frame is for them (aligned by its
-// construction), the head and tail through ordinary masked stores. With
-// streaming stores the pass also prefetches `next_x` (the next row this
-// thread takes, n elements, or nullptr) into L2, so that its reads from
-// memory overlap these writes instead of waiting for the next first pass.
+// construction), the head and tail through ordinary masked stores.
 template <class Out>
-void write_segment(float* y, const Frame& frame, const float* next_x, Out&& out) {
-  if (!frame.streaming) next_x = nullptr;
+void write_segment(float* y, const Frame& frame, Out&& out) {
   std::int64_t at = 0, vector = 0, block = 0;
   if (frame.head > 0) {
     Simd::store_first(y, frame.head, out(at, vector++, block++));
     at = frame.head;
   }
   for (std::int64_t k = 0; k < frame.body; ++k, at += kWidth) {
-    if (next_x != nullptr) __builtin_prefetch(next_x + at, 0, 2);
     const V v = out(at, vector++, block);
     if (frame.streaming) {
       Simd::stream(y + at, v);
@@ -401,11 +415,11 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, c
   const Frame frame(y, n, streaming);
   if constexpr (K == SoftmaxKind::softmax) {
     const Scratch scratch = thread_scratch(frame);
-    const MaxSum row = row_stats(fold_segment<true>(x, frame, &scratch));
+    const MaxSum row = row_stats(fold_segment<true>(x, frame, next_x, &scratch));
     const V max = Simd::set1(row.max), inv_sum = Simd::set1(1.0f / row.sum);
     V factor = inv_sum;
     std::int64_t factor_block = -1;
-    write_segment(y, frame, next_x, [&](std::int64_t, std::int64_t vector, std::int64_t block) {
+    write_segment(y, frame, [&](std::int64_t, std::int64_t vector, std::int64_t block) {
       if (block != factor_block) {
         factor = Simd::exp(Simd::load(scratch.block_max + block * kWidth) - max) * inv_sum;
         factor_block = block;
@@ -413,9 +427,9 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, c
       return Simd::load(scratch.exps + vector * kWidth) * factor;
     });
   } else {
-    const MaxSum row = row_stats(fold_segment<false>(x, frame, nullptr));
+    const MaxSum row = row_stats(fold_segment<false>(x, frame, next_x, nullptr));
     const V max = Simd::set1(row.max), log_sum = Simd::set1(std::log(row.sum));
-    write_segment(y, frame, next_x, [&](std::int64_t at, std::int64_t, std::int64_t) {
+    write_segment(y, frame, [&](std::int64_t at, std::int64_t, std::int64_t) {
       const V v = at + kWidth <= n ? Simd::load(x + at) : Simd::load_first(x + at, n - at, 0.0f);
       return (v - max) - log_sum;
     });
