@@ -6,6 +6,9 @@
 find_package(benchmark CONFIG REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
+# The networks: safetensors headers (nlohmann-json), gzip'd IDX data sets (zlib).
+find_package(nlohmann_json 3 CONFIG REQUIRED)
+find_package(ZLIB REQUIRED)
 if(DLB_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

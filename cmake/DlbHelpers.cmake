@@ -21,12 +21,17 @@ function(dlb_kernel_sources target)
   endif()
 endfunction()
 
-# dlb_add_test(<name> <sources...>): a CPU GoogleTest binary; each TEST is its
-# own ctest entry.
+# dlb_add_test(<name> <sources...> [PROPERTIES <ctest properties...>]): a CPU
+# GoogleTest binary; each TEST is its own ctest entry, with those properties.
 function(dlb_add_test name)
-  add_executable(${name} ${ARGN})
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "PROPERTIES")
+  add_executable(${name} ${arg_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE dlb_cases GTest::gtest_main)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 NO_PRETTY_VALUES)
+  if(arg_PROPERTIES)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 NO_PRETTY_VALUES PROPERTIES ${arg_PROPERTIES})
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 NO_PRETTY_VALUES)
+  endif()
 endfunction()
 
 # dlb_add_gpu_test(<name> <sources...>): a GoogleTest binary for GPU code. Its

@@ -1,0 +1,108 @@
+#include "bench/cases/nn_case.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/error.h"
+#include "kernels/common/random.h"
+#include "kernels/nn/dataset.h"
+
+namespace dlb {
+namespace {
+
+double heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd);
+}
+
+std::int64_t top1(const float* row, std::int64_t classes) {
+  return std::max_element(row, row + classes) - row;
+}
+
+}  // namespace
+
+std::string NetAccuracy::summary() const {
+  return "top-1 " + std::to_string(accuracy) + " on " + std::to_string(images) + " test images (PyTorch " +
+         std::to_string(torch_accuracy) + "), " + std::to_string(disagreements) +
+         " images classified differently from PyTorch (at most " + std::to_string(kMaxDisagreements) + " allowed)";
+}
+
+NetCase::NetCase(const nn::NetVariant& variant, std::string_view network, std::int64_t batch)
+    : variant_(variant),
+      net_(nn::network(network)),
+      batch_(batch),
+      ctx_(variant.device),
+      x_(static_cast<std::size_t>(batch * net_.in_size())),
+      y_(static_cast<std::size_t>(batch * net_.classes)) {
+  DLB_REQUIRE(batch >= 1, "batch must be at least 1");
+  DLB_REQUIRE(variant.device == Device::cpu, "GPU network backends are not built yet");
+  const auto& data = nn::fashion_mnist_test();
+  const auto& reference = nn::reference(network);
+  if (!std::equal(reference.labels.begin(), reference.labels.end(), data.labels.begin(), data.labels.end()))
+    throw Error("the reference of " + net_.name + " was made on other test labels than " + data.source);
+  nn::network_input(data, 0, std::min(batch, data.n), net_.input_mean, net_.input_std, net_.c, net_.h, net_.w,
+                    x_.data());
+  const double before = heap_in_use();
+  run_ = variant.prepare(nn::NetArgs{&net_, batch, x_.data(), y_.data(), &report_}, ctx_.exec());
+  run_();
+  held_bytes_ = heap_in_use() - before + static_cast<double>(x_.bytes() + y_.bytes());
+}
+
+std::vector<float> NetCase::outputs(std::int64_t first, std::int64_t count) {
+  const auto& data = nn::fashion_mnist_test();
+  DLB_REQUIRE(count % batch_ == 0 && first + count <= data.n, "outputs: whole batches inside the test set");
+  std::vector<float> out(static_cast<std::size_t>(count * net_.classes));
+  for (std::int64_t b = first; b < first + count; b += batch_) {
+    nn::network_input(data, b, batch_, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
+    poison_nan(y_.span());
+    run_();
+    ctx_.synchronize();
+    std::copy(y_.span().begin(), y_.span().end(), out.begin() + (b - first) * net_.classes);
+  }
+  return out;
+}
+
+ref::Comparison NetCase::validate() {
+  const auto& reference = nn::reference(net_.name);
+  const std::int64_t images = reference.images;
+  const std::int64_t count = (images + batch_ - 1) / batch_ * batch_;
+  const auto got = outputs(0, count);
+  const std::vector<double> expected(reference.logits.begin(), reference.logits.end());
+  auto c = ref::compare(std::span<const float>(got).first(expected.size()), expected, variant_.tolerance);
+  // Leave the case's input as the timed call will see it.
+  nn::network_input(nn::fashion_mnist_test(), 0, batch_, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w,
+                    x_.data());
+  return c;
+}
+
+NetAccuracy NetCase::accuracy(std::int64_t images) {
+  const auto& data = nn::fashion_mnist_test();
+  const auto& reference = nn::reference(net_.name);
+  if (images < 0) images = data.n;
+  const std::int64_t count = images / batch_ * batch_;
+  NetAccuracy a;
+  a.images = count;
+  const auto got = outputs(0, count);
+  std::int64_t correct = 0, torch_correct = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    const std::int64_t predicted = top1(got.data() + i * net_.classes, net_.classes);
+    correct += predicted == data.labels[at];
+    torch_correct += reference.predictions[at] == data.labels[at];
+    a.disagreements += predicted != reference.predictions[at];
+  }
+  const double images_done = static_cast<double>(std::max<std::int64_t>(count, 1));
+  a.accuracy = static_cast<double>(correct) / images_done;
+  a.torch_accuracy = static_cast<double>(torch_correct) / images_done;
+  // On the whole set, PyTorch's predictions must give the accuracy PyTorch
+  // reported: otherwise the reference file is not what train.py wrote.
+  if (count == data.n && std::abs(a.torch_accuracy - reference.accuracy) > 0.5 / images_done)
+    throw Error("reference file of " + net_.name + ": its predictions give accuracy " +
+                std::to_string(a.torch_accuracy) + ", its metadata says " + std::to_string(reference.accuracy));
+  nn::network_input(data, 0, batch_, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
+  return a;
+}
+
+}  // namespace dlb

@@ -1,0 +1,68 @@
+// One network at one batch size set up for one backend: the committed
+// weights, the real test images, the prepared pass. Validation (before any
+// timing) runs the backend over PyTorch's reference images and compares its
+// outputs with PyTorch's logits; accuracy runs it over the whole test set and
+// holds its top-1 answers against PyTorch's. The benchmark times run(); the
+// tests check validate() and accuracy() at odd batch sizes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/common/buffer.h"
+#include "kernels/common/gpu.h"
+#include "kernels/nn/nn.h"
+#include "reference/compare.h"
+
+namespace dlb {
+
+// A backend may disagree with PyTorch's top-1 class on at most this many of
+// the 10,000 test images: near-ties flip under a different fp32 summation
+// order, a wrong layer flips hundreds.
+inline constexpr std::int64_t kMaxDisagreements = 5;
+
+struct NetAccuracy {
+  double accuracy = 0;             // top-1 against the labels, a fraction
+  double torch_accuracy = 0;       // PyTorch's on the same images (its committed predictions)
+  std::int64_t disagreements = 0;  // images whose top-1 differs from PyTorch's
+  std::int64_t images = 0;
+  bool ok() const { return disagreements <= kMaxDisagreements; }
+  std::string summary() const;
+};
+
+class NetCase {
+ public:
+  NetCase(const nn::NetVariant& variant, std::string_view network, std::int64_t batch);
+
+  // Outputs of the first reference images against PyTorch's logits.
+  ref::Comparison validate();
+  // Top-1 over the whole Fashion-MNIST test set, `images` of them (all by
+  // default), in batches of this case's size.
+  NetAccuracy accuracy(std::int64_t images = -1);
+  void run() { run_(); }
+  const ExecContext& context() const { return ctx_; }
+  const nn::Network& network() const { return net_; }
+  const nn::NetReport& report() const { return report_; }
+  std::int64_t batch() const { return batch_; }
+  // Heap the prepared backend holds (its buffers, packed weights, library
+  // scratch) plus the input and output, measured as the growth of the
+  // process's heap across prepare and one pass (mallinfo2).
+  double held_bytes() const { return held_bytes_; }
+  // The outputs of test images [first, first + count) (count a multiple of
+  // the batch), [count, classes].
+  std::vector<float> outputs(std::int64_t first, std::int64_t count);
+
+ private:
+  const nn::NetVariant& variant_;
+  const nn::Network& net_;
+  std::int64_t batch_;
+  ExecContext ctx_;
+  HostBuffer<float> x_, y_;
+  nn::NetReport report_;
+  Run run_;
+  double held_bytes_ = 0;
+};
+
+}  // namespace dlb

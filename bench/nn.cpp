@@ -1,0 +1,87 @@
+// <network>/<backend>/batch:<b>: a whole forward pass of resnet20,
+// mnist_cnn and mnist_lenet with the committed Fashion-MNIST weights, on the
+// real test images, for every backend of the network table (kernels/nn/nn.h),
+// at batch 1, 16, 64 and 256.
+//
+// Before timing, each case runs its backend over PyTorch's 256 reference
+// images and compares the outputs with PyTorch's logits (max_rel_err); once
+// per backend and network, the backend classifies the whole 10,000-image
+// test set (in batches of 100) and a backend that disagrees with PyTorch's
+// top-1 on more than kMaxDisagreements images fails every case of it.
+// Counters: items_per_second (images/s), flops (2 x MACs x batch per pass),
+// accuracy, torch_disagreements (test images whose top-1 differs from
+// PyTorch's), held_bytes (heap the prepared backend holds), and at batch 1 the
+// p50/p90/p99 latency of single calls in microseconds (latency_p50_us ...).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/cases/nn_case.h"
+#include "bench/harness.h"
+
+namespace dlb::bench {
+namespace {
+
+constexpr std::int64_t kBatches[] = {1, 16, 64, 256};
+constexpr std::int64_t kAccuracyBatch = 100;  // divides the 10,000 test images
+
+// Once per (network, backend) and process.
+const NetAccuracy& accuracy_of(const nn::NetVariant& variant, std::string_view network) {
+  static std::map<std::string, NetAccuracy> cache;
+  const std::string key = std::string(network) + "/" + std::string(variant.name);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, NetCase(variant, network, kAccuracyBatch).accuracy()).first;
+  return it->second;
+}
+
+double percentile(std::vector<double>& sorted, double q) {
+  const auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+void register_nn(Config& config) {
+  for (const std::string_view network : nn::network_names()) {
+    for (const nn::NetVariant* variant : variants_to_run(nn::network_variants(), config)) {
+      for (const std::int64_t batch : kBatches) {
+        const auto name = case_name(network, variant->name, {{"batch", batch}});
+        add_case(name, variant->device, [variant, network, batch](benchmark::State& state) {
+          auto* c = validated_case<NetCase>(state, *variant, network, batch);
+          if (c == nullptr) return;
+          const NetAccuracy& accuracy = accuracy_of(*variant, network);
+          state.counters["accuracy"] = accuracy.accuracy;
+          state.counters["torch_disagreements"] = static_cast<double>(accuracy.disagreements);
+          if (!accuracy.ok()) {
+            state.SkipWithError(("accuracy: " + accuracy.summary()).c_str());
+            return;
+          }
+          if (batch == 1) {
+            // Single calls, each timed: the single-stream latency view.
+            std::vector<double> seconds;
+            for (auto _ : state) {
+              const auto start = std::chrono::steady_clock::now();
+              c->run();
+              seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            }
+            std::sort(seconds.begin(), seconds.end());
+            for (const auto& [counter, q] : {std::pair{"latency_p50_us", 0.50}, {"latency_p90_us", 0.90},
+                                             {"latency_p99_us", 0.99}})
+              state.counters[counter] = percentile(seconds, q) * 1e6;
+          } else {
+            time_run(state, [c] { c->run(); }, c->context(), Timing{.flush_l2 = false});
+          }
+          state.SetItemsProcessed(state.iterations() * batch);
+          set_flops(state, 2.0 * c->network().macs() * static_cast<double>(batch));
+          state.counters["held_bytes"] = c->held_bytes();
+          state.SetLabel(c->report().implementation);
+        });
+      }
+    }
+  }
+}
+
+DLB_BENCH_FAMILY(register_nn);
+
+}  // namespace
+}  // namespace dlb::bench

@@ -1,0 +1,92 @@
+// cpu_eigen: the plain-library baseline (see nn.h). Convolutions are the conv
+// family's cpu_im2col (own im2col, Eigen GEMM); the rest are Eigen
+// expressions on row-major maps of the NCHW buffers.
+// GCC 12's false -Wmaybe-uninitialized inside Eigen's inlined AVX-512 code
+// (GCC bug 105593), as in conv_eigen.cpp.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <Eigen/Core>
+
+#include <memory>
+
+#include "kernels/nn/cpu_layers.h"
+
+namespace dlb::nn {
+namespace {
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vector = Eigen::Matrix<float, Eigen::Dynamic, 1>;
+using RowVector = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+
+// Per image, y viewed as [k, plane]: + bias per row, + residual, ReLU.
+void eigen_epilogue(const Layer& l, const Vector& bias, std::int64_t batch, const float* residual, float* y) {
+  const std::int64_t plane = l.oh * l.ow;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t n = 0; n < batch; ++n) {
+    Eigen::Map<RowMajor> out(y + n * l.k * plane, l.k, plane);
+    out.colwise() += bias;
+    if (residual != nullptr) out += Eigen::Map<const RowMajor>(residual + n * l.k * plane, l.k, plane);
+    if (l.relu) out = out.cwiseMax(0.0f);
+  }
+}
+
+}  // namespace
+
+Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec) {
+  const Network& net = *args.net;
+  const std::int64_t batch = args.batch;
+  auto act = std::make_shared<CpuActivations>(args);
+  std::vector<Run> calls;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const float* x = act->input(i);
+    const float* residual = act->residual(i);
+    float* y = act->output(i);
+    switch (l.kind) {
+      case LayerKind::conv: {
+        Run conv = prepare_conv_im2col(ConvArgs{conv_shape(l, batch), x, l.weight.data(), y}, exec);
+        auto bias = std::make_shared<Vector>(Eigen::Map<const Vector>(l.bias.data(), l.k));
+        calls.push_back([act, conv = std::move(conv), bias, &l, batch, residual, y] {
+          conv();
+          eigen_epilogue(l, *bias, batch, residual, y);
+        });
+        break;
+      }
+      case LayerKind::fc: {
+        // y [batch, k] = x [batch, in] * W^T + b, W [k, in] as stored.
+        auto w = std::make_shared<RowMajor>(Eigen::Map<const RowMajor>(l.weight.data(), l.k, l.in_size()));
+        auto b = std::make_shared<RowVector>(Eigen::Map<const RowVector>(l.bias.data(), l.k));
+        calls.push_back([act, w, b, &l, batch, x, y] {
+          Eigen::Map<const RowMajor> in(x, batch, l.in_size());
+          Eigen::Map<RowMajor> out(y, batch, l.k);
+          out.noalias() = in * w->transpose();
+          out.rowwise() += *b;
+          if (l.relu) out = out.cwiseMax(0.0f);
+        });
+        break;
+      }
+      case LayerKind::max_pool:
+        calls.push_back([act, &l, batch, x, y] { max_pool_nchw(l, batch, x, y); });
+        break;
+      case LayerKind::global_avg_pool:
+        calls.push_back([act, &l, batch, x, y] { global_avg_pool_nchw(l, batch, x, y); });
+        break;
+      case LayerKind::log_softmax:
+        calls.push_back([act, k = l.k, batch, x, y] {
+          Eigen::Map<const RowMajor> in(x, batch, k);
+          Eigen::Map<RowMajor> out(y, batch, k);
+          const Vector max = in.rowwise().maxCoeff();
+          out = in.colwise() - max;
+          const Vector log_sum = out.array().exp().rowwise().sum().log().matrix();
+          out.colwise() -= log_sum;
+        });
+        break;
+    }
+  }
+  if (args.report != nullptr) args.report->implementation = "convs: cpu_im2col (Eigen GEMM)";
+  return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace dlb::nn
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,202 @@
+// cpu_onednn: the network as a framework runs it on oneDNN (see nn.h). Every
+// primitive is created for the batch once, in prepare. Activations stay in
+// the layouts oneDNN's kernels chose (format_tag::any for each layer's
+// output, the next layer taking that layout as its input), so the only
+// reorders in the pass are the input (NCHW -> blocked) and, where the last
+// layer's layout is not plain, the output. Weights are reordered into each
+// primitive's layout once, here.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "kernels/common/error.h"
+#include "kernels/common/onednn.h"
+#include "kernels/nn/nn.h"
+
+namespace dlb::nn {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+struct Step {
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
+};
+
+// One layer's work: an optional reorder before (the network input), the
+// primitive, an optional reorder after (the network output).
+struct LayerPlan {
+  std::optional<Step> before, after;
+  Step main;
+  void run() {
+    auto& stream = onednn_stream();
+    if (before) before->primitive.execute(stream, before->args);
+    main.primitive.execute(stream, main.args);
+    if (after) after->primitive.execute(stream, after->args);
+    stream.wait();
+  }
+};
+
+memory owned_copy(const memory::desc& desc, const std::vector<float>& values) {
+  memory m(desc, onednn_engine());
+  std::memcpy(m.get_data_handle(), values.data(), values.size() * sizeof(float));
+  return m;
+}
+
+// `values` in the user's plain layout `user`, reordered once into `want`.
+memory weights_in(const memory::desc& want, const memory::desc& user, const std::vector<float>& values) {
+  memory plain = owned_copy(user, values);
+  if (want == user) return plain;
+  memory out(want, onednn_engine());
+  dnnl::reorder(plain, out).execute(onednn_stream(), plain, out);
+  onednn_stream().wait();
+  return out;
+}
+
+dnnl::primitive_attr relu_attr(bool sum, bool relu) {
+  dnnl::post_ops ops;
+  if (sum) ops.append_sum(1.0f);
+  if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+}  // namespace
+
+Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
+  const Network& net = *args.net;
+  const std::int64_t n = args.batch;
+  auto& engine = onednn_engine();
+  const auto& layers = net.layers;
+  const memory user_x({{n, net.c, net.h, net.w}, f32, tag::nchw}, engine, const_cast<float*>(args.x));
+  const memory user_y({{n, net.classes}, f32, tag::nc}, engine, args.y);
+
+  std::vector<memory> out(layers.size());  // each layer's output, in its layout
+  auto plans = std::make_shared<std::vector<LayerPlan>>(layers.size());
+  std::set<std::string> kernels;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    LayerPlan& plan = (*plans)[i];
+    const bool first = l.input < 0;
+    memory src = first ? user_x : out[static_cast<std::size_t>(l.input)];
+    const memory::dims dst_dims = l.kind == LayerKind::conv || l.kind == LayerKind::max_pool ||
+                                          l.kind == LayerKind::global_avg_pool
+                                      ? memory::dims{n, l.k, l.oh, l.ow}
+                                      : memory::dims{n, l.k};
+    // The first layer picks its input layout; the others take what the
+    // layer before them left.
+    const memory::desc src_desc = first ? memory::desc(src.get_desc().dims(), f32, tag::any) : src.get_desc();
+    const memory::desc any_dst(dst_dims, f32, tag::any);
+    auto take_src = [&](const memory::desc& want) {
+      if (want != src.get_desc()) {
+        memory converted(want, engine);
+        plan.before = Step{dnnl::reorder(src, converted), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, converted}}};
+        src = converted;
+      }
+    };
+
+    switch (l.kind) {
+      case LayerKind::conv: {
+        // The residual join: a sum post-op accumulates into dst, so dst is
+        // the shortcut's own buffer (in place), in the shortcut's layout.
+        // Safe because no later layer reads the shortcut's output.
+        memory::desc dst_desc = any_dst;
+        std::optional<memory> dst;
+        if (l.residual >= 0) {
+          for (std::size_t j = i + 1; j < layers.size(); ++j)
+            DLB_REQUIRE(layers[j].input != l.residual && layers[j].residual != l.residual,
+                        "cpu_onednn accumulates " + l.name + " into its shortcut's buffer, which a later layer reads");
+          dst = out[static_cast<std::size_t>(l.residual)];
+          dst_desc = dst->get_desc();
+        }
+        const memory::dims w_dims{l.k, l.c, l.window, l.window};
+        const dnnl::convolution_forward::desc desc(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_desc,
+            memory::desc(w_dims, f32, tag::any), memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride},
+            {l.pad, l.pad}, {l.pad, l.pad});
+        const dnnl::convolution_forward::primitive_desc pd(desc, relu_attr(l.residual >= 0, l.relu), engine);
+        take_src(pd.src_desc());
+        if (!dst) dst = memory(pd.dst_desc(), engine);
+        plan.main = Step{dnnl::convolution_forward(pd),
+                         {{DNNL_ARG_SRC, src},
+                          {DNNL_ARG_WEIGHTS, weights_in(pd.weights_desc(), memory::desc(w_dims, f32, tag::oihw), l.weight)},
+                          {DNNL_ARG_BIAS, owned_copy(pd.bias_desc(), l.bias)},
+                          {DNNL_ARG_DST, *dst}}};
+        kernels.insert(pd.impl_info_str());
+        out[i] = *dst;
+        break;
+      }
+      case LayerKind::max_pool:
+      case LayerKind::global_avg_pool: {
+        const bool max = l.kind == LayerKind::max_pool;
+        const memory::dims kernel = max ? memory::dims{l.window, l.window} : memory::dims{l.h, l.w};
+        const dnnl::pooling_forward::desc desc(
+            dnnl::prop_kind::forward_inference,
+            max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, src_desc, any_dst,
+            kernel, kernel, {0, 0}, {0, 0});
+        const dnnl::pooling_forward::primitive_desc pd(desc, engine);
+        take_src(pd.src_desc());
+        out[i] = memory(pd.dst_desc(), engine);
+        plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
+        break;
+      }
+      case LayerKind::fc: {
+        // A 4-D input (NCHW, or blocked) is flattened by oneDNN itself: the
+        // weights are then [k, c, h, w], the same bytes as [k, c*h*w] (oihw).
+        const memory::dims in_dims = src.get_desc().dims();
+        const bool spatial = in_dims.size() == 4;
+        const memory::dims w_dims = spatial ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]}
+                                            : memory::dims{l.k, in_dims[1]};
+        const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_desc,
+                                                     memory::desc(w_dims, f32, tag::any),
+                                                     memory::desc({l.k}, f32, tag::a), any_dst);
+        const dnnl::inner_product_forward::primitive_desc pd(desc, relu_attr(false, l.relu), engine);
+        take_src(pd.src_desc());
+        out[i] = memory(pd.dst_desc(), engine);
+        plan.main = Step{dnnl::inner_product_forward(pd),
+                         {{DNNL_ARG_SRC, src},
+                          {DNNL_ARG_WEIGHTS, weights_in(pd.weights_desc(),
+                                                        memory::desc(w_dims, f32, spatial ? tag::oihw : tag::oi), l.weight)},
+                          {DNNL_ARG_BIAS, owned_copy(pd.bias_desc(), l.bias)},
+                          {DNNL_ARG_DST, out[i]}}};
+        kernels.insert(pd.impl_info_str());
+        break;
+      }
+      case LayerKind::log_softmax: {
+        const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_log,
+                                                  src_desc, src_desc, 1);
+        const dnnl::softmax_v2_forward::primitive_desc pd(desc, engine);
+        out[i] = memory(pd.dst_desc(), engine);
+        plan.main = Step{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
+        break;
+      }
+    }
+  }
+  // The network output into the caller's y: in place when the last layer's
+  // layout is already plain [n, classes], else one reorder.
+  LayerPlan& last = plans->back();
+  memory& result = out.back();
+  if (result.get_desc() == user_y.get_desc()) {
+    last.main.args[DNNL_ARG_DST] = user_y;
+  } else {
+    last.after = Step{dnnl::reorder(result, user_y), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, user_y}}};
+  }
+
+  if (args.report != nullptr) {
+    std::string impl;
+    for (const auto& k : kernels) impl.append(impl.empty() ? "" : ", ").append(k);
+    args.report->implementation = impl;
+  }
+  std::vector<Run> calls;
+  for (std::size_t i = 0; i < plans->size(); ++i) calls.push_back([plans, i] { (*plans)[i].run(); });
+  return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace dlb::nn

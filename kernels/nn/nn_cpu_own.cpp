@@ -1,0 +1,172 @@
+// cpu_own: a network on dlbench's own CPU kernels (see nn.h).
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kernels/common/error.h"
+#include "kernels/nn/cpu_layers.h"
+#include "kernels/softmax/softmax.h"
+
+namespace dlb::nn {
+namespace {
+
+// The own conv rows of the conv family this backend chooses from.
+constexpr std::string_view kOwnConvs[] = {"cpu_direct", "cpu_winograd"};
+
+struct ChosenConv {
+  Run run;
+  std::string_view name;
+};
+
+// Prepares every own conv that accepts the layer and keeps the fastest: one
+// warm-up call, then the best of three (what cudnnFind does for cuDNN).
+ChosenConv fastest_own_conv(const ConvArgs& args, const Exec& exec) {
+  ChosenConv best;
+  double best_seconds = std::numeric_limits<double>::infinity();
+  for (const auto& v : conv_variants()) {
+    if (std::find(std::begin(kOwnConvs), std::end(kOwnConvs), v.name) == std::end(kOwnConvs)) continue;
+    if (!v.usable() || !v.accepts_problem(args)) continue;
+    Run run = v.prepare(args, exec);
+    run();
+    double seconds = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 3; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      run();
+      seconds = std::min(seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (seconds < best_seconds) {
+      best_seconds = seconds;
+      best = {std::move(run), v.name};
+    }
+  }
+  DLB_REQUIRE(best.run, "no own conv kernel accepts " + args.shape.descriptor());
+  return best;
+}
+
+// y[n][k][p] = relu?(y[n][k][p] + bias[k] + residual?[n][k][p]): folded
+// batch-norm, ResNet's join and the activation in one pass over the conv's
+// output.
+void conv_epilogue(const float* bias, const float* residual, bool relu, std::int64_t batch, std::int64_t k,
+                   std::int64_t plane, float* y) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t nk = 0; nk < batch * k; ++nk) {
+    const float b = bias[nk % k];
+    float* out = y + nk * plane;
+    const float* res = residual == nullptr ? nullptr : residual + nk * plane;
+    if (res != nullptr) {
+      for (std::int64_t i = 0; i < plane; ++i) out[i] += b + res[i];
+    } else {
+      for (std::int64_t i = 0; i < plane; ++i) out[i] += b;
+    }
+    if (relu)
+      for (std::int64_t i = 0; i < plane; ++i) out[i] = std::max(out[i], 0.0f);
+  }
+}
+
+// Fully connected: y[n][o] = relu?(b[o] + sum_i x[n][i] * W[o][i]). W is
+// packed in prepare as wt[i][o], o padded to a multiple of kCols with zeros,
+// so that a block of kRows rows x kCols outputs accumulates in registers
+// (GCC vectorizes the o loop: 2 AVX-512 vectors x 4 rows) while x[.][i] is
+// broadcast. Threads split (row block, output block) items.
+class OwnFc {
+ public:
+  static constexpr std::int64_t kRows = 4, kCols = 32;
+
+  OwnFc(const Layer& l, std::int64_t batch)
+      : batch_(batch), in_(l.in_size()), out_(l.k), cols_((l.k + kCols - 1) / kCols * kCols), relu_(l.relu),
+        wt_(static_cast<std::size_t>(in_ * cols_)), bias_(static_cast<std::size_t>(cols_)) {
+    std::fill(wt_.span().begin(), wt_.span().end(), 0.0f);
+    std::fill(bias_.span().begin(), bias_.span().end(), 0.0f);
+    for (std::int64_t o = 0; o < out_; ++o) {
+      bias_[static_cast<std::size_t>(o)] = l.bias[static_cast<std::size_t>(o)];
+      for (std::int64_t i = 0; i < in_; ++i)
+        wt_[static_cast<std::size_t>(i * cols_ + o)] = l.weight[static_cast<std::size_t>(o * in_ + i)];
+    }
+  }
+
+  void run(const float* x, float* y) const {
+    const std::int64_t row_blocks = (batch_ + kRows - 1) / kRows, col_blocks = cols_ / kCols;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
+      for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
+        // Rows past the batch repeat the last row (read, never stored).
+        const float* rows[kRows];
+        for (std::int64_t r = 0; r < kRows; ++r) rows[r] = x + std::min(rb * kRows + r, batch_ - 1) * in_;
+        float acc[kRows][kCols] = {};
+        const float* w = wt_.data() + cb * kCols;
+        for (std::int64_t i = 0; i < in_; ++i) {
+          const float* wi = w + i * cols_;
+          for (std::int64_t r = 0; r < kRows; ++r) {
+            const float xv = rows[r][i];
+            for (std::int64_t j = 0; j < kCols; ++j) acc[r][j] += xv * wi[j];
+          }
+        }
+        for (std::int64_t r = 0; r < kRows && rb * kRows + r < batch_; ++r) {
+          for (std::int64_t j = 0; j < kCols && cb * kCols + j < out_; ++j) {
+            const float v = acc[r][j] + bias_[static_cast<std::size_t>(cb * kCols + j)];
+            y[(rb * kRows + r) * out_ + cb * kCols + j] = relu_ ? std::max(v, 0.0f) : v;
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  std::int64_t batch_, in_, out_, cols_;
+  bool relu_;
+  HostBuffer<float> wt_, bias_;
+};
+
+}  // namespace
+
+Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {
+  const Network& net = *args.net;
+  const std::int64_t batch = args.batch;
+  auto act = std::make_shared<CpuActivations>(args);
+  std::vector<Run> calls;
+  std::map<std::string_view, int> chosen;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const float* x = act->input(i);
+    const float* residual = act->residual(i);
+    float* y = act->output(i);
+    switch (l.kind) {
+      case LayerKind::conv: {
+        auto conv = fastest_own_conv(ConvArgs{conv_shape(l, batch), x, l.weight.data(), y}, exec);
+        ++chosen[conv.name];
+        auto bias = std::make_shared<std::vector<float>>(l.bias);
+        calls.push_back([act, run = std::move(conv.run), bias, residual, relu = l.relu, batch, k = l.k,
+                         plane = l.oh * l.ow, y] {
+          run();
+          conv_epilogue(bias->data(), residual, relu, batch, k, plane, y);
+        });
+        break;
+      }
+      case LayerKind::fc: {
+        auto fc = std::make_shared<OwnFc>(l, batch);
+        calls.push_back([act, fc, x, y] { fc->run(x, y); });
+        break;
+      }
+      case LayerKind::max_pool:
+        calls.push_back([act, &l, batch, x, y] { max_pool_nchw(l, batch, x, y); });
+        break;
+      case LayerKind::global_avg_pool:
+        calls.push_back([act, &l, batch, x, y] { global_avg_pool_nchw(l, batch, x, y); });
+        break;
+      case LayerKind::log_softmax:
+        calls.push_back([act, sm = SoftmaxArgs{batch, l.k, x, y}] { softmax_fused<SoftmaxKind::log_softmax>(sm); });
+        break;
+    }
+  }
+  if (args.report != nullptr) {
+    std::string impl = "convs:";
+    for (const auto& [name, count] : chosen) impl.append(" ").append(name).append(" x").append(std::to_string(count));
+    args.report->implementation = impl;
+  }
+  return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace dlb::nn

@@ -1,0 +1,119 @@
+#include "reference/nn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/common/error.h"
+
+namespace dlb::ref {
+namespace {
+
+using nn::Layer;
+using nn::LayerKind;
+
+// One image's conv output, before batch-norm: y [k, oh, ow].
+void conv_image(const Layer& l, const double* x, double* y) {
+  const std::int64_t r = l.window;
+  for (std::int64_t k = 0; k < l.k; ++k) {
+    for (std::int64_t i = 0; i < l.oh; ++i) {
+      for (std::int64_t j = 0; j < l.ow; ++j) {
+        double sum = l.raw.bias.empty() ? 0.0 : l.raw.bias[static_cast<std::size_t>(k)];
+        for (std::int64_t c = 0; c < l.c; ++c) {
+          for (std::int64_t a = 0; a < r; ++a) {
+            const std::int64_t row = i * l.stride + a - l.pad;
+            if (row < 0 || row >= l.h) continue;
+            for (std::int64_t b = 0; b < r; ++b) {
+              const std::int64_t col = j * l.stride + b - l.pad;
+              if (col < 0 || col >= l.w) continue;
+              sum += static_cast<double>(l.raw.weight[static_cast<std::size_t>(((k * l.c + c) * r + a) * r + b)]) *
+                     x[(c * l.h + row) * l.w + col];
+            }
+          }
+        }
+        y[(k * l.oh + i) * l.ow + j] = sum;
+      }
+    }
+  }
+}
+
+void layer_image(const Layer& l, const double* x, const double* residual, double* y) {
+  const std::int64_t out = l.out_size();
+  switch (l.kind) {
+    case LayerKind::conv: {
+      conv_image(l, x, y);
+      const std::int64_t plane = l.oh * l.ow;
+      if (!l.raw.bn_gamma.empty()) {
+        for (std::int64_t k = 0; k < l.k; ++k) {
+          const auto i = static_cast<std::size_t>(k);
+          const double inv = 1.0 / std::sqrt(static_cast<double>(l.raw.bn_var[i]) + l.raw.bn_eps);
+          for (std::int64_t p = 0; p < plane; ++p) {
+            double& v = y[k * plane + p];
+            v = (v - l.raw.bn_mean[i]) * inv * l.raw.bn_gamma[i] + l.raw.bn_beta[i];
+          }
+        }
+      }
+      break;
+    }
+    case LayerKind::max_pool:
+      for (std::int64_t c = 0; c < l.c; ++c)
+        for (std::int64_t i = 0; i < l.oh; ++i)
+          for (std::int64_t j = 0; j < l.ow; ++j) {
+            double m = -std::numeric_limits<double>::infinity();
+            for (std::int64_t a = 0; a < l.window; ++a)
+              for (std::int64_t b = 0; b < l.window; ++b)
+                m = std::max(m, x[(c * l.h + i * l.stride + a) * l.w + j * l.stride + b]);
+            y[(c * l.oh + i) * l.ow + j] = m;
+          }
+      break;
+    case LayerKind::global_avg_pool:
+      for (std::int64_t c = 0; c < l.c; ++c) {
+        double sum = 0;
+        for (std::int64_t p = 0; p < l.h * l.w; ++p) sum += x[c * l.h * l.w + p];
+        y[c] = sum / static_cast<double>(l.h * l.w);
+      }
+      break;
+    case LayerKind::fc:
+      for (std::int64_t k = 0; k < l.k; ++k) {
+        double sum = l.bias[static_cast<std::size_t>(k)];
+        for (std::int64_t i = 0; i < l.in_size(); ++i)
+          sum += static_cast<double>(l.weight[static_cast<std::size_t>(k * l.in_size() + i)]) * x[i];
+        y[k] = sum;
+      }
+      break;
+    case LayerKind::log_softmax: {
+      const double m = *std::max_element(x, x + l.k);
+      double sum = 0;
+      for (std::int64_t i = 0; i < l.k; ++i) sum += std::exp(x[i] - m);
+      for (std::int64_t i = 0; i < l.k; ++i) y[i] = x[i] - m - std::log(sum);
+      break;
+    }
+  }
+  if (residual != nullptr)
+    for (std::int64_t i = 0; i < out; ++i) y[i] += residual[i];
+  if (l.relu)
+    for (std::int64_t i = 0; i < out; ++i) y[i] = std::max(y[i], 0.0);
+}
+
+}  // namespace
+
+std::vector<double> forward(const nn::Network& net, std::span<const float> x, std::int64_t batch) {
+  DLB_REQUIRE(static_cast<std::int64_t>(x.size()) == batch * net.in_size(), "reference forward: input size");
+  std::vector<double> result(static_cast<std::size_t>(batch * net.classes));
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t n = 0; n < batch; ++n) {
+    std::vector<double> input(x.begin() + n * net.in_size(), x.begin() + (n + 1) * net.in_size());
+    std::vector<std::vector<double>> outputs(net.layers.size());
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      const Layer& l = net.layers[i];
+      outputs[i].resize(static_cast<std::size_t>(l.out_size()));
+      const double* in = l.input < 0 ? input.data() : outputs[static_cast<std::size_t>(l.input)].data();
+      const double* res = l.residual < 0 ? nullptr : outputs[static_cast<std::size_t>(l.residual)].data();
+      layer_image(l, in, res, outputs[i].data());
+    }
+    std::copy(outputs.back().begin(), outputs.back().end(), result.begin() + n * net.classes);
+  }
+  return result;
+}
+
+}  // namespace dlb::ref

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Trains dlbench's networks on Fashion-MNIST with PyTorch, reproducibly, and
+writes what the C++ side reads (models/fashion-mnist/):
+
+    <net>.safetensors            the state_dict, PyTorch's names, fp32 (and
+                                 BN's int64 num_batches_tracked), metadata:
+                                 input normalization, data set, seed, epochs
+    <net>.reference.safetensors  PyTorch's output for the first 256 test images
+                                 ("logits", f32 [256, 10]), its top-1 class for
+                                 every test image ("predictions", u8 [10000]),
+                                 the test labels ("labels", u8 [10000]);
+                                 metadata: test accuracy, torch version
+
+    scripts/train.py [--nets resnet20,mnist_cnn,mnist_lenet] [--epochs N ...]
+                     [--data-dir /usr/share/datasets/fashion-mnist] [--out models/fashion-mnist]
+                     [--reference-only]
+
+Runs in the peers environment (.venv-peers: PyTorch, safetensors), created on
+first use; not part of CI. Fixed seeds, deterministic algorithms, one
+process: the same machine and versions give the same weights.
+--reference-only recomputes the reference files from the committed weights.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv-peers"
+
+
+def ensure_environment() -> None:
+    """Re-executes this script in .venv-peers, creating it on first use."""
+    python = VENV / "bin" / "python"
+    if Path(sys.prefix).resolve() == VENV.resolve():
+        return
+    if not python.exists():
+        import subprocess
+
+        print("train: creating .venv-peers (PyTorch from PyPI, a few GB)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "-r", str(ROOT / "scripts" / "requirements-peers.txt")], check=True)
+    os.execv(str(python), [str(python), *sys.argv])
+
+
+ensure_environment()
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench.nets import FASHION_MEAN, FASHION_STD, NETWORKS, load_fashion, network_input  # noqa: E402
+
+REFERENCE_IMAGES = 256
+DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
+SEED = 20261123
+
+
+def make_optimizer(name: str, model, steps: int, epochs: int):
+    if name == "resnet20":
+        # He et al.'s recipe, shortened: SGD with momentum and weight decay,
+        # one-cycle learning rate over the few epochs we can afford on 2 cores.
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, nesterov=True)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=steps)
+    else:
+        # PyTorch's examples/mnist: Adadelta, lr 1.0, decayed by 0.7 an epoch.
+        opt = torch.optim.Adadelta(model.parameters(), lr=1.0)
+        per_epoch = steps // epochs
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 0.7 ** (step // per_epoch))
+    return opt, sched
+
+
+def train(name: str, epochs: int, train_x: torch.Tensor, train_y: torch.Tensor, batch: int = 128):
+    torch.manual_seed(SEED)
+    model = NETWORKS[name]()
+    generator = torch.Generator().manual_seed(SEED)
+    steps = epochs * ((len(train_x) + batch - 1) // batch)
+    opt, sched = make_optimizer(name, model, steps, epochs)
+    model.train()
+    for epoch in range(epochs):
+        start = time.time()
+        order = torch.randperm(len(train_x), generator=generator)
+        total, correct, loss_sum = 0, 0, 0.0
+        for i in range(0, len(order), batch):
+            idx = order[i : i + batch]
+            x, y = train_x[idx], train_y[idx]
+            if name == "resnet20":
+                # Random horizontal flips (the CIFAR recipe's augmentation).
+                flip = torch.rand(len(idx), generator=generator) < 0.5
+                x = torch.where(flip[:, None, None, None], x.flip(3), x)
+            out = model(x)
+            loss = torch.nn.functional.cross_entropy(out, y) if name == "resnet20" else torch.nn.functional.nll_loss(out, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            loss_sum += float(loss.detach()) * len(idx)
+            correct += int((out.argmax(1) == y).sum())
+            total += len(idx)
+        print(f"train: {name} epoch {epoch + 1}/{epochs}: loss {loss_sum / total:.4f}, "
+              f"train accuracy {correct / total:.4f}, {time.time() - start:.0f} s", flush=True)
+    return model
+
+
+@torch.inference_mode()
+def evaluate(model, test_x: torch.Tensor) -> torch.Tensor:
+    model.eval()
+    return torch.cat([model(test_x[i : i + 500]) for i in range(0, len(test_x), 500)])
+
+
+def write_reference(name: str, model, test_x, test_y, out: Path, epochs) -> float:
+    outputs = evaluate(model, test_x)
+    predictions = outputs.argmax(1)
+    accuracy = float((predictions == test_y).float().mean())
+    save_file(
+        {
+            "logits": outputs[:REFERENCE_IMAGES].contiguous(),
+            "predictions": predictions.to(torch.uint8).contiguous(),
+            "labels": test_y.to(torch.uint8).contiguous(),
+        },
+        str(out / f"{name}.reference.safetensors"),
+        metadata={
+            "network": name,
+            "dataset": "fashion-mnist test set (t10k), images 0..9999; logits of images 0..255",
+            "accuracy": repr(accuracy),
+            "torch": torch.__version__,
+            "epochs": str(epochs),
+        },
+    )
+    return accuracy
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nets", default=",".join(NETWORKS))
+    parser.add_argument("--epochs", type=int, default=None, help="override every network's epoch count")
+    parser.add_argument("--data-dir", type=Path, default=Path("/usr/share/datasets/fashion-mnist"))
+    parser.add_argument("--out", type=Path, default=ROOT / "models" / "fashion-mnist")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--reference-only", action="store_true")
+    args = parser.parse_args()
+
+    names = args.nets.split(",")
+    for name in names:
+        if name not in NETWORKS:
+            print(f"train: unknown network '{name}' (known: {', '.join(NETWORKS)})", file=sys.stderr)
+            return 2
+    if not (args.data_dir / "train-images-idx3-ubyte.gz").exists():
+        print(f"train: no Fashion-MNIST in {args.data_dir} (apt-get install dataset-fashion-mnist)", file=sys.stderr)
+        return 2
+
+    torch.set_num_threads(args.threads)
+    torch.use_deterministic_algorithms(True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    train_images, train_labels = load_fashion(args.data_dir, "train")
+    test_images, test_labels = load_fashion(args.data_dir, "test")
+    for name in names:
+        shape = NETWORKS[name].input_shape
+        test_x = network_input(test_images, shape)
+        test_y = torch.from_numpy(test_labels.astype(np.int64))
+        weights = args.out / f"{name}.safetensors"
+        if args.reference_only:
+            model = NETWORKS[name]()
+            model.load_state_dict(load_file(str(weights)))
+            epochs = "see weights"
+        else:
+            epochs = args.epochs or DEFAULT_EPOCHS[name]
+            train_x = network_input(train_images, shape)
+            train_y = torch.from_numpy(train_labels.astype(np.int64))
+            model = train(name, epochs, train_x, train_y)
+            state = {k: v.contiguous() for k, v in model.state_dict().items()}
+            save_file(state, str(weights), metadata={
+                "network": name,
+                "dataset": "fashion-mnist",
+                "input_mean": repr(FASHION_MEAN),
+                "input_std": repr(FASHION_STD),
+                "seed": str(SEED),
+                "epochs": str(epochs),
+                "torch": torch.__version__,
+            })
+        accuracy = write_reference(name, model, test_x, test_y, args.out, epochs)
+        print(f"train: {name}: test accuracy {accuracy:.4f} -> {weights}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,463 @@
+// The networks: the file readers on good and bad input (safetensors, IDX,
+// CIFAR-10, the weights of a network), the double-precision reference against
+// PyTorch's logits, and every backend against both, at odd batch sizes, and
+// over the whole Fashion-MNIST test set.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "bench/cases/nn_case.h"
+#include "kernels/common/error.h"
+#include "kernels/nn/dataset.h"
+#include "kernels/nn/safetensors.h"
+#include "reference/nn.h"
+
+namespace dlb {
+namespace {
+
+namespace fs = std::filesystem;
+using nn::SafeTensors;
+
+// Fails unless `f` throws dlb::Error whose message contains every `parts`.
+template <class F>
+void expect_error(F&& f, std::initializer_list<std::string_view> parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    for (auto part : parts) EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+std::vector<std::byte> bytes_of(std::string_view text) {
+  std::vector<std::byte> out(text.size());
+  std::memcpy(out.data(), text.data(), text.size());
+  return out;
+}
+
+// A safetensors image: the 8-byte length, `header` verbatim, `data`.
+std::vector<std::byte> safetensors_bytes(const std::string& header, const std::vector<std::byte>& data) {
+  std::vector<std::byte> out(8);
+  const std::uint64_t n = header.size();
+  std::memcpy(out.data(), &n, 8);
+  auto h = bytes_of(header);
+  out.insert(out.end(), h.begin(), h.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+struct Entry {
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<std::byte> data;
+};
+
+// A well-formed file of these tensors (in name order) and metadata.
+std::vector<std::byte> write_tensors(const std::map<std::string, Entry>& tensors,
+                                     const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<std::byte> data;
+  for (const auto& [name, e] : tensors) {
+    header[name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {data.size(), data.size() + e.data.size()}}};
+    data.insert(data.end(), e.data.begin(), e.data.end());
+  }
+  return safetensors_bytes(header.dump(), data);
+}
+
+template <class T>
+std::vector<std::byte> raw(std::initializer_list<T> values) {
+  std::vector<std::byte> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), std::data(values), out.size());
+  return out;
+}
+
+std::string temp_path(const std::string& name) { return (fs::temp_directory_path() / ("dlb_test_nn_" + name)).string(); }
+
+void write_file(const std::string& path, const std::vector<std::byte>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// ------------------------------------------------------------ safetensors
+
+TEST(SafeTensors, ReadsTensorsAndMetadata) {
+  const auto file = write_tensors({{"a", {"F32", {2, 2}, raw<float>({1.f, -2.f, 3.5f, 4.f})}},
+                                   {"b", {"U8", {3}, raw<std::uint8_t>({7, 8, 9})}},
+                                   {"n", {"I64", {}, raw<std::int64_t>({42})}}},
+                                  {{"k", "v"}});
+  const auto st = SafeTensors::parse(file, "mem");
+  EXPECT_EQ(st.metadata("k"), "v");
+  EXPECT_EQ(st.f32("a", {2, 2}), (std::vector<float>{1.f, -2.f, 3.5f, 4.f}));
+  EXPECT_EQ(st.u8("b", {3}), (std::vector<std::uint8_t>{7, 8, 9}));
+  EXPECT_EQ(st.i64("n", {}), (std::vector<std::int64_t>{42}));
+  expect_error([&] { st.f32("a", {4}); }, {"'a'", "shape [2, 2], expected [4]"});
+  expect_error([&] { st.u8("a", {2, 2}); }, {"'a'", "dtype F32, expected U8"});
+  expect_error([&] { st.f32("c", {1}); }, {"'c'", "missing"});
+  expect_error([&] { st.metadata("nope"); }, {"no metadata 'nope'"});
+}
+
+TEST(SafeTensors, BadFiles) {
+  const auto four = raw<float>({1.f});
+  const auto parse = [](std::vector<std::byte> bytes) { return [bytes] { SafeTensors::parse(bytes, "f"); }; };
+  expect_error(parse(bytes_of("abc")), {"truncated", "shorter than the 8-byte header length"});
+  {
+    auto file = safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four);
+    file.resize(20);
+    expect_error(parse(file), {"truncated", "header says"});
+  }
+  expect_error(parse(safetensors_bytes("{not json", {})), {"not valid JSON"});
+  expect_error(parse(safetensors_bytes("[1,2]", {})), {"not a JSON object"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", four)),
+               {"tensor 'a'", "dtype 'F16' is not supported"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", four)),
+               {"tensor 'a'", "8 bytes, data_offsets give 4"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", four)),
+               {"tensor 'a'", "run past the end"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", four)),
+               {"tensor 'a'", "not a non-negative integer"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", four)),
+               {"tensor 'a'", "no 'dtype'"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", four)),
+               {"tensor 'a'", "end before they begin"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                       four)),
+               {"overlaps"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", raw<float>({1.f, 2.f}))),
+               {"a hole of 4 bytes before tensor 'a'"});
+  expect_error(parse(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", raw<float>({1.f, 2.f}))),
+               {"4 bytes after the last tensor"});
+  expect_error(parse(safetensors_bytes(R"({"__metadata__":{"k":1}})", {})), {"__metadata__ value of 'k'"});
+  expect_error([] { SafeTensors::read(temp_path("does_not_exist")); }, {"cannot open"});
+}
+
+// ------------------------------------------------------------ network weights
+
+// The committed weights of `name`, rewritten with `edit` applied to its
+// tensors and metadata.
+std::string edited_weights(const std::string& name,
+                           void (*edit)(std::map<std::string, Entry>&, std::map<std::string, std::string>&)) {
+  const auto st = SafeTensors::read(nn::weights_path(name));
+  std::map<std::string, Entry> tensors;
+  for (const auto& [tensor, info] : st.tensors()) {
+    const auto bytes = st.raw(tensor);
+    tensors[tensor] = {nn::dtype_name(info.dtype), info.shape, {bytes.begin(), bytes.end()}};
+  }
+  auto metadata = st.metadata();
+  edit(tensors, metadata);
+  const std::string path = temp_path(name + "_edited.safetensors");
+  write_file(path, write_tensors(tensors, metadata));
+  return path;
+}
+
+TEST(NetworkWeights, CommittedWeightsLoad) {
+  for (const auto name : nn::network_names()) {
+    const nn::Network& net = nn::network(name);
+    EXPECT_EQ(net.classes, 10) << name;
+    EXPECT_GT(net.macs(), 0) << name;
+  }
+  // He et al.'s 0.27 M, plus the two projection shortcuts (1x1 conv + BN).
+  EXPECT_EQ(nn::network("resnet20").parameters(), 272474);
+  EXPECT_EQ(nn::network("mnist_cnn").parameters(), 1199882);  // PyTorch's examples/mnist
+  EXPECT_EQ(nn::network("mnist_lenet").parameters(), 431080);
+}
+
+TEST(NetworkWeights, BadWeightsNameTheTensor) {
+  const auto load = [](const std::string& path) { return [path] { nn::load_network("resnet20", path); }; };
+  expect_error(load(edited_weights("resnet20", [](auto& t, auto&) { t.erase("fc.bias"); })), {"'fc.bias'", "missing"});
+  expect_error(load(edited_weights("resnet20", [](auto& t, auto&) { t["extra.weight"] = t["fc.bias"]; })),
+               {"'extra.weight'", "extra tensor"});
+  expect_error(load(edited_weights("resnet20",
+                                   [](auto& t, auto&) {
+                                     t["fc.weight"].shape = {10, 32};
+                                     t["fc.weight"].data.resize(10 * 32 * 4);
+                                   })),
+               {"'fc.weight'", "shape [10, 32], expected [10, 64]"});
+  expect_error(load(edited_weights("resnet20", [](auto& t, auto&) { t["stage2.0.bn1.running_var"].dtype = "U8"; })),
+               {"'stage2.0.bn1.running_var'"});
+  expect_error(load(edited_weights("resnet20", [](auto& t, auto&) { t["conv1.weight"].dtype = "I64"; })),
+               {"'conv1.weight'"});
+  expect_error(load(edited_weights("resnet20", [](auto&, auto& m) { m.erase("input_mean"); })), {"input_mean"});
+  expect_error(load(edited_weights("resnet20", [](auto&, auto& m) { m["input_std"] = "abc"; })),
+               {"input_std", "not a number"});
+  // The same file truncated: the header now lies about the data.
+  {
+    std::ifstream in(nn::weights_path("mnist_lenet"), std::ios::binary);
+    std::vector<char> all((std::istreambuf_iterator<char>(in)), {});
+    all.resize(all.size() - 1000);
+    std::ofstream out(temp_path("truncated.safetensors"), std::ios::binary);
+    out.write(all.data(), static_cast<std::streamsize>(all.size()));
+  }
+  expect_error([] { nn::load_network("mnist_lenet", temp_path("truncated.safetensors")); }, {"run past the end"});
+  expect_error([] { nn::load_network("resnet21", nn::weights_path("resnet20")); }, {"unknown network 'resnet21'"});
+  // Weights of one network given for another.
+  expect_error([] { nn::load_network("mnist_cnn", nn::weights_path("mnist_lenet")); }, {"conv1.weight"});
+}
+
+// ------------------------------------------------------------ data sets
+
+void write_gzip(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+  gzclose(f);
+}
+
+void write_plain(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<std::uint8_t> idx(std::vector<std::uint32_t> dims, std::vector<std::uint8_t> data,
+                              std::uint8_t type = 0x08) {
+  std::vector<std::uint8_t> out{0, 0, type, static_cast<std::uint8_t>(dims.size())};
+  for (auto d : dims)
+    for (int shift : {24, 16, 8, 0}) out.push_back(static_cast<std::uint8_t>(d >> shift));
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+std::vector<std::uint8_t> iota_bytes(std::size_t n) {
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(i * 7);
+  return v;
+}
+
+TEST(Idx, ReadsGzipAndPlain) {
+  const auto pixels = iota_bytes(3 * 4 * 5);
+  const std::vector<std::uint8_t> labels{2, 9, 0};
+  write_gzip(temp_path("img.gz"), idx({3, 4, 5}, pixels));
+  write_gzip(temp_path("lab.gz"), idx({3}, labels));
+  write_plain(temp_path("img"), idx({3, 4, 5}, pixels));
+  write_plain(temp_path("lab"), idx({3}, labels));
+  for (const auto& [images, labels_file] : {std::pair{"img.gz", "lab.gz"}, {"img", "lab"}}) {
+    const auto d = nn::read_idx(temp_path(images), temp_path(labels_file));
+    EXPECT_EQ(d.n, 3);
+    EXPECT_EQ(d.c, 1);
+    EXPECT_EQ(d.h, 4);
+    EXPECT_EQ(d.w, 5);
+    EXPECT_EQ(d.pixels, pixels);
+    EXPECT_EQ(d.labels, labels);
+  }
+}
+
+TEST(Idx, BadFiles) {
+  const auto labels = idx({3}, {1, 2, 3});
+  write_gzip(temp_path("lab.gz"), labels);
+  const auto images = idx({3, 4, 5}, iota_bytes(60));
+  const auto read_images = [](const std::vector<std::uint8_t>& bytes, bool gzip = true) {
+    const std::string path = temp_path("bad_img");
+    if (gzip) write_gzip(path, bytes); else write_plain(path, bytes);
+    return [path] { nn::read_idx(path, temp_path("lab.gz")); };
+  };
+  expect_error(read_images({1, 2}), {"truncated", "no magic number"});
+  expect_error(read_images({1, 0, 8, 3}), {"bad magic number"});
+  expect_error(read_images(idx({3, 4, 5}, iota_bytes(60), 0x0D)), {"element type"});
+  expect_error(read_images(idx({3, 20}, iota_bytes(60))), {"2 dimensions, expected 3"});
+  expect_error(read_images(idx({3, 4, 5}, iota_bytes(59))), {"truncated", "need 60 bytes", "has 59"});
+  expect_error(read_images(idx({3, 4, 5}, iota_bytes(61))), {"1 bytes after the data"});
+  expect_error(read_images(idx({3, 0, 5}, {})), {"dimension 1 is 0"});
+  expect_error(read_images(idx({2, 4, 5}, iota_bytes(40))), {"2 images but 3 labels"});
+  {
+    // A gzip stream cut short: zlib's error, not a short data set.
+    write_gzip(temp_path("full.gz"), images);
+    std::ifstream in(temp_path("full.gz"), std::ios::binary);
+    std::vector<std::uint8_t> gz((std::istreambuf_iterator<char>(in)), {});
+    gz.resize(gz.size() - 12);
+    write_plain(temp_path("cut.gz"), gz);
+    expect_error([] { nn::read_idx(temp_path("cut.gz"), temp_path("lab.gz")); }, {"cut.gz"});
+  }
+  write_gzip(temp_path("lab10.gz"), idx({3}, {1, 10, 3}));
+  write_gzip(temp_path("img.gz"), images);
+  expect_error([] { nn::read_idx(temp_path("img.gz"), temp_path("lab10.gz")); }, {"label 10 of item 1"});
+  expect_error([] { nn::read_idx(temp_path("no_such_file"), temp_path("lab.gz")); }, {"cannot open"});
+}
+
+TEST(Cifar10, ReadsRecordsAndRejectsBadFiles) {
+  std::vector<std::uint8_t> file;
+  for (std::uint8_t label : {3, 7}) {
+    file.push_back(label);
+    const auto px = iota_bytes(3072);
+    file.insert(file.end(), px.begin(), px.end());
+  }
+  write_plain(temp_path("cifar.bin"), file);
+  const auto d = nn::read_cifar10({temp_path("cifar.bin"), temp_path("cifar.bin")});
+  EXPECT_EQ(d.n, 4);
+  EXPECT_EQ(d.c, 3);
+  EXPECT_EQ(d.labels, (std::vector<std::uint8_t>{3, 7, 3, 7}));
+  EXPECT_EQ(d.pixels[3072 + 5], iota_bytes(3072)[5]);
+  auto cut = file;
+  cut.resize(cut.size() - 1);
+  write_plain(temp_path("cifar_cut.bin"), cut);
+  expect_error([] { nn::read_cifar10({temp_path("cifar_cut.bin")}); }, {"not a whole number of 3073-byte records"});
+  auto bad = file;
+  bad[3073] = 12;
+  write_plain(temp_path("cifar_bad.bin"), bad);
+  expect_error([] { nn::read_cifar10({temp_path("cifar_bad.bin")}); }, {"record 1 has label 12"});
+  expect_error([] { nn::read_cifar10({}); }, {"no files"});
+}
+
+TEST(NetworkInput, NormalizesPadsAndRepeats) {
+  nn::Dataset d;
+  d.n = 1, d.c = 1, d.h = 2, d.w = 2;
+  d.pixels = {0, 51, 102, 255};
+  d.labels = {0};
+  std::vector<float> x(3 * 4 * 4, -1.0f);
+  nn::network_input(d, 0, 1, 0.5f, 0.25f, 3, 4, 4, x.data());
+  for (int ch = 0; ch < 3; ++ch) {
+    const float* p = x.data() + ch * 16;
+    EXPECT_EQ(p[0], 0.0f);                      // padding: zero after normalization
+    EXPECT_FLOAT_EQ(p[5], (0.0f - 0.5f) / 0.25f);  // pixel (0, 0) at (1, 1)
+    EXPECT_FLOAT_EQ(p[6], (0.2f - 0.5f) / 0.25f);
+    EXPECT_FLOAT_EQ(p[10], (1.0f - 0.5f) / 0.25f);
+    EXPECT_EQ(p[15], 0.0f);
+  }
+}
+
+// ------------------------------------------------------------ networks
+
+// Test images [0, count) as the network's input.
+std::vector<float> test_input(const nn::Network& net, std::int64_t count) {
+  std::vector<float> x(static_cast<std::size_t>(count * net.in_size()));
+  nn::network_input(nn::fashion_mnist_test(), 0, count, net.input_mean, net.input_std, net.c, net.h, net.w, x.data());
+  return x;
+}
+
+// Enough images for a batch of 3 to span two calls; the benchmark's own
+// check (validate(), run here too) covers PyTorch's 256 images.
+constexpr std::int64_t kReferenceImages = 5;
+
+// The double-precision reference of the first kReferenceImages test images.
+const std::vector<double>& reference_outputs(const std::string& name) {
+  static std::map<std::string, std::vector<double>> cache;
+  auto it = cache.find(name);
+  if (it == cache.end()) {
+    const auto& net = nn::network(name);
+    it = cache.emplace(name, ref::forward(net, test_input(net, kReferenceImages), kReferenceImages)).first;
+  }
+  return it->second;
+}
+
+class NetworkTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NetworkTest, ReferenceMatchesPyTorch) {
+  const auto& torch = nn::reference(GetParam());
+  ASSERT_GE(torch.images, kReferenceImages);
+  const auto& ours = reference_outputs(GetParam());
+  const std::span<const float> theirs(torch.logits.data(), ours.size());
+  // PyTorch computes in fp32: the bound is the fp32 one the backends meet.
+  const auto c = ref::compare(theirs, ours, 1e-5);
+  EXPECT_TRUE(c.ok) << c.summary();
+}
+
+TEST_P(NetworkTest, PoisonedOutputFailsValidation) {
+  // The validation is not vacuous: a backend that leaves its output unwritten
+  // (NaN poison) or off by one part in 1e4 fails it.
+  const auto& torch = nn::reference(GetParam());
+  std::vector<double> expected(torch.logits.begin(), torch.logits.end());
+  std::vector<float> off(torch.logits.begin(), torch.logits.end());
+  const auto largest = static_cast<std::size_t>(
+      std::max_element(off.begin(), off.end(), [](float a, float b) { return std::abs(a) < std::abs(b); }) - off.begin());
+  off[largest] *= 1.0001f;
+  EXPECT_FALSE(ref::compare(off, expected, 1e-5).ok);
+  off[largest] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(ref::compare(off, expected, 1e-5).ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, NetworkTest, ::testing::Values("resnet20", "mnist_cnn", "mnist_lenet"));
+
+struct BackendParam {
+  std::string network;
+  const nn::NetVariant* variant;
+  std::int64_t batch;
+};
+
+std::vector<BackendParam> backend_params() {
+  std::vector<BackendParam> out;
+  for (const auto name : nn::network_names())
+    for (const auto* v : usable_variants(nn::network_variants(), Device::cpu))
+      for (const std::int64_t batch : {1, 3, 17}) out.push_back({std::string(name), v, batch});
+  return out;
+}
+
+class BackendTest : public ::testing::TestWithParam<BackendParam> {};
+
+TEST_P(BackendTest, MatchesReferenceAndPyTorch) {
+  const auto& p = GetParam();
+  NetCase c(*p.variant, p.network, p.batch);
+  // Against the double-precision reference on the first images...
+  const std::int64_t count = (kReferenceImages + p.batch - 1) / p.batch * p.batch;
+  const auto got = c.outputs(0, count);
+  const auto& expected = reference_outputs(p.network);
+  const auto vs_reference =
+      ref::compare(std::span<const float>(got).first(expected.size()), expected, p.variant->tolerance);
+  EXPECT_TRUE(vs_reference.ok) << vs_reference.summary();
+  // ...and what the benchmark checks before timing: PyTorch's logits.
+  const auto vs_torch = c.validate();
+  EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
+  EXPECT_FALSE(c.report().implementation.empty());
+  EXPECT_EQ(c.report().layer_calls.size(), c.network().layers.size());
+}
+
+class LayerCallsTest : public ::testing::TestWithParam<BackendParam> {};
+
+TEST_P(LayerCallsTest, LayerCallsMakeThePass) {
+  const auto& p = GetParam();
+  const nn::Network& net = nn::network(p.network);
+  const auto x = test_input(net, p.batch);
+  std::vector<float> y(static_cast<std::size_t>(p.batch * net.classes));
+  nn::NetReport report;
+  const ExecContext ctx(Device::cpu);
+  const dlb::Run pass = p.variant->prepare(nn::NetArgs{&net, p.batch, x.data(), y.data(), &report}, ctx.exec());
+  pass();
+  const auto whole = y;
+  // The same input through the layer calls one by one.
+  std::fill(y.begin(), y.end(), std::numeric_limits<float>::quiet_NaN());
+  ASSERT_EQ(report.layer_calls.size(), net.layers.size());
+  for (const auto& call : report.layer_calls) call();
+  EXPECT_EQ(whole, y);
+}
+
+std::string backend_name(const ::testing::TestParamInfo<BackendParam>& info) {
+  return info.param.network + "_" + std::string(info.param.variant->name) + "_batch" +
+         std::to_string(info.param.batch);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendTest, ::testing::ValuesIn(backend_params()), backend_name);
+
+std::vector<BackendParam> with_batch(std::int64_t batch) {
+  std::vector<BackendParam> out;
+  for (auto p : backend_params())
+    if (p.batch == 1) out.push_back({p.network, p.variant, batch});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LayerCallsTest, ::testing::ValuesIn(with_batch(3)), backend_name);
+
+class AccuracyTest : public ::testing::TestWithParam<BackendParam> {};
+
+TEST_P(AccuracyTest, WholeTestSetAgreesWithPyTorch) {
+  const auto& p = GetParam();
+  NetCase c(*p.variant, p.network, p.batch);
+  // The first 2,000 test images (the benchmark classifies all 10,000).
+  const auto a = c.accuracy(2000);
+  EXPECT_EQ(a.images, 2000);
+  EXPECT_TRUE(a.ok()) << a.summary();
+  EXPECT_NEAR(a.accuracy, a.torch_accuracy, static_cast<double>(kMaxDisagreements) / 2000.0) << a.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AccuracyTest, ::testing::ValuesIn(with_batch(100)), backend_name);
+
+}  // namespace
+}  // namespace dlb
