@@ -23,39 +23,23 @@ process: the same machine and versions give the same weights.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VENV = ROOT / ".venv-peers"
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench import peers_env  # noqa: E402
 
-
-def ensure_environment() -> None:
-    """Re-executes this script in .venv-peers, creating it on first use."""
-    python = VENV / "bin" / "python"
-    if Path(sys.prefix).resolve() == VENV.resolve():
-        return
-    if not python.exists():
-        import subprocess
-
-        print("train: creating .venv-peers (PyTorch from PyPI, a few GB)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-r", str(ROOT / "scripts" / "requirements-peers.txt")], check=True)
-    os.execv(str(python), [str(python), *sys.argv])
-
-
-ensure_environment()
+peers_env.ensure("train")
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-sys.path.insert(0, str(ROOT / "scripts"))
 from dlbench.nets import FASHION_MEAN, FASHION_STD, NETWORKS, load_fashion, network_input  # noqa: E402
 
 REFERENCE_IMAGES = 256

@@ -36,8 +36,9 @@ class NetCase {
  public:
   NetCase(const nn::NetVariant& variant, std::string_view network, std::int64_t batch);
 
-  // Outputs of the first reference images against PyTorch's logits.
-  ref::Comparison validate();
+  // Outputs of the first `images` reference images (all of them by
+  // default) against PyTorch's logits.
+  ref::Comparison validate(std::int64_t images = -1);
   // Top-1 over the whole Fashion-MNIST test set, `images` of them (all by
   // default), in batches of this case's size.
   NetAccuracy accuracy(std::int64_t images = -1);

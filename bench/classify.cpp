@@ -1,0 +1,133 @@
+// classify: the networks at work, as the course's inference script shows
+// them. Runs one backend of the network table over the first test images of
+// Fashion-MNIST and prints, per image, the label, the top-1 class with its
+// probability, and the top 5.
+//
+//   build/classify [--network=resnet20] [--backend=cpu_own] [--images=10] [--first=0]
+//                  [--weights=FILE.safetensors]
+//
+// Exit 0 on success, 2 on bad arguments or bad input files (with a message).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/common/error.h"
+#include "kernels/common/gpu.h"
+#include "kernels/nn/dataset.h"
+#include "kernels/nn/nn.h"
+
+namespace {
+
+constexpr const char* kClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+constexpr const char* kUsage =
+    "usage: classify [--network=resnet20|mnist_cnn|mnist_lenet] [--backend=NAME] [--images=N] [--first=I] "
+    "[--weights=FILE]";
+
+long long parse_count(std::string_view flag, std::string_view text) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0)
+    throw dlb::Error(std::string(flag) + " needs a non-negative integer, got '" + std::string(text) + "'");
+  return v;
+}
+
+int run(int argc, char** argv) {
+  std::string network = "resnet20", backend, weights;
+  long long images = 10, first = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const auto value = [&](std::string_view flag) -> std::optional<std::string_view> {
+      if (arg.substr(0, flag.size()) == flag && arg.size() > flag.size() && arg[flag.size()] == '=')
+        return arg.substr(flag.size() + 1);
+      return std::nullopt;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::puts(kUsage);
+      return 0;
+    } else if (auto v = value("--network")) {
+      network = *v;
+    } else if (auto v = value("--backend")) {
+      backend = *v;
+    } else if (auto v = value("--images")) {
+      images = parse_count("--images", *v);
+    } else if (auto v = value("--first")) {
+      first = parse_count("--first", *v);
+    } else if (auto v = value("--weights")) {
+      weights = *v;
+    } else {
+      throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + kUsage);
+    }
+  }
+
+  const auto variants = dlb::usable_variants(dlb::nn::network_variants(), dlb::Device::cpu);
+  if (backend.empty()) backend = variants.front()->name;  // the first row of the table
+  const dlb::nn::NetVariant* variant = nullptr;
+  std::string known;
+  for (const auto* v : variants) {
+    known.append(known.empty() ? "" : ", ").append(v->name);
+    if (v->name == backend) variant = v;
+  }
+  if (variant == nullptr) throw dlb::Error("unknown backend '" + backend + "' (this build has: " + known + ")");
+
+  const auto net = dlb::nn::load_network(network, weights.empty() ? dlb::nn::weights_path(network) : weights);
+  const auto& data = dlb::nn::fashion_mnist_test();
+  if (images < 1 || first + images > data.n) {
+    throw dlb::Error("--first=" + std::to_string(first) + " --images=" + std::to_string(images) +
+                     ": the test set has images 0.." + std::to_string(data.n - 1));
+  }
+
+  std::vector<float> x(static_cast<std::size_t>(images * net.in_size()));
+  std::vector<float> y(static_cast<std::size_t>(images * net.classes));
+  dlb::nn::network_input(data, first, images, net.input_mean, net.input_std, net.c, net.h, net.w, x.data());
+  const dlb::ExecContext ctx(variant->device);
+  dlb::nn::NetReport report;
+  const dlb::Run pass = variant->prepare(dlb::nn::NetArgs{&net, images, x.data(), y.data(), &report}, ctx.exec());
+  pass();
+  ctx.synchronize();
+
+  std::printf("%s (%s) on %s, backend %s\n", net.name.c_str(), net.weights_path.c_str(), data.source.c_str(),
+              std::string(variant->name).c_str());
+  const bool log_probabilities = net.output().kind == dlb::nn::LayerKind::log_softmax;
+  int correct = 0;
+  for (long long i = 0; i < images; ++i) {
+    const float* out = y.data() + i * net.classes;
+    std::vector<double> p(out, out + net.classes);
+    if (log_probabilities) {
+      for (auto& v : p) v = std::exp(v);
+    } else {  // logits: softmax
+      const double m = *std::max_element(p.begin(), p.end());
+      double sum = 0;
+      for (auto& v : p) sum += (v = std::exp(v - m));
+      for (auto& v : p) v /= sum;
+    }
+    std::vector<int> order(static_cast<std::size_t>(net.classes));
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + 5, order.end(), [&](int a, int b) { return p[a] > p[b]; });
+    const int label = data.labels[static_cast<std::size_t>(first + i)];
+    correct += order[0] == label;
+    std::printf("image %5lld  label %-11s  top-1 %-11s %5.1f%% %s  top-5:", first + i, kClasses[label],
+                kClasses[order[0]], 100 * p[order[0]], order[0] == label ? "ok   " : "WRONG");
+    for (int r = 0; r < 5; ++r) std::printf(" %s (%.1f%%)%s", kClasses[order[r]], 100 * p[order[r]], r < 4 ? "," : "");
+    std::printf("\n");
+  }
+  std::printf("%d of %lld correct\n", correct, images);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "classify: %s\n", e.what());
+    return 2;
+  }
+}

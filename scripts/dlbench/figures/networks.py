@@ -1,0 +1,98 @@
+"""The networks (resnet20, mnist_cnn, mnist_lenet): images/s against batch
+size, one panel per network, one line per backend (peers included when the
+results have them: variants named peer_*); and the README table of the batch
+sweep with batch-1 latency, accuracy and the error against PyTorch."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+
+from dlbench.figures._common import label_for, many_machines, note_errors, plain_numbers, series
+from dlbench.results import Case, Results
+
+FAMILY = "networks"  # the README block; the cases are the three ops below
+NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
+
+
+def cases_of(results: Results, network: str) -> list[Case]:
+    return [c for c in results.family(network) if "batch" in c.args]
+
+
+def figures(results_list: list[Results]):
+    present = [n for n in NETWORKS if any(cases_of(r, n) for r in results_list)]
+    if not present:
+        return {}
+    fig, axes = plt.subplots(1, len(present), figsize=(5.2 * len(present), 4.8), layout="constrained", squeeze=False)
+    many = many_machines(results_list)
+    for ax, network in zip(axes[0], present):
+        for r in results_list:
+            for variant, (xs, ys) in series(cases_of(r, network), "batch", "items_per_second").items():
+                style = "--" if variant.startswith("peer_") else "-"
+                ax.plot(xs, ys, style, marker="o", markersize=3, label=label_for(r, variant, many))
+        ax.set_title(f"{network}: images/s against batch size")
+        ax.set_xscale("log", base=2)
+        batches = sorted({c.args["batch"] for r in results_list for c in cases_of(r, network)})
+        ax.set_xticks(batches, [str(b) for b in batches])
+        ax.set_yscale("log")
+        plain_numbers(ax.yaxis)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_xlabel("batch (images per call)")
+        ax.set_ylabel("images/s (fp32, all cores)")
+        ax.legend(fontsize=8)
+        note_errors(ax, [c for r in results_list for c in cases_of(r, network)])
+    return {"networks": fig}
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def table(results: Results) -> str:
+    """Markdown, per network: images/s of every backend at each batch size,
+    batch-1 median latency, accuracy on the test set, max_rel_err against
+    PyTorch's logits; then the best backend at batch 64 and at batch 1."""
+    blocks = []
+    for network in NETWORKS:
+        cases = cases_of(results, network)
+        if not cases:
+            continue
+        batches = sorted({c.args["batch"] for c in cases})
+        variants = sorted({c.variant for c in cases}, key=lambda v: (v.startswith("peer_"), v))
+        by = {(c.variant, c.args["batch"]): c for c in cases}
+        lines = [f"**{network}**", "",
+                 "| backend | " + " | ".join(f"batch {b}" for b in batches) +
+                 " | batch-1 p50 latency | accuracy | max_rel_err |",
+                 "|---|" + "---:|" * len(batches) + "---:|---:|---:|"]
+        best: dict[int, tuple[float, str]] = {}
+        for v in variants:
+            cells = []
+            for b in batches:
+                c = by.get((v, b))
+                rate = c.median("items_per_second") if c is not None and c.error is None else None
+                cells.append(_fmt(rate, ",.0f"))
+                if rate and not v.startswith("peer_") and rate > best.get(b, (0, ""))[0]:
+                    best[b] = (rate, v)
+            one = by.get((v, 1))
+            latency = one.median("latency_p50_us") if one is not None and one.error is None else None
+            ok = [c for c in cases if c.variant == v and c.error is None]
+            accuracy = ok[0].median("accuracy") if ok else None
+            err = max((c.median("max_rel_err") or 0.0) for c in ok) if ok else None
+            lines.append(f"| {v} | " + " | ".join(cells) + f" | {_fmt(latency, '.0f')} us | "
+                         f"{_fmt(accuracy, '.4f')} | {_fmt(err, '.1e')} |")
+        errored = [c for c in cases if c.error is not None]
+        if errored:
+            lines.append("")
+            lines.append("Not measured: " + "; ".join(f"`{c.name}`: {c.error}" for c in errored[:3]) +
+                         (f" and {len(errored) - 3} more" if len(errored) > 3 else ""))
+        summary = [f"batch {b}: `{best[b][1]}`" for b in (1, 64) if b in best]
+        if summary:
+            lines.append("")
+            lines.append("Fastest backend, " + ", ".join(summary) + ".")
+        blocks.append("\n".join(lines))
+    if not blocks:
+        return ""
+    return ("\n\n".join(blocks) + "\n\nImages/s: median of the repetitions. Latency: median of single batch-1 calls. "
+            "Accuracy: top-1 on the 10,000 Fashion-MNIST test images. max_rel_err: largest over the batch sizes, "
+            "outputs of PyTorch's 256 reference images against PyTorch's own.")

@@ -1,0 +1,76 @@
+"""build/classify: classifies test images with every backend of the build and
+prints label, top-1 and top-5; bad arguments and bad weight files exit 2 with
+a one-line reason, never a crash. DLB_CLASSIFY is the binary (set by ctest)."""
+
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CLASSIFY = os.environ.get("DLB_CLASSIFY", str(ROOT / "build" / "classify"))
+
+
+def classify(*args):
+    return subprocess.run([CLASSIFY, *args], capture_output=True, text=True, timeout=120)
+
+
+class Classify(unittest.TestCase):
+    def test_prints_label_top1_top5_for_every_network(self):
+        for network in ("resnet20", "mnist_cnn", "mnist_lenet"):
+            with self.subTest(network=network):
+                p = classify(f"--network={network}", "--images=4", "--first=10")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                lines = [l for l in p.stdout.splitlines() if l.startswith("image")]
+                self.assertEqual([int(l.split()[1]) for l in lines], [10, 11, 12, 13])
+                for line in lines:
+                    self.assertEqual(line.count("%)"), 5, line)  # five classes in the top-5
+                self.assertRegex(p.stdout, r"\d of 4 correct")
+
+    def test_backends_agree(self):
+        # The build's backends, read from the error for an unknown one.
+        p = classify("--backend=none")
+        self.assertEqual(p.returncode, 2)
+        backends = re.search(r"this build has: (.*)\)", p.stderr).group(1).split(", ")
+        outputs = set()
+        for backend in backends:
+            p = classify(f"--backend={backend}", "--images=6")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            outputs.add("\n".join(l.split("top-5")[0] for l in p.stdout.splitlines() if l.startswith("image")))
+        self.assertEqual(len(outputs), 1, outputs)
+
+    def test_bad_input_exits_2_with_the_reason(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            truncated = Path(tmp) / "cut.safetensors"
+            truncated.write_bytes((ROOT / "models/fashion-mnist/mnist_lenet.safetensors").read_bytes()[:5000])
+            garbage = Path(tmp) / "garbage.safetensors"
+            garbage.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")
+            cases = {
+                ("--frobnicate",): "unknown argument '--frobnicate'",
+                ("--network=vgg16",): "unknown network 'vgg16'",
+                ("--images=-3",): "--images needs a non-negative integer",
+                ("--images=20000",): "the test set has images 0..9999",
+                ("--network=mnist_lenet", f"--weights={truncated}"): "run past the end of the file",
+                ("--network=mnist_lenet", f"--weights={garbage}"): "not valid JSON",
+                ("--network=mnist_cnn", "--weights=" + str(ROOT / "models/fashion-mnist/mnist_lenet.safetensors")):
+                    "tensor 'conv1.weight': shape [20, 1, 5, 5], expected [32, 1, 3, 3]",
+                ("--weights=/nonexistent.safetensors",): "cannot open",
+            }
+            for args, message in cases.items():
+                with self.subTest(args=args):
+                    p = classify(*args)
+                    self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                    self.assertIn("classify: ", p.stderr)
+                    self.assertIn(message, p.stderr)
+
+    def test_missing_data_set_names_the_package(self):
+        env = dict(os.environ, DLB_FASHION_MNIST_DIR="/nonexistent")
+        p = subprocess.run([CLASSIFY], capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("dataset-fashion-mnist", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
