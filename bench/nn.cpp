@@ -1,7 +1,7 @@
 // <network>/<backend>/batch:<b>: a whole forward pass of resnet20,
 // mnist_cnn and mnist_lenet with the committed Fashion-MNIST weights, on the
 // real test images, for every backend of the network table (kernels/nn/nn.h),
-// at batch 1, 16, 64 and 256.
+// at batch 1, 16, 64 and 256 (GPU backends also 1024).
 //
 // Before timing, each case runs its backend over PyTorch's 256 reference
 // images and compares the outputs with PyTorch's logits (max_rel_err); once
@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ namespace dlb::bench {
 namespace {
 
 constexpr std::int64_t kBatches[] = {1, 16, 64, 256};
+constexpr std::int64_t kGpuBatches[] = {1, 16, 64, 256, 1024};
 constexpr std::int64_t kAccuracyBatch = 100;  // divides the 10,000 test images
 
 // Once per (network, backend) and process.
@@ -43,8 +45,18 @@ double percentile(std::vector<double>& sorted, double q) {
 
 void register_nn(Config& config) {
   for (const std::string_view network : nn::network_names()) {
+    // The network, to ask each row whether it runs it; a file that cannot be
+    // read lets every row register, and each case reports the error.
+    const nn::Network* net = nullptr;
+    try {
+      net = &nn::network(network);
+    } catch (const std::exception&) {
+    }
     for (const nn::NetVariant* variant : variants_to_run(nn::network_variants(), config)) {
-      for (const std::int64_t batch : kBatches) {
+      if (net != nullptr && !variant->accepts_problem(nn::NetArgs{net})) continue;
+      const std::span<const std::int64_t> batches =
+          variant->device == Device::gpu ? std::span<const std::int64_t>(kGpuBatches) : kBatches;
+      for (const std::int64_t batch : batches) {
         const auto name = case_name(network, variant->name, {{"batch", batch}});
         add_case(name, variant->device, [variant, network, batch](benchmark::State& state) {
           auto* c = validated_case<NetCase>(state, *variant, network, batch);
@@ -57,19 +69,25 @@ void register_nn(Config& config) {
             return;
           }
           if (batch == 1) {
-            // Single calls, each timed: the single-stream latency view.
+            // Single calls, each timed from the host until its result is
+            // there (a GPU call synchronized): the single-stream latency view.
             std::vector<double> seconds;
             for (auto _ : state) {
               const auto start = std::chrono::steady_clock::now();
               c->run();
+              c->context().synchronize();
               seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+              if (variant->device == Device::gpu) state.SetIterationTime(seconds.back());
             }
             std::sort(seconds.begin(), seconds.end());
             for (const auto& [counter, q] : {std::pair{"latency_p50_us", 0.50}, {"latency_p90_us", 0.90},
                                              {"latency_p99_us", 0.99}})
               state.counters[counter] = percentile(seconds, q) * 1e6;
           } else {
-            time_run(state, [c] { c->run(); }, c->context(), Timing{.flush_l2 = false});
+            // Compute-bound: no L2 flush; a pass that waits for its stream
+            // itself is timed without the stream hold.
+            time_run(state, [c] { c->run(); }, c->context(),
+                     Timing{.flush_l2 = false, .hold = !c->report().synchronizes});
           }
           state.SetItemsProcessed(state.iterations() * batch);
           set_flops(state, 2.0 * c->network().macs() * static_cast<double>(batch));

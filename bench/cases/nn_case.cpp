@@ -6,6 +6,9 @@
 #include <cmath>
 
 #include "kernels/common/error.h"
+#if DLB_HAVE_CUDA
+#include "kernels/common/cuda_check.h"
+#endif
 #include "kernels/common/random.h"
 #include "kernels/nn/dataset.h"
 
@@ -15,6 +18,19 @@ namespace {
 double heap_in_use() {
   const struct mallinfo2 m = mallinfo2();
   return static_cast<double>(m.uordblks + m.hblkhd);
+}
+
+double memory_in_use(Device device) {
+#if DLB_HAVE_CUDA
+  if (device == Device::gpu) {
+    std::size_t free = 0, total = 0;
+    DLB_CUDA_CHECK(cudaDeviceSynchronize());
+    DLB_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return static_cast<double>(total - free);
+  }
+#endif
+  (void)device;
+  return heap_in_use();
 }
 
 std::int64_t top1(const float* row, std::int64_t classes) {
@@ -34,20 +50,26 @@ NetCase::NetCase(const nn::NetVariant& variant, std::string_view network, std::i
       net_(nn::network(network)),
       batch_(batch),
       ctx_(variant.device),
-      x_(static_cast<std::size_t>(batch * net_.in_size())),
-      y_(static_cast<std::size_t>(batch * net_.classes)) {
+      x_(static_cast<std::size_t>(batch * net_.in_size()), variant.device),
+      y_(static_cast<std::size_t>(batch * net_.classes), variant.device) {
   DLB_REQUIRE(batch >= 1, "batch must be at least 1");
-  DLB_REQUIRE(variant.device == Device::cpu, "GPU network backends are not built yet");
   const auto& data = nn::fashion_mnist_test();
   const auto& reference = nn::reference(network);
   if (!std::equal(reference.labels.begin(), reference.labels.end(), data.labels.begin(), data.labels.end()))
     throw Error("the reference of " + net_.name + " was made on other test labels than " + data.source);
-  nn::network_input(data, 0, std::min(batch, data.n), net_.input_mean, net_.input_std, net_.c, net_.h, net_.w,
-                    x_.data());
-  const double before = heap_in_use();
+  DLB_REQUIRE(batch <= data.n, "batch larger than the test set");
+  load_input(0);
+  const double before = memory_in_use(variant.device);
   run_ = variant.prepare(nn::NetArgs{&net_, batch, x_.data(), y_.data(), &report_}, ctx_.exec());
   run_();
-  held_bytes_ = heap_in_use() - before + static_cast<double>(x_.bytes() + y_.bytes());
+  ctx_.synchronize();
+  held_bytes_ = memory_in_use(variant.device) - before + static_cast<double>(x_.bytes() + y_.bytes());
+}
+
+void NetCase::load_input(std::int64_t first) {
+  nn::network_input(nn::fashion_mnist_test(), first, batch_, net_.input_mean, net_.input_std, net_.c, net_.h,
+                    net_.w, x_.host().data());
+  x_.upload();
 }
 
 std::vector<float> NetCase::outputs(std::int64_t first, std::int64_t count) {
@@ -55,11 +77,13 @@ std::vector<float> NetCase::outputs(std::int64_t first, std::int64_t count) {
   DLB_REQUIRE(count % batch_ == 0 && first + count <= data.n, "outputs: whole batches inside the test set");
   std::vector<float> out(static_cast<std::size_t>(count * net_.classes));
   for (std::int64_t b = first; b < first + count; b += batch_) {
-    nn::network_input(data, b, batch_, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
-    poison_nan(y_.span());
+    load_input(b);
+    poison_nan(y_.host());
+    y_.upload();
     run_();
     ctx_.synchronize();
-    std::copy(y_.span().begin(), y_.span().end(), out.begin() + (b - first) * net_.classes);
+    y_.download();
+    std::copy(y_.host().begin(), y_.host().end(), out.begin() + (b - first) * net_.classes);
   }
   return out;
 }
@@ -72,9 +96,7 @@ ref::Comparison NetCase::validate(std::int64_t images) {
   const std::vector<double> expected(reference.logits.begin(),
                                      reference.logits.begin() + images * net_.classes);
   auto c = ref::compare(std::span<const float>(got).first(expected.size()), expected, variant_.tolerance);
-  // Leave the case's input as the timed call will see it.
-  nn::network_input(nn::fashion_mnist_test(), 0, batch_, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w,
-                    x_.data());
+  load_input(0);  // the input the timed call sees
   return c;
 }
 
@@ -102,7 +124,7 @@ NetAccuracy NetCase::accuracy(std::int64_t images) {
   if (count == data.n && std::abs(a.torch_accuracy - reference.accuracy) > 0.5 / images_done)
     throw Error("reference file of " + net_.name + ": its predictions give accuracy " +
                 std::to_string(a.torch_accuracy) + ", its metadata says " + std::to_string(reference.accuracy));
-  nn::network_input(data, 0, batch_, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
+  load_input(0);
   return a;
 }
 

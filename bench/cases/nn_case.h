@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/common/buffer.h"
 #include "kernels/common/gpu.h"
+#include "kernels/common/operand.h"
 #include "kernels/nn/nn.h"
 #include "reference/compare.h"
 
@@ -47,9 +47,10 @@ class NetCase {
   const nn::Network& network() const { return net_; }
   const nn::NetReport& report() const { return report_; }
   std::int64_t batch() const { return batch_; }
-  // Heap the prepared backend holds (its buffers, packed weights, library
-  // scratch) plus the input and output, measured as the growth of the
-  // process's heap across prepare and one pass (mallinfo2).
+  // Memory the prepared backend holds (its buffers, packed weights, library
+  // scratch) plus the input and output, measured across prepare and one
+  // pass: the growth of the process's heap (mallinfo2) on the CPU, of the
+  // device's used memory (cudaMemGetInfo) on the GPU.
   double held_bytes() const { return held_bytes_; }
   // The outputs of test images [first, first + count) (count a multiple of
   // the batch), [count, classes].
@@ -60,7 +61,9 @@ class NetCase {
   const nn::Network& net_;
   std::int64_t batch_;
   ExecContext ctx_;
-  HostBuffer<float> x_, y_;
+  Operand<float> x_, y_;  // host copies, and device copies for a GPU backend
+  // Test images [first, first + batch) into x (host and device).
+  void load_input(std::int64_t first);
   nn::NetReport report_;
   Run run_;
   double held_bytes_ = 0;

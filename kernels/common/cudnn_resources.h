@@ -32,6 +32,55 @@ class CudnnTensorDesc {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
+// An activation descriptor: ReLU (or another mode), NaN propagated.
+class CudnnActivationDesc {
+ public:
+  explicit CudnnActivationDesc(cudnnActivationMode_t mode) {
+    DLB_CUDNN_CHECK(cudnnCreateActivationDescriptor(&desc_));
+    try {
+      DLB_CUDNN_CHECK(cudnnSetActivationDescriptor(desc_, mode, CUDNN_PROPAGATE_NAN, 0.0));
+    } catch (...) {
+      cudnnDestroyActivationDescriptor(desc_);
+      throw;
+    }
+  }
+  CudnnActivationDesc(const CudnnActivationDesc&) = delete;
+  CudnnActivationDesc& operator=(const CudnnActivationDesc&) = delete;
+  ~CudnnActivationDesc() {
+    if (cudnnDestroyActivationDescriptor(desc_) != CUDNN_STATUS_SUCCESS)
+      std::fprintf(stderr, "dlbench: cudnnDestroyActivationDescriptor failed\n");
+  }
+  cudnnActivationDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnActivationDescriptor_t desc_ = nullptr;
+};
+
+// A 2-D pooling descriptor: square window, stride, no padding.
+class CudnnPoolingDesc {
+ public:
+  CudnnPoolingDesc(cudnnPoolingMode_t mode, int window_h, int window_w, int stride_h, int stride_w) {
+    DLB_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&desc_));
+    try {
+      DLB_CUDNN_CHECK(cudnnSetPooling2dDescriptor(desc_, mode, CUDNN_PROPAGATE_NAN, window_h, window_w, 0, 0,
+                                                  stride_h, stride_w));
+    } catch (...) {
+      cudnnDestroyPoolingDescriptor(desc_);
+      throw;
+    }
+  }
+  CudnnPoolingDesc(const CudnnPoolingDesc&) = delete;
+  CudnnPoolingDesc& operator=(const CudnnPoolingDesc&) = delete;
+  ~CudnnPoolingDesc() {
+    if (cudnnDestroyPoolingDescriptor(desc_) != CUDNN_STATUS_SUCCESS)
+      std::fprintf(stderr, "dlbench: cudnnDestroyPoolingDescriptor failed\n");
+  }
+  cudnnPoolingDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnPoolingDescriptor_t desc_ = nullptr;
+};
+
 // cuDNN 9 marks its legacy convolution API (filter and convolution
 // descriptors, cudnnConvolutionForward and its algorithm choice) deprecated;
 // it warns only where CUDNN_WARN_DEPRECATED is defined. It is still the API

@@ -53,7 +53,9 @@ struct CudnnConv {
   DeviceBuffer<unsigned char> workspace;
 };
 
-const char* algo_name(cudnnConvolutionFwdAlgo_t algo) {
+}  // namespace
+
+const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t algo) {
   switch (algo) {
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM";
     case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM";
@@ -66,6 +68,8 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t algo) {
     default: return "unknown cuDNN forward algorithm";
   }
 }
+
+namespace {
 
 // The statuses that say "this algorithm does not do this problem". The rest
 // of the NOT_SUPPORTED category (an incompatible driver or runtime, an
@@ -95,18 +99,18 @@ void use_algorithm(CudnnConv& c, cudnnConvolutionFwdAlgo_t algo) {
   const cudnnStatus_t size_status = cudnnGetConvolutionForwardWorkspaceSize(
       c.handle.get(), c.x_desc.get(), c.w_desc.get(), c.conv_desc.get(), c.y_desc.get(), algo, &bytes);
   if (not_supported(size_status))
-    throw Unsupported(std::string(algo_name(algo)) + ": cudnnGetConvolutionForwardWorkspaceSize: " +
+    throw Unsupported(std::string(cudnn_algo_name(algo)) + ": cudnnGetConvolutionForwardWorkspaceSize: " +
                       cudnnGetErrorString(size_status));
   detail::check_cudnn(size_status, "cudnnGetConvolutionForwardWorkspaceSize", __FILE__, __LINE__);
   c.algo = algo;
   c.workspace = DeviceBuffer<unsigned char>(bytes);
   const cudnnStatus_t run_status = c.forward();
   if (not_supported(run_status))
-    throw Unsupported(std::string(algo_name(algo)) + ": cudnnConvolutionForward: " + cudnnGetErrorString(run_status));
+    throw Unsupported(std::string(cudnn_algo_name(algo)) + ": cudnnConvolutionForward: " + cudnnGetErrorString(run_status));
   detail::check_cudnn(run_status, "cudnnConvolutionForward", __FILE__, __LINE__);
   DLB_CUDA_CHECK(cudaStreamSynchronize(c.stream));
   if (c.args.report != nullptr) {
-    c.args.report->implementation = algo_name(algo);
+    c.args.report->implementation = cudnn_algo_name(algo);
     c.args.report->workspace_bytes = static_cast<double>(bytes);
   }
 }
@@ -156,21 +160,29 @@ Run prepare_conv_cudnn_heuristic(const ConvArgs& args, const Exec& exec) {
   return run_of(c);
 }
 
+cudnnConvolutionFwdAlgo_t cudnn_find_fp32_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                                    cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
+                                                    cudnnTensorDescriptor_t y) {
+  int count = 0;
+  DLB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(count));
+  int returned = 0;
+  DLB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, x, w, conv, y, count, &returned, results.data()));
+  DLB_CUDA_CHECK(cudaDeviceSynchronize());
+  return first_usable(results, returned, "cudnnFindConvolutionForwardAlgorithm");
+}
+
 Run prepare_conv_cudnn_find(const ConvArgs& args, const Exec& exec) {
   validate_conv_shape(args.shape);
   auto c = std::make_shared<CudnnConv>(args, exec.stream);
-  auto results = perf_results(*c);
-  int returned = 0;
   // The search runs every algorithm on buffers of its own (synchronously):
   // its wall time is what a framework pays once per new shape.
   DLB_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   const auto start = std::chrono::steady_clock::now();
-  DLB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(c->handle.get(), c->x_desc.get(), c->w_desc.get(),
-                                                       c->conv_desc.get(), c->y_desc.get(),
-                                                       static_cast<int>(results.size()), &returned, results.data()));
-  DLB_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto algo = cudnn_find_fp32_algorithm(c->handle.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
+                                              c->y_desc.get());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  use_algorithm(*c, first_usable(results, returned, "cudnnFindConvolutionForwardAlgorithm"));
+  use_algorithm(*c, algo);
   if (args.report != nullptr) args.report->search_seconds = seconds;
   return run_of(c);
 }

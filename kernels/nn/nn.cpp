@@ -16,7 +16,9 @@ Run run_layers(std::vector<Run> layer_calls, NetReport* report) {
 // norm folded on our side and not on PyTorch's. Measured on this kind of
 // machine (AVX-512): at most 5.6e-7 for every CPU backend and network;
 // DESIGN.md's fp32 bound of 1e-5 holds with a margin of over 10x, and a
-// wrong layer moves the outputs by 1e-2 or more.
+// wrong layer moves the outputs by 1e-2 or more. The GPU rows are strict fp32
+// too (CUDNN_FMA_MATH, CUBLAS_PEDANTIC_MATH), held to the same bound
+// (unmeasured on hardware).
 inline constexpr double kNetworkTolerance = 1e-5;
 
 static const NetVariant kNetworkVariants[] = {
@@ -26,6 +28,15 @@ static const NetVariant kNetworkVariants[] = {
 #endif
 #if DLB_HAVE_EIGEN
     {"cpu_eigen", Device::cpu, prepare_net_cpu_eigen, kNetworkTolerance},
+#endif
+#if DLB_HAVE_CUDNN
+    {"gpu_cudnn", Device::gpu, prepare_net_gpu_cudnn, kNetworkTolerance},
+    {"gpu_cudnn_graph", Device::gpu, prepare_net_gpu_cudnn_graph, kNetworkTolerance},
+    {"gpu_hybrid_first_conv", Device::gpu, prepare_net_gpu_hybrid_first_conv, kNetworkTolerance, nullptr,
+     has_residual_blocks},
+#endif
+#if DLB_HAVE_CUDA
+    {"gpu_own", Device::gpu, prepare_net_gpu_own, kNetworkTolerance},
 #endif
 };
 

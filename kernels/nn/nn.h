@@ -20,7 +20,21 @@
 //   cpu_eigen   the plain-library baseline: conv as the conv family's cpu_im2col (own im2col, Eigen
 //               GEMM), the epilogue, fc (X W^T + b) and log-softmax as Eigen expressions on
 //               row-major maps; pools as plain loops
-// Batch-norm is folded into the conv at load time for every backend.
+//   gpu_cudnn   cuDNN and cuBLAS, everything made once in prepare: per conv the algorithm of
+//               cudnnFindConvolutionForwardAlgorithm (strict fp32, CUDNN_FMA_MATH) and its
+//               workspace; conv + bias + residual + ReLU as one cudnnConvolutionBiasActivationForward;
+//               fc as cublasSgemm (pedantic fp32) and an own bias/ReLU kernel; cuDNN pooling and
+//               log-softmax; NCHW, activations allocated once
+//   gpu_cudnn_graph  the same calls captured once into a CUDA graph; the timed call is one
+//               cudaGraphLaunch: what removing the per-layer launch overhead buys at small batches
+//   gpu_hybrid_first_conv  the ResNet20 lab report's experiment: the first conv of every residual
+//               block on the GPU (gpu_cudnn's fused conv), every other layer on the CPU (cpu_own's),
+//               the activations copied from pageable host memory to the device and back around each
+//               of those convs; residual networks only
+//   gpu_own     own CUDA kernels: direct convolution with bias, residual and ReLU fused (one thread
+//               per output), own fc (a warp per output), pools, the softmax family's gpu_fused
+// Batch-norm is folded into the conv at load time for every backend. GPU
+// rows take x and y in device memory; none of them has run on a GPU yet.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +53,13 @@ namespace dlb::nn {
 struct NetReport {
   std::string implementation;
   std::vector<Run> layer_calls;
+  // A GPU pass that waits for its stream itself (host work between GPU
+  // calls): timed without the stream hold.
+  bool synchronizes = false;
 };
 
 struct NetArgs {
-  const Network* net = nullptr;
+  const Network* net = nullptr;  // outlives the prepared call
   std::int64_t batch = 1;
   const float* x = nullptr;   // [batch, c, h, w], the network input (network_input)
   float* y = nullptr;         // [batch, classes], every element written
@@ -55,6 +72,12 @@ VariantTable<NetArgs> network_variants();
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
+// Networks with residual blocks (stage*.conv1 layers): what gpu_hybrid_first_conv accepts.
+bool has_residual_blocks(const NetArgs& args);
 
 // The whole pass as the sequence of the layer calls; reports them.
 Run run_layers(std::vector<Run> layer_calls, NetReport* report);

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "kernels/nn/cpu_layers.h"
+#include "kernels/nn/layers.h"
 
 namespace dlb::nn {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/cpu_layers.h"
+#include "kernels/nn/layers.h"
 #include "kernels/softmax/softmax.h"
 
 namespace dlb::nn {
@@ -122,11 +122,12 @@ class OwnFc {
 
 }  // namespace
 
-Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {
+OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec) {
   const Network& net = *args.net;
   const std::int64_t batch = args.batch;
-  auto act = std::make_shared<CpuActivations>(args);
-  std::vector<Run> calls;
+  OwnCpuPlan plan;
+  plan.act = std::make_shared<CpuActivations>(args);
+  auto& act = plan.act;
   std::map<std::string_view, int> chosen;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
@@ -138,8 +139,8 @@ Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {
         auto conv = fastest_own_conv(ConvArgs{conv_shape(l, batch), x, l.weight.data(), y}, exec);
         ++chosen[conv.name];
         auto bias = std::make_shared<std::vector<float>>(l.bias);
-        calls.push_back([act, run = std::move(conv.run), bias, residual, relu = l.relu, batch, k = l.k,
-                         plane = l.oh * l.ow, y] {
+        plan.calls.push_back([act, run = std::move(conv.run), bias, residual, relu = l.relu, batch, k = l.k,
+                              plane = l.oh * l.ow, y] {
           run();
           conv_epilogue(bias->data(), residual, relu, batch, k, plane, y);
         });
@@ -147,26 +148,31 @@ Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {
       }
       case LayerKind::fc: {
         auto fc = std::make_shared<OwnFc>(l, batch);
-        calls.push_back([act, fc, x, y] { fc->run(x, y); });
+        plan.calls.push_back([act, fc, x, y] { fc->run(x, y); });
         break;
       }
       case LayerKind::max_pool:
-        calls.push_back([act, &l, batch, x, y] { max_pool_nchw(l, batch, x, y); });
+        plan.calls.push_back([act, &l, batch, x, y] { max_pool_nchw(l, batch, x, y); });
         break;
       case LayerKind::global_avg_pool:
-        calls.push_back([act, &l, batch, x, y] { global_avg_pool_nchw(l, batch, x, y); });
+        plan.calls.push_back([act, &l, batch, x, y] { global_avg_pool_nchw(l, batch, x, y); });
         break;
       case LayerKind::log_softmax:
-        calls.push_back([act, sm = SoftmaxArgs{batch, l.k, x, y}] { softmax_fused<SoftmaxKind::log_softmax>(sm); });
+        plan.calls.push_back(
+            [act, sm = SoftmaxArgs{batch, l.k, x, y}] { softmax_fused<SoftmaxKind::log_softmax>(sm); });
         break;
     }
   }
-  if (args.report != nullptr) {
-    std::string impl = "convs:";
-    for (const auto& [name, count] : chosen) impl.append(" ").append(name).append(" x").append(std::to_string(count));
-    args.report->implementation = impl;
-  }
-  return run_layers(std::move(calls), args.report);
+  plan.implementation = "convs:";
+  for (const auto& [name, count] : chosen)
+    plan.implementation.append(" ").append(name).append(" x").append(std::to_string(count));
+  return plan;
+}
+
+Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {
+  OwnCpuPlan plan = build_own_cpu(args, exec);
+  if (args.report != nullptr) args.report->implementation = plan.implementation;
+  return run_layers(std::move(plan.calls), args.report);
 }
 
 }  // namespace dlb::nn

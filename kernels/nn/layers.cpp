@@ -1,28 +1,8 @@
-#include "kernels/nn/cpu_layers.h"
+#include "kernels/nn/layers.h"
 
 #include <algorithm>
 
 namespace dlb::nn {
-
-CpuActivations::CpuActivations(const NetArgs& args) : args_(args) {
-  const auto& layers = args.net->layers;
-  for (std::size_t i = 0; i + 1 < layers.size(); ++i)
-    buffers_.emplace_back(static_cast<std::size_t>(args.batch * layers[i].out_size()));
-}
-
-const float* CpuActivations::input(std::size_t i) const {
-  const int from = args_.net->layers[i].input;
-  return from < 0 ? args_.x : buffers_[static_cast<std::size_t>(from)].data();
-}
-
-const float* CpuActivations::residual(std::size_t i) const {
-  const int from = args_.net->layers[i].residual;
-  return from < 0 ? nullptr : buffers_[static_cast<std::size_t>(from)].data();
-}
-
-float* CpuActivations::output(std::size_t i) {
-  return i + 1 == args_.net->layers.size() ? args_.y : buffers_[i].data();
-}
 
 ConvShape conv_shape(const Layer& l, std::int64_t batch) {
   return ConvShape{batch, l.c, l.h, l.w, l.k, l.window, l.window, l.stride, l.pad};

@@ -1,0 +1,58 @@
+// What the network backends share: the activation buffers of a prepared
+// network, the CPU pools, and a conv layer's shape. Internal to kernels/nn.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/common/buffer.h"
+#include "kernels/conv/conv.h"
+#include "kernels/nn/nn.h"
+
+namespace dlb::nn {
+
+// One buffer per layer output, [batch, ...] NCHW, allocated once; the last
+// layer writes the caller's y. `Buffer`: HostBuffer<float> or (GPU
+// backends) DeviceBuffer<float>.
+template <class Buffer>
+class Activations {
+ public:
+  explicit Activations(const NetArgs& args) : args_(args) {
+    const auto& layers = args.net->layers;
+    for (std::size_t i = 0; i + 1 < layers.size(); ++i)
+      buffers_.emplace_back(static_cast<std::size_t>(args.batch * layers[i].out_size()));
+  }
+  // Layer i's input, residual (nullptr: none) and output.
+  const float* input(std::size_t i) const { return of(args_.net->layers[i].input, args_.x); }
+  const float* residual(std::size_t i) const { return of(args_.net->layers[i].residual, nullptr); }
+  float* output(std::size_t i) { return i + 1 == args_.net->layers.size() ? args_.y : buffers_[i].data(); }
+
+ private:
+  const float* of(int layer, const float* none) const {
+    return layer < 0 ? none : buffers_[static_cast<std::size_t>(layer)].data();
+  }
+  const NetArgs args_;
+  std::vector<Buffer> buffers_;  // per layer but the last
+};
+using CpuActivations = Activations<HostBuffer<float>>;
+
+// cpu_own's layers (nn_cpu_own.cpp), for the backends that run some layers
+// on the CPU: one call per layer on host buffers, in network order.
+struct OwnCpuPlan {
+  std::shared_ptr<CpuActivations> act;
+  std::vector<Run> calls;
+  std::string implementation;
+};
+OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec);
+
+// The conv family's problem for a conv layer at this batch size.
+ConvShape conv_shape(const Layer& l, std::int64_t batch);
+
+// Window x window max pool, stride = window, no padding (floor): NCHW.
+void max_pool_nchw(const Layer& l, std::int64_t batch, const float* x, float* y);
+// Mean over each h x w plane: [batch, c, h, w] -> [batch, c].
+void global_avg_pool_nchw(const Layer& l, std::int64_t batch, const float* x, float* y);
+
+}  // namespace dlb::nn

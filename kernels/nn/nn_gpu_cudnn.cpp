@@ -1,0 +1,318 @@
+// gpu_cudnn and gpu_cudnn_graph: a network on cuDNN and cuBLAS (see nn.h).
+// Everything is made once in prepare: handles on the case's stream, one
+// descriptor set per layer, each conv's algorithm chosen by
+// cudnnFindConvolutionForwardAlgorithm (strict fp32), its workspace, the
+// activation buffers, the weights on the device. A conv followed by ReLU is
+// one cudnnConvolutionBiasActivationForward (folded batch-norm bias,
+// residual join as z with alpha2 = 1, ReLU); the projection shortcuts (no
+// ReLU) are cudnnConvolutionForward + cudnnAddTensor. fc is cublasSgemm
+// (CUBLAS_PEDANTIC_MATH: no TF32) and an own bias/ReLU kernel; pools are
+// cudnnPoolingForward; log-softmax the softmax family's gpu_cudnn.
+// gpu_cudnn_graph captures the same calls once into a CUDA graph and the
+// timed call replays it: one launch instead of dozens. gpu_hybrid_first_conv
+// is the ResNet20 lab's experiment: the first conv of every block on the GPU
+// (this file's fused conv), every other layer cpu_own's, the activations
+// copied to the device and back around each of those convs.
+#include <climits>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "kernels/common/cuda_resources.h"
+#include "kernels/common/cudnn_resources.h"
+#include "kernels/conv/conv_cudnn.h"
+#include "kernels/nn/layers.h"
+#include "kernels/nn/nn_gpu.h"
+#include "kernels/softmax/softmax.h"
+
+// The legacy convolution API is deprecated in cuDNN 9 but is what frameworks'
+// algorithm choice exposes: see cudnn_resources.h.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dlb::nn {
+namespace {
+
+int to_int(std::int64_t v) {
+  DLB_REQUIRE(v <= INT_MAX, "cuDNN takes int dimensions");
+  return static_cast<int>(v);
+}
+
+DeviceBuffer<float> to_device(const std::vector<float>& host) {
+  DeviceBuffer<float> d(host.size());
+  if (!host.empty()) DLB_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// What every layer of the pass shares.
+struct Shared {
+  explicit Shared(cudaStream_t s) : stream(s), cudnn(s), cublas(s) {
+    DLB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));
+  }
+  cudaStream_t stream;
+  CudnnHandle cudnn;
+  CublasHandle cublas;
+  CudnnActivationDesc relu{CUDNN_ACTIVATION_RELU};
+  DeviceBuffer<float> zeros;  // z of the fused convs without a residual (never written)
+};
+
+struct ConvLayer {
+  ConvLayer(const Layer& l, std::int64_t n)
+      : x_desc(to_int(n), to_int(l.c), to_int(l.h), to_int(l.w)),
+        w_desc(to_int(l.k), to_int(l.c), to_int(l.window), to_int(l.window)),
+        conv_desc(to_int(l.pad), to_int(l.pad), to_int(l.stride), to_int(l.stride), CUDNN_FMA_MATH),
+        y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow)),
+        bias_desc(1, to_int(l.k), 1, 1),
+        weight(to_device(l.weight)),
+        bias(to_device(l.bias)) {}
+  CudnnTensorDesc x_desc;
+  CudnnFilterDesc w_desc;
+  CudnnConvolutionDesc conv_desc;
+  CudnnTensorDesc y_desc, bias_desc;
+  DeviceBuffer<float> weight, bias;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  DeviceBuffer<unsigned char> workspace;
+};
+
+Run prepare_conv(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x,
+                 const float* residual, float* y, std::set<std::string>& algorithms) {
+  auto c = std::make_shared<ConvLayer>(l, n);
+  c->algo = cudnn_find_fp32_algorithm(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
+                                      c->y_desc.get());
+  algorithms.insert(cudnn_algo_name(c->algo));
+  std::size_t bytes = 0;
+  DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(),
+                                                          c->conv_desc.get(), c->y_desc.get(), c->algo, &bytes));
+  c->workspace = DeviceBuffer<unsigned char>(bytes);
+  if (l.relu) {
+    // y = relu(conv(x) + alpha2 * z + bias): z is the residual, or zeros
+    // with alpha2 = 0 (z is read either way; zeros keep NaN out).
+    const float* z = residual != nullptr ? residual : sh->zeros.data();
+    const float alpha2 = residual != nullptr ? 1.0f : 0.0f;
+    return [sh, c, x, z, alpha2, y] {
+      const float alpha1 = 1.0f;
+      DLB_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+          sh->cudnn.get(), &alpha1, c->x_desc.get(), x, c->w_desc.get(), c->weight.data(), c->conv_desc.get(),
+          c->algo, c->workspace.data(), c->workspace.bytes(), &alpha2, c->y_desc.get(), z, c->bias_desc.get(),
+          c->bias.data(), sh->relu.get(), c->y_desc.get(), y));
+    };
+  }
+  DLB_REQUIRE(residual == nullptr, "gpu_cudnn: a residual join without ReLU in " + l.name);
+  return [sh, c, x, y] {
+    const float one = 1.0f, zero = 0.0f;
+    DLB_CUDNN_CHECK(cudnnConvolutionForward(sh->cudnn.get(), &one, c->x_desc.get(), x, c->w_desc.get(),
+                                            c->weight.data(), c->conv_desc.get(), c->algo, c->workspace.data(),
+                                            c->workspace.bytes(), &zero, c->y_desc.get(), y));
+    DLB_CUDNN_CHECK(cudnnAddTensor(sh->cudnn.get(), &one, c->bias_desc.get(), c->bias.data(), &one,
+                                   c->y_desc.get(), y));
+  };
+}
+
+Run prepare_pool(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x, float* y) {
+  struct Pool {
+    Pool(const Layer& l, std::int64_t n)
+        : desc(l.kind == LayerKind::max_pool ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+               to_int(l.kind == LayerKind::max_pool ? l.window : l.h),
+               to_int(l.kind == LayerKind::max_pool ? l.window : l.w),
+               to_int(l.kind == LayerKind::max_pool ? l.stride : l.h),
+               to_int(l.kind == LayerKind::max_pool ? l.stride : l.w)),
+          x_desc(to_int(n), to_int(l.c), to_int(l.h), to_int(l.w)),
+          y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow)) {}
+    CudnnPoolingDesc desc;
+    CudnnTensorDesc x_desc, y_desc;
+  };
+  auto p = std::make_shared<Pool>(l, n);
+  return [sh, p, x, y] {
+    const float one = 1.0f, zero = 0.0f;
+    DLB_CUDNN_CHECK(cudnnPoolingForward(sh->cudnn.get(), p->desc.get(), &one, p->x_desc.get(), x, &zero,
+                                        p->y_desc.get(), y));
+  };
+}
+
+// y [n, k] = x [n, in] * W^T + b. Column-major, cuBLAS sees y^T [k, n] =
+// op(W) [k, in] * x^T [in, n] with W read transposed from its row-major [k, in].
+Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x, float* y) {
+  auto w = std::make_shared<DeviceBuffer<float>>(to_device(l.weight));
+  auto b = std::make_shared<DeviceBuffer<float>>(to_device(l.bias));
+  const int k = to_int(l.k), in = to_int(l.in_size()), rows = to_int(n);
+  return [sh, w, b, k, in, rows, relu = l.relu, x, y] {
+    const float one = 1.0f, zero = 0.0f;
+    DLB_CUBLAS_CHECK(cublasSgemm(sh->cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, k, rows, in, &one, w->data(), in, x,
+                                 in, &zero, y, k));
+    launch_bias_relu_rows(rows, k, b->data(), relu, y, sh->stream);
+  };
+}
+
+struct Plan {
+  std::shared_ptr<Shared> shared;
+  std::shared_ptr<Activations<DeviceBuffer<float>>> act;
+  std::vector<Run> calls;
+  std::string implementation;
+};
+
+Plan build(const NetArgs& args, const Exec& exec) {
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
+  const Network& net = *args.net;
+  const std::int64_t n = args.batch;
+  Plan plan;
+  plan.shared = std::make_shared<Shared>(exec.stream);
+  plan.act = std::make_shared<Activations<DeviceBuffer<float>>>(args);
+  std::int64_t largest = 0;
+  for (const auto& l : net.layers) largest = std::max(largest, n * l.out_size());
+  plan.shared->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
+  DLB_CUDA_CHECK(cudaMemset(plan.shared->zeros.data(), 0, plan.shared->zeros.bytes()));
+  std::set<std::string> algorithms;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const float* x = plan.act->input(i);
+    float* y = plan.act->output(i);
+    switch (l.kind) {
+      case LayerKind::conv:
+        plan.calls.push_back(prepare_conv(plan.shared, l, n, x, plan.act->residual(i), y, algorithms));
+        break;
+      case LayerKind::max_pool:
+      case LayerKind::global_avg_pool:
+        plan.calls.push_back(prepare_pool(plan.shared, l, n, x, y));
+        break;
+      case LayerKind::fc:
+        plan.calls.push_back(prepare_fc(plan.shared, l, n, x, y));
+        break;
+      case LayerKind::log_softmax:
+        plan.calls.push_back(prepare_softmax_cudnn<SoftmaxKind::log_softmax>(SoftmaxArgs{n, l.k, x, y}, exec));
+        break;
+    }
+  }
+  for (const auto& a : algorithms) plan.implementation.append(plan.implementation.empty() ? "" : ", ").append(a);
+  return plan;
+}
+
+// A captured CUDA graph and its executable instance.
+class Graph {
+ public:
+  Graph(cudaStream_t stream, const std::vector<Run>& calls) {
+    DLB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (const auto& call : calls) call();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken != nullptr) cudaGraphDestroy(broken);
+      throw;
+    }
+    DLB_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    try {
+      DLB_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+    } catch (...) {
+      cudaGraphDestroy(graph_);
+      throw;
+    }
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() {
+    detail::report_release_failure(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+    detail::report_release_failure(cudaGraphDestroy(graph_), "cudaGraphDestroy");
+  }
+  void launch(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+bool block_first_conv(const Layer& l) {
+  return l.kind == LayerKind::conv && l.name.rfind("stage", 0) == 0 && l.name.ends_with(".conv1");
+}
+
+}  // namespace
+
+bool has_residual_blocks(const NetArgs& args) {
+  for (const auto& l : args.net->layers)
+    if (block_first_conv(l)) return true;
+  return false;
+}
+
+Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec) {
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_hybrid_first_conv runs on a CUDA stream");
+  if (!has_residual_blocks(args)) throw Unsupported(args.net->name + " has no residual blocks");
+  const Network& net = *args.net;
+  const std::int64_t n = args.batch;
+  cudaStream_t stream = exec.stream;
+  // The CPU part works on host buffers of its own: cpu_own's plan.
+  auto host_x = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(n * net.in_size()));
+  auto host_y = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(n * net.classes));
+  NetArgs host_args = args;
+  host_args.x = host_x->data();
+  host_args.y = host_y->data();
+  host_args.report = nullptr;
+  OwnCpuPlan cpu = build_own_cpu(host_args, exec);
+  auto sh = std::make_shared<Shared>(stream);
+  std::int64_t largest = 0;
+  for (const auto& l : net.layers)
+    if (block_first_conv(l)) largest = std::max(largest, n * l.out_size());
+  sh->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
+  DLB_CUDA_CHECK(cudaMemset(sh->zeros.data(), 0, sh->zeros.bytes()));
+  std::set<std::string> algorithms;
+  std::vector<Run> calls = cpu.calls;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    if (!block_first_conv(l)) continue;
+    // Pageable host memory both ways, as the lab's tensor.to('cuda') and
+    // .cpu(): each copy waits for the stream.
+    auto d_in = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.in_size()));
+    auto d_out = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.out_size()));
+    Run conv = prepare_conv(sh, l, n, d_in->data(), nullptr, d_out->data(), algorithms);
+    calls[i] = [sh, d_in, d_out, conv, h_in = cpu.act->input(i), h_out = cpu.act->output(i), stream] {
+      DLB_CUDA_CHECK(cudaMemcpyAsync(d_in->data(), h_in, d_in->bytes(), cudaMemcpyHostToDevice, stream));
+      conv();
+      DLB_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost, stream));
+      DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    };
+  }
+  // The network's input and output are in device memory, as for every GPU row.
+  calls.front() = [first = calls.front(), host_x, x = args.x, stream] {
+    DLB_CUDA_CHECK(cudaMemcpyAsync(host_x->data(), x, host_x->bytes(), cudaMemcpyDeviceToHost, stream));
+    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    first();
+  };
+  calls.back() = [last = calls.back(), host_y, y = args.y, stream] {
+    last();
+    DLB_CUDA_CHECK(cudaMemcpyAsync(y, host_y->data(), host_y->bytes(), cudaMemcpyHostToDevice, stream));
+    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  };
+  if (args.report != nullptr) {
+    std::string gpu;
+    for (const auto& a : algorithms) gpu.append(gpu.empty() ? "" : ", ").append(a);
+    args.report->implementation = "block conv1 on the GPU (" + gpu + "), the rest " + cpu.implementation;
+    args.report->synchronizes = true;
+  }
+  return run_layers(std::move(calls), args.report);
+}
+
+Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec) {
+  Plan plan = build(args, exec);
+  if (args.report != nullptr) args.report->implementation = plan.implementation;
+  std::vector<Run> calls;
+  for (auto& call : plan.calls) calls.push_back([keep = plan.act, call] { call(); });
+  return run_layers(std::move(calls), args.report);
+}
+
+Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec) {
+  Plan plan = build(args, exec);
+  // One pass outside the capture: lazy module loading and cuDNN's first-call
+  // set-up happen here, not in the graph.
+  for (const auto& call : plan.calls) call();
+  DLB_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
+  auto graph = std::make_shared<Graph>(exec.stream, plan.calls);
+  if (args.report != nullptr) {
+    args.report->implementation = plan.implementation + ", one CUDA graph";
+    // Per layer, the calls as gpu_cudnn makes them (a graph has no layers).
+    args.report->layer_calls.clear();
+    for (auto& call : plan.calls) args.report->layer_calls.push_back([keep = plan.act, call] { call(); });
+  }
+  return [graph, keep = plan.act, stream = exec.stream] { graph->launch(stream); };
+}
+
+}  // namespace dlb::nn
+
+#pragma GCC diagnostic pop

@@ -1,0 +1,133 @@
+// The own CUDA kernels of the GPU network backends (see nn_gpu.h). Written to
+// be obviously right and reasonably fast, not tuned: one thread per output
+// element, read-only loads through the texture path.
+#include "kernels/common/cuda_resources.h"
+#include "kernels/nn/nn_gpu.h"
+
+namespace dlb::nn {
+namespace {
+
+constexpr unsigned kBlock = 256;
+
+// One thread per output (n, k, oh, ow); the sum over (c, r, s) in a fixed
+// order, then bias, residual, ReLU.
+__global__ void conv_direct_fused(int batch, int c, int h, int w, int k, int oh, int ow, int r, int stride, int pad,
+                                  const float* __restrict__ x, const float* __restrict__ wt,
+                                  const float* __restrict__ bias, const float* __restrict__ residual, bool relu,
+                                  float* __restrict__ y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  const long long total = static_cast<long long>(batch) * k * oh * ow;
+  if (i >= total) return;
+  const int j = static_cast<int>(i % ow);
+  const int row = static_cast<int>((i / ow) % oh);
+  const int o = static_cast<int>((i / (static_cast<long long>(ow) * oh)) % k);
+  const int n = static_cast<int>(i / (static_cast<long long>(ow) * oh * k));
+  float sum = 0.0f;
+  for (int ch = 0; ch < c; ++ch) {
+    const float* in = x + (static_cast<long long>(n) * c + ch) * h * w;
+    const float* f = wt + (static_cast<long long>(o) * c + ch) * r * r;
+    for (int a = 0; a < r; ++a) {
+      const int iy = row * stride + a - pad;
+      if (iy < 0 || iy >= h) continue;
+      for (int b = 0; b < r; ++b) {
+        const int ix = j * stride + b - pad;
+        if (ix >= 0 && ix < w) sum = fmaf(__ldg(f + a * r + b), __ldg(in + iy * w + ix), sum);
+      }
+    }
+  }
+  float v = sum + __ldg(bias + o);
+  if (residual != nullptr) v += __ldg(residual + i);
+  y[i] = relu ? fmaxf(v, 0.0f) : v;
+}
+
+// One warp per output (n, k): lanes stride over the inputs, then a shuffle sum.
+__global__ void fc_warp(int batch, int in, int out, const float* __restrict__ x, const float* __restrict__ w,
+                        const float* __restrict__ bias, bool relu, float* __restrict__ y) {
+  const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= static_cast<long long>(batch) * out) return;
+  const int n = static_cast<int>(warp / out), o = static_cast<int>(warp % out);
+  const float* xr = x + static_cast<long long>(n) * in;
+  const float* wr = w + static_cast<long long>(o) * in;
+  float sum = 0.0f;
+  for (int i = lane; i < in; i += 32) sum = fmaf(__ldg(xr + i), __ldg(wr + i), sum);
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (lane == 0) {
+    const float v = sum + __ldg(bias + o);
+    y[warp] = relu ? fmaxf(v, 0.0f) : v;
+  }
+}
+
+__global__ void bias_relu_rows(long long rows, int cols, const float* __restrict__ bias, bool relu,
+                               float* __restrict__ y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= rows * cols) return;
+  const float v = y[i] + __ldg(bias + i % cols);
+  y[i] = relu ? fmaxf(v, 0.0f) : v;
+}
+
+__global__ void max_pool(long long planes, int h, int w, int oh, int ow, int window, const float* __restrict__ x,
+                         float* __restrict__ y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= planes * oh * ow) return;
+  const int j = static_cast<int>(i % ow), row = static_cast<int>((i / ow) % oh);
+  const float* in = x + (i / (static_cast<long long>(oh) * ow)) * h * w + row * window * w + j * window;
+  float m = in[0];
+  for (int a = 0; a < window; ++a)
+    for (int b = 0; b < window; ++b) m = fmaxf(m, __ldg(in + a * w + b));
+  y[i] = m;
+}
+
+// One warp per plane.
+__global__ void global_avg_pool(long long planes, int plane, const float* __restrict__ x, float* __restrict__ y) {
+  const long long warp = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= planes) return;
+  float sum = 0.0f;
+  for (int i = lane; i < plane; i += 32) sum += __ldg(x + warp * plane + i);
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (lane == 0) y[warp] = sum / static_cast<float>(plane);
+}
+
+int to_int(std::int64_t v) { return static_cast<int>(v); }  // layer sizes are small
+
+}  // namespace
+
+void launch_conv_direct_fused(const Layer& l, std::int64_t batch, const float* x, const float* w, const float* bias,
+                              const float* residual, float* y, CUstream_st* stream) {
+  const std::size_t total = static_cast<std::size_t>(batch * l.out_size());
+  conv_direct_fused<<<blocks_for(total, kBlock), kBlock, 0, stream>>>(
+      to_int(batch), to_int(l.c), to_int(l.h), to_int(l.w), to_int(l.k), to_int(l.oh), to_int(l.ow), to_int(l.window),
+      to_int(l.stride), to_int(l.pad), x, w, bias, residual, l.relu, y);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_fc(const Layer& l, std::int64_t batch, const float* x, const float* w, const float* bias, float* y,
+               CUstream_st* stream) {
+  const std::size_t threads = static_cast<std::size_t>(batch * l.k) * 32;
+  fc_warp<<<blocks_for(threads, kBlock), kBlock, 0, stream>>>(to_int(batch), to_int(l.in_size()), to_int(l.k), x, w,
+                                                             bias, l.relu, y);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_bias_relu_rows(std::int64_t rows, std::int64_t cols, const float* bias, bool relu, float* y,
+                           CUstream_st* stream) {
+  bias_relu_rows<<<blocks_for(static_cast<std::size_t>(rows * cols), kBlock), kBlock, 0, stream>>>(
+      rows, to_int(cols), bias, relu, y);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_max_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream) {
+  const std::size_t total = static_cast<std::size_t>(batch * l.out_size());
+  max_pool<<<blocks_for(total, kBlock), kBlock, 0, stream>>>(batch * l.c, to_int(l.h), to_int(l.w), to_int(l.oh),
+                                                            to_int(l.ow), to_int(l.window), x, y);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_global_avg_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream) {
+  const std::size_t threads = static_cast<std::size_t>(batch * l.c) * 32;
+  global_avg_pool<<<blocks_for(threads, kBlock), kBlock, 0, stream>>>(batch * l.c, to_int(l.h * l.w), x, y);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace dlb::nn
