@@ -17,6 +17,9 @@
 #include <map>
 
 #include "bench/cases/nn_case.h"
+#if DLB_TEST_GPU
+#include "bench/cases/nn_stream_case.h"
+#endif
 #include "kernels/common/error.h"
 #include "kernels/common/operand.h"
 #include "kernels/common/random.h"
@@ -475,6 +478,23 @@ TEST_P(AccuracyTest, WholeTestSetAgreesWithPyTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AccuracyTest, ::testing::ValuesIn(with_batch(100)), backend_name);
+
+#if DLB_TEST_GPU
+// The test set streamed through gpu_cudnn, every copy mode, with a batch that
+// leaves a partial last batch (10,000 = 33 x 300 + 100).
+TEST(NetStream, EveryModeClassifiesTheTestSet) {
+  const nn::NetVariant* cudnn = nullptr;
+  for (const auto& v : nn::network_variants())
+    if (v.name == "gpu_cudnn") cudnn = &v;
+  if (cudnn == nullptr) GTEST_SKIP() << "a build without cuDNN";
+  for (const auto& mode : stream_modes()) {
+    NetStreamCase c(*cudnn, "resnet20", 300, mode);
+    const auto logits = c.validate();
+    EXPECT_TRUE(logits.ok) << mode.name << ": " << logits.summary();
+    EXPECT_TRUE(c.accuracy().ok()) << mode.name << ": " << c.accuracy().summary();
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace dlb

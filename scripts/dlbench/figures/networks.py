@@ -49,6 +49,29 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
+def _best(cases: list[Case], peers: bool, batch: int, metric: str, lowest: bool):
+    """(value, variant) of the best dlbench backend (peers=False) or peer at this batch."""
+    found = [(c.median(metric), c.variant) for c in cases
+             if c.args["batch"] == batch and c.error is None and c.variant.startswith("peer_") == peers
+             and c.median(metric) is not None]
+    return (min if lowest else max)(found) if found else None
+
+
+def peer_ratios(cases: list[Case]) -> str:
+    """The sentence comparing the best dlbench backend with the best peer:
+    images/s at batch 64 and batch-1 median latency; "" without peers."""
+    parts = []
+    ours, theirs = _best(cases, False, 64, "items_per_second", False), _best(cases, True, 64, "items_per_second", False)
+    if ours and theirs:
+        parts.append(f"batch 64 images/s {ours[0] / theirs[0]:.2f}x (`{ours[1]}` {ours[0]:,.0f}, "
+                     f"`{theirs[1]}` {theirs[0]:,.0f})")
+    ours, theirs = _best(cases, False, 1, "latency_p50_us", True), _best(cases, True, 1, "latency_p50_us", True)
+    if ours and theirs:
+        parts.append(f"batch-1 latency {ours[0] / theirs[0]:.2f} of the peer's (`{ours[1]}` {ours[0]:.0f} us, "
+                     f"`{theirs[1]}` {theirs[0]:.0f} us)")
+    return "Best dlbench / best peer, same run: " + "; ".join(parts) + "." if parts else ""
+
+
 def table(results: Results) -> str:
     """Markdown, per network: images/s of every backend at each batch size,
     batch-1 median latency, accuracy on the test set, max_rel_err against
@@ -90,6 +113,9 @@ def table(results: Results) -> str:
         if summary:
             lines.append("")
             lines.append("Fastest backend, " + ", ".join(summary) + ".")
+        ratios = peer_ratios(cases)
+        if ratios:
+            lines.append(ratios)
         blocks.append("\n".join(lines))
     if not blocks:
         return ""
