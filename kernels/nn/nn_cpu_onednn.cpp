@@ -4,13 +4,18 @@
 // output, the next layer taking that layout as its input), so the only
 // reorders in the pass are the input (NCHW -> blocked) and, where the last
 // layer's layout is not plain, the output. Weights are reordered into each
-// primitive's layout once, here.
+// primitive's layout once, here. Each 3x3 stride-1 conv past the first is
+// oneDNN's Winograd or convolution_auto, whichever ran it faster here
+// (Winograd with the reorder into its layout where it wants another one).
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "kernels/common/error.h"
@@ -68,6 +73,62 @@ dnnl::primitive_attr relu_attr(bool sum, bool relu) {
   return attr;
 }
 
+// make(from): a primitive descriptor taking its input in layout `from`.
+// Made for `fixed` (the layout the layer before left); where oneDNN has only
+// its reference implementation for that layout (a layout its fast kernels do
+// not take, left by a Winograd layer), made again for the layout it prefers
+// (format_tag::any), and the caller reorders into it.
+template <class Make>
+auto not_reference(Make make, const memory::desc& fixed) {
+  auto pd = make(fixed);
+  if (std::string_view(pd.impl_info_str()).substr(0, 3) == "ref") {
+    auto other = make(memory::desc(fixed.dims(), fixed.data_type(), tag::any));
+    if (std::string_view(other.impl_info_str()).substr(0, 3) != "ref") return other;
+  }
+  return pd;
+}
+
+// Best of three runs of `steps` in order, after a warm-up.
+double best_of_three(const std::vector<Step>& steps) {
+  double best = 1e30;
+  for (int i = 0; i < 4; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& step : steps) step.primitive.execute(onednn_stream(), step.args);
+    onednn_stream().wait();
+    if (i > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+// Whether convolution `a` runs this layer faster than `b`, each with the
+// reorder of src into the layout it takes where that differs, timed on
+// zeroed activations (their values do not change the time of these
+// kernels, and zeros are never denormal).
+bool faster_of_two(const dnnl::convolution_forward::primitive_desc& a,
+                   const dnnl::convolution_forward::primitive_desc& b, const memory& src,
+                   const std::optional<memory>& dst, const Layer& l, const memory::dims& w_dims) {
+  std::memset(src.get_data_handle(), 0, src.get_desc().get_size());
+  double seconds[2];
+  int i = 0;
+  for (const auto* pd : {&a, &b}) {
+    std::vector<Step> steps;
+    memory in = src;
+    if (pd->src_desc() != src.get_desc()) {
+      in = memory(pd->src_desc(), onednn_engine());
+      steps.push_back(Step{dnnl::reorder(src, in), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, in}}});
+    }
+    memory out = dst ? *dst : memory(pd->dst_desc(), onednn_engine());
+    std::memset(out.get_data_handle(), 0, out.get_desc().get_size());
+    steps.push_back(Step{dnnl::convolution_forward(*pd),
+                         {{DNNL_ARG_SRC, in},
+                          {DNNL_ARG_WEIGHTS, weights_in(pd->weights_desc(), memory::desc(w_dims, f32, tag::oihw), l.weight)},
+                          {DNNL_ARG_BIAS, owned_copy(pd->bias_desc(), l.bias)},
+                          {DNNL_ARG_DST, out}}});
+    seconds[i++] = best_of_three(steps);
+  }
+  return seconds[0] < seconds[1];
+}
+
 }  // namespace
 
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
@@ -117,11 +178,29 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
           dst_desc = dst->get_desc();
         }
         const memory::dims w_dims{l.k, l.c, l.window, l.window};
-        const dnnl::convolution_forward::desc desc(
-            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_auto, src_desc,
-            memory::desc(w_dims, f32, tag::any), memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride},
-            {l.pad, l.pad}, {l.pad, l.pad});
-        const dnnl::convolution_forward::primitive_desc pd(desc, relu_attr(l.residual >= 0, l.relu), engine);
+        const auto attr = relu_attr(l.residual >= 0, l.relu);
+        const auto conv_pd = [&](dnnl::algorithm algorithm, const memory::desc& from) {
+          const dnnl::convolution_forward::desc desc(
+              dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, f32, tag::any),
+              memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
+          return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
+        };
+        auto pd = not_reference(
+            [&](const memory::desc& from) { return conv_pd(dnnl::algorithm::convolution_auto, from); }, src_desc);
+        // Past the first layer, oneDNN's Winograd where it has one for the
+        // shape and the post-ops (not with the residual sum in oneDNN 2.6),
+        // in the layout it wants: Winograd plus the reorder into that layout
+        // is timed against convolution_auto once, here, and the faster kept
+        // (as a framework's autotuner does; which wins depends on the shape
+        // and the batch).
+        if (!first && l.window == 3 && l.stride == 1) {
+          try {
+            auto wino = conv_pd(dnnl::algorithm::convolution_winograd, memory::desc(src_desc.dims(), f32, tag::any));
+            if (faster_of_two(wino, pd, src, dst, l, w_dims)) pd = wino;
+          } catch (const dnnl::error&) {
+            // No Winograd implementation for this shape, CPU or post-ops.
+          }
+        }
         take_src(pd.src_desc());
         if (!dst) dst = memory(pd.dst_desc(), engine);
         plan.main = Step{dnnl::convolution_forward(pd),
@@ -137,11 +216,15 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
       case LayerKind::global_avg_pool: {
         const bool max = l.kind == LayerKind::max_pool;
         const memory::dims kernel = max ? memory::dims{l.window, l.window} : memory::dims{l.h, l.w};
-        const dnnl::pooling_forward::desc desc(
-            dnnl::prop_kind::forward_inference,
-            max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, src_desc, any_dst,
-            kernel, kernel, {0, 0}, {0, 0});
-        const dnnl::pooling_forward::primitive_desc pd(desc, engine);
+        const auto pd = not_reference(
+            [&](const memory::desc& from) {
+              const dnnl::pooling_forward::desc desc(
+                  dnnl::prop_kind::forward_inference,
+                  max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, from, any_dst,
+                  kernel, kernel, {0, 0}, {0, 0});
+              return dnnl::pooling_forward::primitive_desc(desc, engine);
+            },
+            src_desc);
         take_src(pd.src_desc());
         out[i] = memory(pd.dst_desc(), engine);
         plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
@@ -154,10 +237,14 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
         const bool spatial = in_dims.size() == 4;
         const memory::dims w_dims = spatial ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]}
                                             : memory::dims{l.k, in_dims[1]};
-        const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_desc,
-                                                     memory::desc(w_dims, f32, tag::any),
-                                                     memory::desc({l.k}, f32, tag::a), any_dst);
-        const dnnl::inner_product_forward::primitive_desc pd(desc, relu_attr(false, l.relu), engine);
+        const auto pd = not_reference(
+            [&](const memory::desc& from) {
+              const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
+                                                           memory::desc(w_dims, f32, tag::any),
+                                                           memory::desc({l.k}, f32, tag::a), any_dst);
+              return dnnl::inner_product_forward::primitive_desc(desc, relu_attr(false, l.relu), engine);
+            },
+            src_desc);
         take_src(pd.src_desc());
         out[i] = memory(pd.dst_desc(), engine);
         plan.main = Step{dnnl::inner_product_forward(pd),

@@ -86,16 +86,31 @@ Run prepare_conv(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t
   c->workspace = DeviceBuffer<unsigned char>(bytes);
   if (l.relu) {
     // y = relu(conv(x) + alpha2 * z + bias): z is the residual, or zeros
-    // with alpha2 = 0 (z is read either way; zeros keep NaN out).
+    // with alpha2 = 0 (z may be read either way; zeros keep NaN out).
     const float* z = residual != nullptr ? residual : sh->zeros.data();
     const float alpha2 = residual != nullptr ? 1.0f : 0.0f;
-    return [sh, c, x, z, alpha2, y] {
+    const auto fused = [sh, c, x, z, alpha2, y] {
       const float alpha1 = 1.0f;
-      DLB_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+      return cudnnConvolutionBiasActivationForward(
           sh->cudnn.get(), &alpha1, c->x_desc.get(), x, c->w_desc.get(), c->weight.data(), c->conv_desc.get(),
           c->algo, c->workspace.data(), c->workspace.bytes(), &alpha2, c->y_desc.get(), z, c->bias_desc.get(),
-          c->bias.data(), sh->relu.get(), c->y_desc.get(), y));
+          c->bias.data(), sh->relu.get(), c->y_desc.get(), y);
     };
+    // The algorithm was timed by the search as a plain convolution: try it
+    // fused once (on whatever the buffers hold now); where cuDNN does not
+    // fuse it, IMPLICIT_PRECOMP_GEMM, the algorithm the fused call is
+    // documented for.
+    if (fused() == CUDNN_STATUS_NOT_SUPPORTED) {
+      algorithms.erase(cudnn_algo_name(c->algo));
+      c->algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      algorithms.insert(std::string(cudnn_algo_name(c->algo)) + " (fused fallback)");
+      DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(),
+                                                              c->conv_desc.get(), c->y_desc.get(), c->algo, &bytes));
+      c->workspace = DeviceBuffer<unsigned char>(bytes);
+      DLB_CUDNN_CHECK(fused());
+    }
+    DLB_CUDA_CHECK(cudaStreamSynchronize(sh->stream));
+    return [fused] { DLB_CUDNN_CHECK(fused()); };
   }
   DLB_REQUIRE(residual == nullptr, "gpu_cudnn: a residual join without ReLU in " + l.name);
   return [sh, c, x, y] {
@@ -183,6 +198,10 @@ Plan build(const NetArgs& args, const Exec& exec) {
     }
   }
   for (const auto& a : algorithms) plan.implementation.append(plan.implementation.empty() ? "" : ", ").append(a);
+  // The weights went up with cudaMemcpy from pageable memory, the zeros with
+  // cudaMemset: both on the legacy stream, which the case's non-blocking
+  // stream is not ordered after. Wait for them here.
+  DLB_CUDA_CHECK(cudaDeviceSynchronize());
   return plan;
 }
 
@@ -262,7 +281,7 @@ Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec) {
     auto d_in = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.in_size()));
     auto d_out = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.out_size()));
     Run conv = prepare_conv(sh, l, n, d_in->data(), nullptr, d_out->data(), algorithms);
-    calls[i] = [sh, d_in, d_out, conv, h_in = cpu.act->input(i), h_out = cpu.act->output(i), stream] {
+    calls[i] = [sh, d_in, d_out, conv, act = cpu.act, h_in = cpu.act->input(i), h_out = cpu.act->output(i), stream] {
       DLB_CUDA_CHECK(cudaMemcpyAsync(d_in->data(), h_in, d_in->bytes(), cudaMemcpyHostToDevice, stream));
       conv();
       DLB_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost, stream));
@@ -280,6 +299,7 @@ Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec) {
     DLB_CUDA_CHECK(cudaMemcpyAsync(y, host_y->data(), host_y->bytes(), cudaMemcpyHostToDevice, stream));
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
   };
+  DLB_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros' cudaMemset, on the legacy stream
   if (args.report != nullptr) {
     std::string gpu;
     for (const auto& a : algorithms) gpu.append(gpu.empty() ? "" : ", ").append(a);
@@ -310,7 +330,8 @@ Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec) {
     args.report->layer_calls.clear();
     for (auto& call : plan.calls) args.report->layer_calls.push_back([keep = plan.act, call] { call(); });
   }
-  return [graph, keep = plan.act, stream = exec.stream] { graph->launch(stream); };
+  // The graph points into everything the plan owns: the Run keeps it all.
+  return [graph, plan = std::move(plan), stream = exec.stream] { graph->launch(stream); };
 }
 
 }  // namespace dlb::nn

@@ -66,12 +66,12 @@ __global__ void bias_relu_rows(long long rows, int cols, const float* __restrict
   y[i] = relu ? fmaxf(v, 0.0f) : v;
 }
 
-__global__ void max_pool(long long planes, int h, int w, int oh, int ow, int window, const float* __restrict__ x,
-                         float* __restrict__ y) {
+__global__ void max_pool(long long planes, int h, int w, int oh, int ow, int window, int stride,
+                         const float* __restrict__ x, float* __restrict__ y) {
   const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (i >= planes * oh * ow) return;
   const int j = static_cast<int>(i % ow), row = static_cast<int>((i / ow) % oh);
-  const float* in = x + (i / (static_cast<long long>(oh) * ow)) * h * w + row * window * w + j * window;
+  const float* in = x + (i / (static_cast<long long>(oh) * ow)) * h * w + row * stride * w + j * stride;
   float m = in[0];
   for (int a = 0; a < window; ++a)
     for (int b = 0; b < window; ++b) m = fmaxf(m, __ldg(in + a * w + b));
@@ -120,7 +120,7 @@ void launch_bias_relu_rows(std::int64_t rows, std::int64_t cols, const float* bi
 void launch_max_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream) {
   const std::size_t total = static_cast<std::size_t>(batch * l.out_size());
   max_pool<<<blocks_for(total, kBlock), kBlock, 0, stream>>>(batch * l.c, to_int(l.h), to_int(l.w), to_int(l.oh),
-                                                            to_int(l.ow), to_int(l.window), x, y);
+                                                            to_int(l.ow), to_int(l.window), to_int(l.stride), x, y);
   DLB_CUDA_CHECK_LAUNCH();
 }
 

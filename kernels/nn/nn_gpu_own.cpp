@@ -55,6 +55,10 @@ Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec) {
         break;
     }
   }
+  // The weights went up with cudaMemcpy from pageable memory, which may
+  // return before the copy lands, on the legacy stream the case's stream is
+  // not ordered after: wait for them here.
+  DLB_CUDA_CHECK(cudaDeviceSynchronize());
   if (args.report != nullptr) args.report->implementation = "own direct conv, epilogue fused";
   return run_layers(std::move(calls), args.report);
 }
