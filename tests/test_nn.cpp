@@ -149,6 +149,54 @@ TEST(SafeTensors, BadFiles) {
   expect_error([] { SafeTensors::read(temp_path("does_not_exist")); }, {"cannot open"});
 }
 
+// Seeded random corruptions of a valid image: every one either parses or is
+// refused with dlb::Error, never a crash or another exception (run under
+// ASan/UBSan this also catches out-of-bounds reads).
+template <class Parse>
+void survives_corruption(const std::vector<std::byte>& good, Parse parse, int rounds = 3000) {
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  const auto next = [&state] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  int refused = 0;
+  for (int round = 0; round < rounds; ++round) {
+    auto bytes = good;
+    switch (next() % 4) {
+      case 0:  // flip a few bytes
+        for (int i = 0, n = 1 + static_cast<int>(next() % 4); i < n; ++i)
+          bytes[next() % bytes.size()] = static_cast<std::byte>(next());
+        break;
+      case 1:  // truncate
+        bytes.resize(next() % bytes.size());
+        break;
+      case 2:  // append garbage
+        for (int i = 0, n = 1 + static_cast<int>(next() % 64); i < n; ++i) bytes.push_back(static_cast<std::byte>(next()));
+        break;
+      default:  // overwrite the 8-byte length or the first dimensions
+        for (int i = 0; i < 8 && i < static_cast<int>(bytes.size()); ++i) bytes[static_cast<std::size_t>(i)] = static_cast<std::byte>(next());
+        break;
+    }
+    try {
+      parse(bytes);
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, rounds / 4);  // the corruptions were noticed, not all accepted
+}
+
+TEST(SafeTensors, SurvivesCorruptedFiles) {
+  const auto file = write_tensors({{"a", {"F32", {2, 3}, raw<float>({1.f, 2.f, 3.f, 4.f, 5.f, 6.f})}},
+                                   {"b", {"U8", {4}, raw<std::uint8_t>({1, 2, 3, 4})}},
+                                   {"n", {"I64", {1}, raw<std::int64_t>({7})}}},
+                                  {{"input_mean", "0.5"}});
+  survives_corruption(file, [](const std::vector<std::byte>& bytes) {
+    const auto st = SafeTensors::parse(bytes, "fuzz");
+    for (const auto& [name, info] : st.tensors()) (void)st.raw(name);
+  });
+}
+
 // ------------------------------------------------------------ network weights
 
 // The committed weights of `name`, rewritten with `edit` applied to its
@@ -289,6 +337,28 @@ TEST(Idx, BadFiles) {
   write_gzip(temp_path("img.gz"), images);
   expect_error([] { nn::read_idx(temp_path("img.gz"), temp_path("lab10.gz")); }, {"label 10 of item 1"});
   expect_error([] { nn::read_idx(temp_path("no_such_file"), temp_path("lab.gz")); }, {"cannot open"});
+}
+
+TEST(Idx, SurvivesCorruptedFiles) {
+  const auto labels = idx({3}, {1, 2, 3});
+  write_plain(temp_path("fuzz_lab"), labels);
+  const auto images = idx({3, 4, 5}, iota_bytes(60));
+  std::vector<std::byte> good(images.size());
+  std::memcpy(good.data(), images.data(), images.size());
+  survives_corruption(good, [](const std::vector<std::byte>& bytes) {
+    write_file(temp_path("fuzz_img"), bytes);
+    nn::read_idx(temp_path("fuzz_img"), temp_path("fuzz_lab"));
+  }, 1000);
+  // The same through gzip: corrupted compressed streams.
+  write_gzip(temp_path("fuzz_img.gz"), images);
+  std::ifstream in(temp_path("fuzz_img.gz"), std::ios::binary);
+  const std::vector<char> gz((std::istreambuf_iterator<char>(in)), {});
+  std::vector<std::byte> good_gz(gz.size());
+  std::memcpy(good_gz.data(), gz.data(), gz.size());
+  survives_corruption(good_gz, [](const std::vector<std::byte>& bytes) {
+    write_file(temp_path("fuzz_img.gz"), bytes);
+    nn::read_idx(temp_path("fuzz_img.gz"), temp_path("fuzz_lab"));
+  }, 1000);
 }
 
 TEST(Cifar10, ReadsRecordsAndRejectsBadFiles) {
