@@ -2,12 +2,15 @@
 """Rewrites the generated tables in README.md from committed results.
 
     scripts/readme.py results/<machine>/<run>.json [more.json ...] [--readme README.md] [--check]
+                      [--families networks,softmax]
 
 README.md marks each generated block with
     <!-- BEGIN GENERATED <family> --> ... <!-- END GENERATED <family> -->
 and the block is replaced by the family module's table() for every given
 file that has cases of that family, each headed by the file it comes from.
 Tables are never typed in by hand. --check exits 1 if README.md is stale.
+--families rewrites only those blocks (the others keep the run they were
+generated from: a family measured on another machine or at another time).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from dlbench.results import ResultsError, load  # noqa: E402
 BLOCK = re.compile(r"(<!-- BEGIN GENERATED (\S+) -->\n)(.*?)(<!-- END GENERATED \2 -->)", re.S)
 
 
-def render(text: str, results_list) -> str:
+def render(text: str, results_list, families: set[str] | None = None) -> str:
     tables = {m.FAMILY: m.table for m in figures.modules() if hasattr(m, "table")}
 
     def replace(match: re.Match) -> str:
         family = match.group(2)
         if family not in tables:
             raise SystemExit(f"readme.py: README block for unknown family {family!r}")
+        if families is not None and family not in families:
+            return match.group(0)
         parts = []
         for r in results_list:
             body = tables[family](r)
@@ -49,6 +54,7 @@ def main(argv=None) -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--readme", type=Path, default=Path("README.md"))
     parser.add_argument("--check", action="store_true", help="exit 1 if the README is not up to date")
+    parser.add_argument("--families", help="comma-separated README blocks to rewrite (default: all)")
     args = parser.parse_args(argv)
     try:
         results_list = [load(f) for f in args.files]
@@ -56,7 +62,15 @@ def main(argv=None) -> int:
         print(f"readme.py: {e}", file=sys.stderr)
         return 2
     old = args.readme.read_text()
-    new = render(old, results_list)
+    families = None
+    if args.families:
+        families = set(args.families.split(","))
+        known = {m.FAMILY for m in figures.modules() if hasattr(m, "table")}
+        if families - known:
+            print(f"readme.py: unknown families {', '.join(sorted(families - known))} (known: {', '.join(sorted(known))})",
+                  file=sys.stderr)
+            return 2
+    new = render(old, results_list, families)
     if args.check:
         if new != old:
             print(f"readme.py: {args.readme} is out of date with {', '.join(map(str, args.files))}", file=sys.stderr)

@@ -8,14 +8,17 @@
 // Backends (the table in nn.cpp):
 //   cpu_own     own kernels: per conv layer the faster of the conv family's own cpu_direct and
 //               cpu_winograd (3x3 stride 1 only), timed once in prepare; folded batch-norm bias,
-//               residual add and ReLU in one pass over the conv's output while it is in cache;
+//               residual add and ReLU in one pass over the conv's output (after the conv, not in
+//               its kernel);
 //               own max/avg pools; own fc (weights packed [in][out] in prepare, 4 rows x 32
 //               outputs in registers); log-softmax by the softmax family's cpu_fused. NCHW
 //               throughout, OpenMP on all cores
 //   cpu_onednn  oneDNN primitives as a framework chains them: every layer created with
-//               format_tag::any, its blocked layout (nChw16c...) kept from layer to layer, reorders
-//               only at the input and the output; conv with bias, the residual add as a sum post-op
-//               into the shortcut's buffer (in place) and ReLU as an eltwise post-op; fc as
+//               format_tag::any, its layout (nhwc, nChw16c...) kept from layer to layer, reorders
+//               only at the input and the output and where a layer's fast kernels want another
+//               layout; conv with bias, the residual add as a sum post-op into the shortcut's
+//               buffer (in place) and ReLU as an eltwise post-op; per 3x3 stride-1 conv without
+//               the residual sum, oneDNN's Winograd where it is faster (timed in prepare); fc as
 //               inner_product with ReLU post-op; pooling, softmax_v2 (log)
 //   cpu_eigen   the plain-library baseline: conv as the conv family's cpu_im2col (own im2col, Eigen
 //               GEMM), the epilogue, fc (X W^T + b) and log-softmax as Eigen expressions on
