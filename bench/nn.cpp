@@ -10,10 +10,11 @@
 // top-1 on more than kMaxDisagreements images fails every case of it.
 // Counters: items_per_second (images/s), flops (2 x MACs x batch per pass),
 // accuracy, torch_disagreements (test images whose top-1 differs from
-// PyTorch's), held_bytes (heap the prepared backend holds), and at batch 1 the
+// PyTorch's), peak_bytes (NetCase::peak_bytes), and at batch 1 the
 // p50/p90/p99 latency of single calls in microseconds (latency_p50_us ...).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <span>
 #include <string>
@@ -91,7 +92,7 @@ void register_nn(Config& config) {
           }
           state.SetItemsProcessed(state.iterations() * batch);
           set_flops(state, 2.0 * c->network().macs() * static_cast<double>(batch));
-          state.counters["held_bytes"] = c->held_bytes();
+          if (std::isfinite(c->peak_bytes())) state.counters["peak_bytes"] = c->peak_bytes();
           state.SetLabel(c->report().implementation);
         });
       }

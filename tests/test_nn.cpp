@@ -526,14 +526,34 @@ std::string backend_name(const ::testing::TestParamInfo<BackendParam>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendTest, ::testing::ValuesIn(backend_params()), backend_name);
 
-std::vector<BackendParam> with_batch(std::int64_t batch) {
+// One parameter per (network, backend), at this batch; only `network` if given.
+std::vector<BackendParam> with_batch(std::int64_t batch, std::string_view network = {}) {
   std::vector<BackendParam> out;
   for (auto p : backend_params())
-    if (p.batch == 1) out.push_back({p.network, p.variant, batch});
+    if (p.batch == 1 && (network.empty() || p.network == network)) out.push_back({p.network, p.variant, batch});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LayerCallsTest, ::testing::ValuesIn(with_batch(3)), backend_name);
+
+class PeakMemoryTest : public ::testing::TestWithParam<BackendParam> {};
+
+// The memory counter measures something: at least the input and output,
+// and more for a batch with 64 times the activations.
+TEST_P(PeakMemoryTest, GrowsWithTheBatch) {
+  const auto& p = GetParam();
+  NetCase one(*p.variant, p.network, 1);
+  const double small = one.peak_bytes();
+  NetCase big(*p.variant, p.network, p.batch);
+  if (std::isnan(big.peak_bytes())) GTEST_SKIP() << "this process cannot reset its peak resident set";
+  const double io =
+      static_cast<double>(p.batch * (big.network().in_size() + big.network().classes)) * sizeof(float);
+  EXPECT_GE(big.peak_bytes(), io);
+  // resnet20's activations alone: 64 images x about 0.7 MB (fp32).
+  EXPECT_GT(big.peak_bytes(), small + 20e6) << small << " at batch 1";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, PeakMemoryTest, ::testing::ValuesIn(with_batch(64, "resnet20")), backend_name);
 
 class AccuracyTest : public ::testing::TestWithParam<BackendParam> {};
 

@@ -47,11 +47,15 @@ class NetCase {
   const nn::Network& network() const { return net_; }
   const nn::NetReport& report() const { return report_; }
   std::int64_t batch() const { return batch_; }
-  // Memory the prepared backend holds (its buffers, packed weights, library
-  // scratch) plus the input and output, measured across prepare and one
-  // pass: the growth of the process's heap (mallinfo2) on the CPU, of the
-  // device's used memory (cudaMemGetInfo) on the GPU.
-  double held_bytes() const { return held_bytes_; }
+  // The memory a forward pass holds: what the prepared backend keeps (its
+  // buffers, packed weights, library scratch and workspace) plus the peak
+  // of one pass on top, and the input and output. CPU: growth of the
+  // process's peak resident set (every page touched, whoever allocated
+  // it), the peak reset after prepare so that prepare's own transients
+  // (timing trials) do not count; NaN where the process cannot reset it
+  // (/proc/self/clear_refs). GPU: growth of the device memory in use (the
+  // GPU backends allocate nothing during a pass).
+  double peak_bytes() const { return peak_bytes_; }
   // The outputs of test images [first, first + count) (count a multiple of
   // the batch), [count, classes].
   std::vector<float> outputs(std::int64_t first, std::int64_t count);
@@ -66,7 +70,7 @@ class NetCase {
   void load_input(std::int64_t first);
   nn::NetReport report_;
   Run run_;
-  double held_bytes_ = 0;
+  double peak_bytes_ = 0;
 };
 
 }  // namespace dlb
