@@ -19,6 +19,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/gpu.h"
+#include "kernels/common/operand.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/nn.h"
 
@@ -78,19 +79,32 @@ int run(int argc, char** argv) {
 
   const auto net = dlb::nn::load_network(network, weights.empty() ? dlb::nn::weights_path(network) : weights);
   const auto& data = dlb::nn::fashion_mnist_test();
-  if (images < 1 || first + images > data.n) {
+  if (images < 1 || first >= data.n || images > data.n - first) {
     throw dlb::Error("--first=" + std::to_string(first) + " --images=" + std::to_string(images) +
                      ": the test set has images 0.." + std::to_string(data.n - 1));
   }
 
-  std::vector<float> x(static_cast<std::size_t>(images * net.in_size()));
+  // In batches of at most kBatch images (the last one may be smaller).
+  constexpr long long kBatch = 256;
+  const long long batch = std::min(images, kBatch);
   std::vector<float> y(static_cast<std::size_t>(images * net.classes));
-  dlb::nn::network_input(data, first, images, net.input_mean, net.input_std, net.c, net.h, net.w, x.data());
   const dlb::ExecContext ctx(variant->device);
+  dlb::Operand<float> x_op(static_cast<std::size_t>(batch * net.in_size()), variant->device);
+  dlb::Operand<float> y_op(static_cast<std::size_t>(batch * net.classes), variant->device);
   dlb::nn::NetReport report;
-  const dlb::Run pass = variant->prepare(dlb::nn::NetArgs{&net, images, x.data(), y.data(), &report}, ctx.exec());
-  pass();
-  ctx.synchronize();
+  const dlb::Run pass =
+      variant->prepare(dlb::nn::NetArgs{&net, batch, x_op.data(), y_op.data(), &report}, ctx.exec());
+  for (long long b = 0; b < images; b += batch) {
+    const long long count = std::min(batch, images - b);
+    std::fill(x_op.host().begin(), x_op.host().end(), 0.0f);
+    dlb::nn::network_input(data, first + b, count, net.input_mean, net.input_std, net.c, net.h, net.w,
+                           x_op.host().data());
+    x_op.upload();
+    pass();
+    ctx.synchronize();
+    y_op.download();
+    std::copy_n(y_op.host().begin(), count * net.classes, y.begin() + b * net.classes);
+  }
 
   std::printf("%s (%s) on %s, backend %s\n", net.name.c_str(), net.weights_path.c_str(), data.source.c_str(),
               std::string(variant->name).c_str());

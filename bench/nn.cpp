@@ -73,6 +73,7 @@ void register_nn(Config& config) {
             // Single calls, each timed from the host until its result is
             // there (a GPU call synchronized): the single-stream latency view.
             std::vector<double> seconds;
+            seconds.reserve(static_cast<std::size_t>(state.max_iterations));
             for (auto _ : state) {
               const auto start = std::chrono::steady_clock::now();
               c->run();

@@ -57,6 +57,9 @@ class Classify(unittest.TestCase):
                 ("--network=mnist_cnn", "--weights=" + str(ROOT / "models/fashion-mnist/mnist_lenet.safetensors")):
                     "tensor 'conv1.weight': shape [20, 1, 5, 5], expected [32, 1, 3, 3]",
                 ("--weights=/nonexistent.safetensors",): "cannot open",
+                (f"--weights={tmp}",): "not a regular file",
+                ("--first=9223372036854775807", "--images=10"): "the test set has images 0..9999",
+                ("--first=9999", "--images=2"): "the test set has images 0..9999",
             }
             for args, message in cases.items():
                 with self.subTest(args=args):
@@ -64,6 +67,17 @@ class Classify(unittest.TestCase):
                     self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
                     self.assertIn("classify: ", p.stderr)
                     self.assertIn(message, p.stderr)
+
+    def test_more_images_than_a_batch(self):
+        # 300 images run as batches of 256 and 44; the answers are those of
+        # smaller runs over the same images.
+        whole = classify("--network=mnist_lenet", "--images=300")
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        tail = classify("--network=mnist_lenet", "--images=4", "--first=296")
+        self.assertEqual(tail.returncode, 0, tail.stderr)
+        top1 = lambda out: [l.split("top-5")[0] for l in out.splitlines() if l.startswith("image")]
+        self.assertEqual(len(top1(whole.stdout)), 300)
+        self.assertEqual(top1(whole.stdout)[-4:], top1(tail.stdout))
 
     def test_missing_data_set_names_the_package(self):
         env = dict(os.environ, DLB_FASHION_MNIST_DIR="/nonexistent")

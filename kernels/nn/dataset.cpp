@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -49,7 +50,11 @@ Idx parse_idx(const std::string& path, std::size_t want_dims) {
   const std::string where = "IDX file '" + path + "': ";
   if (b.size() < 4) throw Error(where + "truncated: " + std::to_string(b.size()) + " bytes, no magic number");
   if (b[0] != 0 || b[1] != 0) throw Error(where + "bad magic number (not an IDX file)");
-  if (b[2] != 0x08) throw Error(where + "element type 0x" + std::to_string(b[2]) + ", expected 0x08 (unsigned byte)");
+  if (b[2] != 0x08) {
+    char type[8];
+    std::snprintf(type, sizeof type, "0x%02X", b[2]);
+    throw Error(where + "element type " + type + ", expected 0x08 (unsigned byte)");
+  }
   if (b[3] != want_dims) {
     throw Error(where + std::to_string(b[3]) + " dimensions, expected " + std::to_string(want_dims) +
                 (want_dims == 3 ? " (images)" : " (labels)"));
@@ -109,6 +114,8 @@ Dataset read_cifar10(const std::vector<std::string>& paths) {
   d.c = 3;
   d.h = d.w = 32;
   for (const auto& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw Error("CIFAR-10 file '" + path + "': not a readable file");
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw Error("CIFAR-10 file '" + path + "': cannot open it");
     const auto size = static_cast<std::size_t>(in.tellg());
@@ -156,7 +163,8 @@ const Dataset& fashion_mnist_test() {
 
 void network_input(const Dataset& data, std::int64_t first, std::int64_t count, float mean, float std_dev,
                    std::int64_t c, std::int64_t h, std::int64_t w, float* out) {
-  DLB_REQUIRE(first >= 0 && count >= 0 && first + count <= data.n, "images out of the data set's range");
+  DLB_REQUIRE(first >= 0 && count >= 0 && first <= data.n && count <= data.n - first,
+              "images out of the data set's range");
   DLB_REQUIRE(h >= data.h && w >= data.w, "the network input is smaller than the images");
   DLB_REQUIRE(data.c == 1 || data.c == c, "channel counts that cannot be matched");
   const std::int64_t top = (h - data.h) / 2, left = (w - data.w) / 2;

@@ -2,7 +2,9 @@
 // network, the CPU pools, and a conv layer's shape. Internal to kernels/nn.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,8 +23,14 @@ class Activations {
  public:
   explicit Activations(const NetArgs& args) : args_(args) {
     const auto& layers = args.net->layers;
-    for (std::size_t i = 0; i + 1 < layers.size(); ++i)
+    for (std::size_t i = 0; i + 1 < layers.size(); ++i) {
       buffers_.emplace_back(static_cast<std::size_t>(args.batch * layers[i].out_size()));
+      // Host buffers zeroed: a backend that times its kernel choices in
+      // prepare does so before any layer has written them, and reused heap
+      // may hold denormals, which would slow one candidate down.
+      if constexpr (std::is_same_v<Buffer, HostBuffer<float>>)
+        std::fill(buffers_.back().span().begin(), buffers_.back().span().end(), 0.0f);
+    }
   }
   // Layer i's input, residual (nullptr: none) and output.
   const float* input(std::size_t i) const { return of(args_.net->layers[i].input, args_.x); }

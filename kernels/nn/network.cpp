@@ -1,5 +1,6 @@
 #include "kernels/nn/network.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -244,7 +245,12 @@ constexpr Description kDescriptions[] = {
     {"mnist_cnn", 1, 28, 28, build_mnist_cnn},
     {"mnist_lenet", 1, 28, 28, build_mnist_lenet},
 };
-constexpr std::string_view kNames[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
+// The names, in the order of kDescriptions.
+constexpr auto kNames = [] {
+  std::array<std::string_view, std::size(kDescriptions)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kDescriptions[i].name;
+  return names;
+}();
 
 float metadata_float(const SafeTensors& st, const std::string& key) {
   const std::string& text = st.metadata(key);
@@ -263,8 +269,11 @@ Network load_network(std::string_view name, const std::string& path) {
   const Description* d = nullptr;
   for (const auto& desc : kDescriptions)
     if (desc.name == name) d = &desc;
-  if (d == nullptr)
-    throw Error("unknown network '" + std::string(name) + "' (known: resnet20, mnist_cnn, mnist_lenet)");
+  if (d == nullptr) {
+    std::string known;
+    for (const auto n : kNames) known.append(known.empty() ? "" : ", ").append(n);
+    throw Error("unknown network '" + std::string(name) + "' (known: " + known + ")");
+  }
   const SafeTensors st = SafeTensors::read(path);
   Network net;
   net.name = name;

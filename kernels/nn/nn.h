@@ -52,7 +52,10 @@ namespace dlb::nn {
 // What prepare found out: the implementation (per-layer choices, oneDNN's
 // kernels) for the benchmark label, and one call per layer (in the order of
 // Network::layers, each running that layer alone on the prepared buffers),
-// whose sequence is the whole pass, for per-layer timing.
+// whose sequence is the whole pass: what per-layer timing (issue 13) is to
+// time. A layer that accumulates into its shortcut's buffer in place
+// (cpu_onednn's residual convs) does the same work when called again
+// alone, on the values its last call left.
 struct NetReport {
   std::string implementation;
   std::vector<Run> layer_calls;

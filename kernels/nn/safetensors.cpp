@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "kernels/common/error.h"
@@ -16,6 +17,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 
 // Headers above this are not weights files (the format's own limit is 100 MB).
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;
+constexpr int kMaxHeaderDepth = 8;
 
 std::size_t dtype_bytes(DType dtype) {
   switch (dtype) {
@@ -50,6 +52,9 @@ std::int64_t TensorInfo::elements() const {
 }
 
 SafeTensors SafeTensors::read(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw Error("safetensors file '" + path + "': cannot open it (no such file)");
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error("safetensors file '" + path + "': not a regular file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw Error("safetensors file '" + path + "': cannot open it");
   const auto size = static_cast<std::size_t>(in.tellg());
@@ -77,6 +82,29 @@ SafeTensors SafeTensors::parse(std::vector<std::byte> bytes, const std::string& 
   st.data_start_ = 8 + static_cast<std::size_t>(header_len);
   const std::size_t data_bytes = bytes.size() - st.data_start_;
 
+  // A safetensors header nests three levels (object, entry, shape); refuse
+  // deep nesting before parsing, so that nothing downstream (nlohmann's
+  // dump and destructor recurse) meets a file nested 100,000 levels deep.
+  {
+    int depth = 0, deepest = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 8; i < st.data_start_; ++i) {
+      const char ch = static_cast<char>(bytes[i]);
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (ch == '\\') escaped = true;
+        else if (ch == '"') in_string = false;
+      } else if (ch == '"') {
+        in_string = true;
+      } else if (ch == '{' || ch == '[') {
+        deepest = std::max(deepest, ++depth);
+      } else if (ch == '}' || ch == ']') {
+        --depth;
+      }
+    }
+    if (deepest > kMaxHeaderDepth)
+      throw Error(where + "the header nests " + std::to_string(deepest) + " levels deep, not a safetensors header");
+  }
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data()) + 8,

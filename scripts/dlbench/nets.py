@@ -1,5 +1,5 @@
 """The three networks of dlbench as PyTorch modules, with the parameter names
-the C++ side reads (kernels/nn/networks.cpp), and the Fashion-MNIST input
+the C++ side reads (kernels/nn/network.cpp), and the Fashion-MNIST input
 pipeline both sides share. Imports torch: use from the peers environment
 (.venv-peers, made by scripts/train.py and scripts/peers), not from .venv.
 
@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from torch import nn
 
 # Fashion-MNIST training-set pixel statistics (pixels / 255). Written into
-# every weights file's metadata; the C++ side normalizes with what it reads
-# there, so the two cannot drift apart.
+# every weights file's metadata by scripts/train.py; the C++ side and
+# scripts/peers normalize with what they read there.
 FASHION_MEAN = 0.2860
 FASHION_STD = 0.3530
 
@@ -129,12 +129,12 @@ def load_fashion(data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
     return images, labels
 
 
-def network_input(images: np.ndarray, input_shape) -> torch.Tensor:
+def network_input(images: np.ndarray, input_shape, mean: float = FASHION_MEAN, std: float = FASHION_STD) -> torch.Tensor:
     """uint8 [n, 28, 28] -> the network's float input: (pixel/255 - mean)/std,
     then for a 3x32x32 network zero-padded by 2 on every side (zeros after
     normalization) and repeated over 3 channels. kernels/nn/dataset.cpp does
     the same."""
-    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - FASHION_MEAN) / FASHION_STD
+    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - mean) / std
     x = x.unsqueeze(1)
     c, h, w = input_shape
     if (h, w) != tuple(x.shape[2:]):

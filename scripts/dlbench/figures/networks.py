@@ -102,7 +102,8 @@ def table(results: Results) -> str:
             ok = [c for c in cases if c.variant == v and c.error is None]
             accuracy = ok[0].median("accuracy") if ok else None
             err = max((c.median("max_rel_err") or 0.0) for c in ok) if ok else None
-            lines.append(f"| {v} | " + " | ".join(cells) + f" | {_fmt(latency, '.0f')} us | "
+            latency_cell = "n/a" if latency is None else f"{latency:.0f} us"
+            lines.append(f"| {v} | " + " | ".join(cells) + f" | {latency_cell} | "
                          f"{_fmt(accuracy, '.4f')} | {_fmt(err, '.1e')} |")
         errored = [c for c in cases if c.error is not None]
         if errored:
