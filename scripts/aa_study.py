@@ -31,6 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dlbench import venv  # noqa: E402
+
+venv.reexec("aa_study")
+
 from dlbench import compare as cmp  # noqa: E402
 from dlbench.results import Results, load, split_processes  # noqa: E402
 

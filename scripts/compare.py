@@ -24,6 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dlbench import venv  # noqa: E402
+
+venv.reexec("compare")
+
 from dlbench import compare as cmp  # noqa: E402
 from dlbench.results import ResultsError, load, repetitions  # noqa: E402
 

@@ -16,6 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dlbench import venv  # noqa: E402
+
+venv.reexec("history")
+
 from dlbench import history  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 

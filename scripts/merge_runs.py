@@ -18,6 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dlbench import venv  # noqa: E402
+
+venv.reexec("merge_runs")
+
 from dlbench.results import ResultsError, merge_files  # noqa: E402
 
 

@@ -22,6 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dlbench import venv  # noqa: E402
+
+venv.reexec("readme")
+
 from dlbench import figures  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from dlbench import peers_env  # noqa: E402
+from dlbench import venv  # noqa: E402
 
-peers_env.ensure("train")
+venv.reexec("train", venv.PEERS_VENV, venv.PEERS_REQUIREMENTS)
 
 import argparse  # noqa: E402
 import os  # noqa: E402

@@ -1,0 +1,41 @@
+"""Running a script in the virtual environment that has its packages.
+
+dlbench's scripts start with `#!/usr/bin/env python3`, so run as README
+shows them they start in the system Python. reexec() moves them into their
+environment before anything imports a package from it: .venv (matplotlib,
+numpy, scipy; made by scripts/setup) for plot, compare, readme and the other
+result scripts, .venv-peers (PyTorch, ONNX Runtime, OpenVINO; made here on
+first use) for peers and train.py. Imports nothing outside the standard
+library."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = ROOT / ".venv"
+PEERS_VENV = ROOT / ".venv-peers"
+PEERS_REQUIREMENTS = ROOT / "scripts" / "requirements-peers.txt"
+
+
+def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> None:
+    """Re-executes this process's command line with `venv`'s Python, unless it
+    already runs there. A missing .venv is a one-line message naming
+    scripts/setup (exit 2); with `requirements`, a missing venv is created
+    from them instead."""
+    python = venv / "bin" / "python"
+    if Path(sys.prefix).resolve() == venv.resolve():
+        return
+    if not python.exists():
+        if requirements is None:
+            print(f"{script}: {venv.name}/ not found: run scripts/setup (it installs what the scripts need)",
+                  file=sys.stderr)
+            sys.exit(2)
+        print(f"{script}: creating {venv.name} from {requirements.name} (PyTorch from PyPI, a few GB)", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        "-r", str(requirements)], check=True)
+    os.execv(str(python), [str(python), *sys.argv])
