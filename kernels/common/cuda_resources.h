@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <span>
 #include <utility>
 
 #include "kernels/common/buffer.h"
@@ -48,6 +49,19 @@ using PinnedBuffer = Buffer<T, PinnedMemory<cudaHostAllocDefault>>;
 // for the CPU to read. Host-to-device staging only.
 template <class T>
 using WriteCombinedBuffer = Buffer<T, PinnedMemory<cudaHostAllocWriteCombined>>;
+
+// A new device buffer holding a copy of `host`, complete when it returns:
+// cudaMemcpy from pageable memory may return before its DMA lands, in the
+// legacy default stream's order, which non-blocking streams do not follow.
+template <class T>
+DeviceBuffer<T> to_device(std::span<const T> host) {
+  DeviceBuffer<T> d(host.size());
+  if (!host.empty()) {
+    DLB_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    DLB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  return d;
+}
 
 // A non-blocking stream (no implicit synchronization with the legacy default stream).
 class Stream {

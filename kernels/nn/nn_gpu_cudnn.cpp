@@ -38,12 +38,6 @@ int to_int(std::int64_t v) {
   return static_cast<int>(v);
 }
 
-DeviceBuffer<float> to_device(const std::vector<float>& host) {
-  DeviceBuffer<float> d(host.size());
-  if (!host.empty()) DLB_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-  return d;
-}
-
 // What every layer of the pass shares.
 struct Shared {
   explicit Shared(cudaStream_t s) : stream(s), cudnn(s), cublas(s) {
@@ -63,8 +57,8 @@ struct ConvLayer {
         conv_desc(to_int(l.pad), to_int(l.pad), to_int(l.stride), to_int(l.stride), CUDNN_FMA_MATH),
         y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow)),
         bias_desc(1, to_int(l.k), 1, 1),
-        weight(to_device(l.weight)),
-        bias(to_device(l.bias)) {}
+        weight(to_device<float>(l.weight)),
+        bias(to_device<float>(l.bias)) {}
   CudnnTensorDesc x_desc;
   CudnnFilterDesc w_desc;
   CudnnConvolutionDesc conv_desc;
@@ -147,8 +141,8 @@ Run prepare_pool(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t
 // y [n, k] = x [n, in] * W^T + b. Column-major, cuBLAS sees y^T [k, n] =
 // op(W) [k, in] * x^T [in, n] with W read transposed from its row-major [k, in].
 Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x, float* y) {
-  auto w = std::make_shared<DeviceBuffer<float>>(to_device(l.weight));
-  auto b = std::make_shared<DeviceBuffer<float>>(to_device(l.bias));
+  auto w = std::make_shared<DeviceBuffer<float>>(to_device<float>(l.weight));
+  auto b = std::make_shared<DeviceBuffer<float>>(to_device<float>(l.bias));
   const int k = to_int(l.k), in = to_int(l.in_size()), rows = to_int(n);
   return [sh, w, b, k, in, rows, relu = l.relu, x, y] {
     const float one = 1.0f, zero = 0.0f;
@@ -198,9 +192,8 @@ Plan build(const NetArgs& args, const Exec& exec) {
     }
   }
   for (const auto& a : algorithms) plan.implementation.append(plan.implementation.empty() ? "" : ", ").append(a);
-  // The weights went up with cudaMemcpy from pageable memory, the zeros with
-  // cudaMemset: both on the legacy stream, which the case's non-blocking
-  // stream is not ordered after. Wait for them here.
+  // The zeros' cudaMemset ran on the legacy stream, which the case's
+  // non-blocking stream is not ordered after: wait for it here.
   DLB_CUDA_CHECK(cudaDeviceSynchronize());
   return plan;
 }

@@ -24,10 +24,7 @@ Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec) {
     const float* residual = act->residual(i);
     float* y = act->output(i);
     auto upload = [](const std::vector<float>& host) {
-      auto d = std::make_shared<DeviceBuffer<float>>(host.size());
-      if (!host.empty())
-        DLB_CUDA_CHECK(cudaMemcpy(d->data(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-      return d;
+      return std::make_shared<DeviceBuffer<float>>(to_device<float>(host));
     };
     switch (l.kind) {
       case LayerKind::conv: {
@@ -55,10 +52,6 @@ Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec) {
         break;
     }
   }
-  // The weights went up with cudaMemcpy from pageable memory, which may
-  // return before the copy lands, on the legacy stream the case's stream is
-  // not ordered after: wait for them here.
-  DLB_CUDA_CHECK(cudaDeviceSynchronize());
   if (args.report != nullptr) args.report->implementation = "own direct conv, epilogue fused";
   return run_layers(std::move(calls), args.report);
 }
