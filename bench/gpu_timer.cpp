@@ -73,6 +73,10 @@ Hold& hold() {
 
 }  // namespace
 
+void hold_stream(CUstream_st* stream) { hold().arm(stream); }
+void release_stream() { hold().release(); }
+bool hold_timed_out() { return hold().timed_out(); }
+
 void time_gpu(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing) {
   const auto stream = timing.stream != nullptr ? timing.stream : ctx.exec().stream;
   run();  // warm-up: module load, first-touch of library state

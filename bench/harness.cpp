@@ -56,7 +56,7 @@ std::string case_name(std::string_view op, std::string_view variant, NameArgs ar
 }
 
 benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
-                                         std::function<void(benchmark::State&)> body) {
+                                         std::function<void(benchmark::State&)> body, bool manual_time) {
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, body](benchmark::State& state) {
     g_current_case = name;
     try {
@@ -67,7 +67,7 @@ benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
       state.SkipWithError(std::string("error: ").append(e.what()).c_str());
     }
   });
-  if (device == Device::gpu) {
+  if (device == Device::gpu || manual_time) {
     b->UseManualTime();
   } else {
     b->UseRealTime();

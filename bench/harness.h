@@ -25,6 +25,9 @@ struct Config {
   // Flags left after Google Benchmark took its own, as --name=value; a
   // family takes the ones it knows (take_flag) and main rejects the rest.
   std::vector<std::string> flags;
+  // Run by main after the benchmarks, in order; the first non-zero result is
+  // the exit status (a family's flag that found nothing to act on).
+  std::vector<std::function<int()>> at_end;
 };
 
 // Removes --<name>=<value> from config.flags and returns the value, or "".
@@ -56,8 +59,10 @@ std::string case_name(std::string_view op, std::string_view variant, NameArgs ar
 // Registers one case. `body` may throw: dlb::Unsupported skips the case with
 // its message, any other exception fails it with the message. CPU cases are
 // timed by wall clock (they may be multithreaded), GPU cases by CUDA events.
+// `manual_time`: the body sets every iteration's time itself
+// (state.SetIterationTime), on the CPU too.
 benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
-                                         std::function<void(benchmark::State&)> body);
+                                         std::function<void(benchmark::State&)> body, bool manual_time = false);
 
 // Records max_rel_err; on a wrong result skips the case with the comparison's
 // summary and returns false. A wrong result never gets a time.
@@ -125,6 +130,15 @@ struct Timing {
   // wait for the hold, and the hold for them.
   bool hold = true;
 };
+
+// GPU: the hold time_run puts on a stream ahead of a timed call, for callers
+// that record their own events: hold_stream, enqueue the events and the
+// calls, release_stream; after the stream has passed the hold,
+// hold_timed_out says whether it was the timeout (one second) that ended it.
+// Built with CUDA only.
+void hold_stream(CUstream_st* stream);
+void release_stream();
+bool hold_timed_out();
 
 // The timed loop. CPU: `run` back to back. GPU: one warm-up call, then per
 // iteration: flush, hold, start event, the call, stop event, release (on

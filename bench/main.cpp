@@ -103,5 +103,7 @@ int main(int argc, char** argv) {
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  for (const auto& finish : config.at_end)
+    if (const int status = finish(); status != 0) return status;
   return 0;
 }

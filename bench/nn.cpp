@@ -22,6 +22,7 @@
 
 #include "bench/cases/nn_case.h"
 #include "bench/harness.h"
+#include "bench/nn_layers.h"
 
 namespace dlb::bench {
 namespace {
@@ -59,9 +60,10 @@ void register_nn(Config& config) {
           variant->device == Device::gpu ? std::span<const std::int64_t>(kGpuBatches) : kBatches;
       for (const std::int64_t batch : batches) {
         const auto name = case_name(network, variant->name, {{"batch", batch}});
-        add_case(name, variant->device, [variant, network, batch](benchmark::State& state) {
+        add_case(name, variant->device, [variant, network, batch, name](benchmark::State& state) {
           auto* c = validated_case<NetCase>(state, *variant, network, batch);
           if (c == nullptr) return;
+          write_trace(*variant, network, batch, name);
           const NetAccuracy& accuracy = accuracy_of(*variant, network);
           state.counters["accuracy"] = accuracy.accuracy;
           state.counters["torch_disagreements"] = static_cast<double>(accuracy.disagreements);

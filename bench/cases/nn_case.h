@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +36,10 @@ struct NetAccuracy {
 
 class NetCase {
  public:
-  NetCase(const nn::NetVariant& variant, std::string_view network, std::int64_t batch);
+  // `first_pass`, if given, runs the first pass after prepare in place of
+  // run() (a profiler timing its layers); it must leave the pass complete.
+  NetCase(const nn::NetVariant& variant, std::string_view network, std::int64_t batch,
+          const std::function<void(NetCase&)>& first_pass = {});
 
   // Outputs of the first `images` reference images (all of them by
   // default) against PyTorch's logits.
@@ -47,6 +52,12 @@ class NetCase {
   const nn::Network& network() const { return net_; }
   const nn::NetReport& report() const { return report_; }
   std::int64_t batch() const { return batch_; }
+  // Steady-clock seconds (since its epoch) at the start and end of prepare.
+  std::pair<double, double> prepare_span() const { return prepare_span_; }
+  // Writes the first test images into the input again (host, and the
+  // device copy for a GPU backend, synchronously): the copy a pass's input
+  // costs.
+  void reload_input() { load_input(0); }
   // The memory a forward pass holds: what the prepared backend keeps (its
   // buffers, packed weights, library scratch and workspace) plus the peak
   // of one pass on top, and the input and output. CPU: growth of the
@@ -71,6 +82,7 @@ class NetCase {
   nn::NetReport report_;
   Run run_;
   double peak_bytes_ = 0;
+  std::pair<double, double> prepare_span_{0, 0};
 };
 
 }  // namespace dlb

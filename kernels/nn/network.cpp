@@ -31,8 +31,16 @@ double Layer::macs() const {
   return 0;
 }
 
+std::string Layer::op() const {
+  std::string s = layer_kind_name(kind);
+  if (kind == LayerKind::conv || kind == LayerKind::fc) s += "+bias";
+  if (residual >= 0) s += "+add";
+  if (relu) s += "+relu";
+  return s;
+}
+
 std::string Layer::label() const {
-  std::string s = name + " " + layer_kind_name(kind);
+  std::string s = name + " " + op();
   if (kind == LayerKind::conv) {
     s += " " + std::to_string(c) + "->" + std::to_string(k) + " " + std::to_string(window) + "x" + std::to_string(window);
     if (stride != 1) s += " s" + std::to_string(stride);

@@ -54,7 +54,12 @@ struct Layer {
   std::int64_t in_size() const { return c * h * w; }
   std::int64_t out_size() const { return k * oh * ow; }
   double macs() const;  // per image; 0 for pools and softmax
-  // "stage1.0.conv1 conv 16->16 3x3", "stage2.0.downsample conv 16->32 1x1 s2", "fc1 fc 9216->128"
+  // The fused operation a backend runs for this layer, what profiles group by:
+  // "conv+bias+relu", "conv+bias+add+relu" (residual join), "conv+bias",
+  // "fc+bias+relu", "fc+bias", "max_pool", "global_avg_pool", "log_softmax".
+  std::string op() const;
+  // Name, op and shape: "stage1.0.conv1 conv+bias+relu 16->16 3x3",
+  // "stage2.0.downsample.0 conv+bias 16->32 1x1 s2", "fc1 fc+bias+relu 9216->128"
   std::string label() const;
 };
 

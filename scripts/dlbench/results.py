@@ -71,10 +71,14 @@ class Results:
 
 
 def parse_name(full_name: str) -> tuple[str, str, str, dict[str, int]]:
-    """'daxpy/cpu_loop/n:1024/real_time' -> ('daxpy/cpu_loop/n:1024', 'daxpy', 'cpu_loop', {'n': 1024})."""
+    """'daxpy/cpu_loop/n:1024/real_time' -> ('daxpy/cpu_loop/n:1024', 'daxpy', 'cpu_loop', {'n': 1024});
+    'resnet20_layer/cpu_own/batch:1/layer:3/iterations:200/manual_time' -> 'resnet20_layer/cpu_own/batch:1/layer:3', ..."""
     parts = full_name.split("/")
     while parts and parts[-1] in TIME_SUFFIXES:
         parts.pop()
+    # A fixed iteration count is a setting of the case, not part of what it is
+    # (the per-layer cases run a fixed number of passes): not in its name.
+    parts = [p for p in parts if not p.startswith("iterations:")]
     if len(parts) < 2:
         raise ResultsError(f"benchmark name {full_name!r} is not <op>/<variant>/...")
     args: dict[str, int] = {}

@@ -1,0 +1,48 @@
+// Per-layer timing of a prepared network backend (nn_layers.cpp): what the
+// <net>_layer cases measure and what --trace writes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/cases/nn_case.h"
+#if DLB_HAVE_CUDA
+#include "kernels/common/cuda_resources.h"
+#endif
+
+namespace dlb::bench {
+
+// One instrumented pass. Times in seconds; offsets from begin_s.
+struct PassTimes {
+  double begin_s = 0;                // steady clock at the pass's start
+  std::vector<double> layer_s;       // each layer's time (CPU: clock; GPU: between its events)
+  std::vector<double> start_s;       // each layer's start on the device's timeline (CPU: = host_start_s)
+  std::vector<double> host_s;        // the host's time in each layer call (GPU: issuing it)
+  std::vector<double> host_start_s;  // when the host began each call
+  double device_origin_s = 0;        // GPU: when its timeline starts (the hold's release)
+};
+
+// Runs the layer calls of a prepared case one by one, timing each the way
+// the device allows (nn_layers.cpp says how). The case outlives the timer.
+class LayerTimer {
+ public:
+  explicit LayerTimer(const NetCase& c);
+  // One whole pass; returns when the device has finished it.
+  PassTimes pass();
+
+ private:
+  const NetCase& c_;
+#if DLB_HAVE_CUDA
+  std::vector<Event> events_;  // GPU: before the first layer and after each
+#endif
+};
+
+// --trace=FILE was given.
+bool tracing();
+// Writes the trace of one case (the first that asks; later calls do nothing).
+void write_trace(const nn::NetVariant& variant, std::string_view network, std::int64_t batch,
+                 const std::string& case_name);
+
+}  // namespace dlb::bench
