@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 
+#include "bench/alloc_counter.h"
 #include "bench/build_info.h"
 #include "bench/harness.h"
 #include "kernels/common/cpu_info.h"
@@ -48,6 +49,7 @@ void add_context(const dlb::GpuInfo& gpu) {
   AddCustomContext("build_type", dlb::build::build_type());
   AddCustomContext("compiler", dlb::build::cxx_compiler());
   AddCustomContext("march_native", dlb::build::native() ? "yes" : "no");
+  AddCustomContext("alloc_counting", dlb::bench::alloc_counting() ? "yes" : "no (sanitizer build)");
   if (dlb::build::planted_slowdown()) AddCustomContext("planted_slowdown", "daxpy/cpu_loop +20% (test build)");
   AddCustomContext("cuda_compiler", dlb::build::cuda_compiler());
   AddCustomContext("cuda_architectures", dlb::build::cuda_architectures());

@@ -10,8 +10,11 @@
 // top-1 on more than kMaxDisagreements images fails every case of it.
 // Counters: items_per_second (images/s), flops (2 x MACs x batch per pass),
 // accuracy, torch_disagreements (test images whose top-1 differs from
-// PyTorch's), peak_bytes (NetCase::peak_bytes), and at batch 1 the
-// p50/p90/p99 latency of single calls in microseconds (latency_p50_us ...).
+// PyTorch's), peak_bytes (NetCase::peak_bytes: what a pass holds),
+// allocated_bytes_per_pass and allocations_per_pass (host heap allocations of
+// the whole process during passes, alloc_counter.h; not in sanitizer
+// builds), and at batch 1 the p50/p90/p99 latency of single calls in
+// microseconds (latency_p50_us ...).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/alloc_counter.h"
 #include "bench/cases/nn_case.h"
 #include "bench/harness.h"
 #include "bench/nn_layers.h"
@@ -30,6 +34,7 @@ namespace {
 constexpr std::int64_t kBatches[] = {1, 16, 64, 256};
 constexpr std::int64_t kGpuBatches[] = {1, 16, 64, 256, 1024};
 constexpr std::int64_t kAccuracyBatch = 100;  // divides the 10,000 test images
+constexpr int kAllocPasses = 10;
 
 // Once per (network, backend) and process.
 const NetAccuracy& accuracy_of(const nn::NetVariant& variant, std::string_view network) {
@@ -96,6 +101,17 @@ void register_nn(Config& config) {
           state.SetItemsProcessed(state.iterations() * batch);
           set_flops(state, 2.0 * c->network().macs() * static_cast<double>(batch));
           if (std::isfinite(c->peak_bytes())) state.counters["peak_bytes"] = c->peak_bytes();
+          if (alloc_counting()) {
+            // What passes allocate (host heap, every library included), as
+            // opposed to what one holds (peak_bytes): over kAllocPasses
+            // passes after the timing, per pass.
+            const AllocCounts before = alloc_counts();
+            for (int i = 0; i < kAllocPasses; ++i) c->run();
+            c->context().synchronize();
+            const AllocCounts after = alloc_counts();
+            state.counters["allocated_bytes_per_pass"] = static_cast<double>(after.bytes - before.bytes) / kAllocPasses;
+            state.counters["allocations_per_pass"] = static_cast<double>(after.calls - before.calls) / kAllocPasses;
+          }
           state.SetLabel(c->report().implementation);
         });
       }

@@ -37,18 +37,18 @@ class LayerCases(unittest.TestCase):
         cls.tmp.cleanup()
 
     def layer(self, i):
-        return self.by_name[f"mnist_lenet_layer/cpu_own/batch:1/layer:{i}/iterations:200/manual_time"]
+        return self.by_name[f"mnist_lenet_layer/cpu_own/batch:1/layer:{i}/iterations:100/manual_time"]
 
     def test_one_case_per_layer_in_order_with_its_label(self):
         self.assertEqual([self.layer(i)["label"] for i in range(len(LENET))], LENET)
-        self.assertNotIn(f"mnist_lenet_layer/cpu_own/batch:1/layer:{len(LENET)}/iterations:200/manual_time",
+        self.assertNotIn(f"mnist_lenet_layer/cpu_own/batch:1/layer:{len(LENET)}/iterations:100/manual_time",
                          self.by_name)
 
     def test_layer_counters(self):
         for i, label in enumerate(LENET):
             b = self.layer(i)
             self.assertNotIn("error_occurred", b, b.get("error_message"))
-            self.assertEqual(b["iterations"], 200, label)
+            self.assertEqual(b["iterations"], 100, label)
             self.assertGreater(b["real_time"], 0, label)
             self.assertTrue(0 <= b["share"] <= 1, (label, b["share"]))
             self.assertGreater(b["bytes_per_second"], 0, label)
@@ -92,6 +92,29 @@ class LayerCases(unittest.TestCase):
             p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, (args, p.stdout, p.stderr))
             self.assertTrue(p.stderr.startswith("profile.py: "), p.stderr)
+
+
+class Memory(unittest.TestCase):
+    def test_what_a_pass_holds_and_what_it_allocates(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "memory.json"
+            bench("--benchmark_filter=^mnist_lenet/cpu_(own|eigen)/batch:1/", "--benchmark_min_time=0.01",
+                  f"--benchmark_out={out}", "--benchmark_out_format=json")
+            run = json.loads(out.read_text())
+        cases = {b["run_name"].split("/")[1]: b for b in run["benchmarks"]}
+        self.assertEqual(set(cases), {"cpu_own", "cpu_eigen"})
+        for b in cases.values():
+            self.assertGreater(b["peak_bytes"], 0)
+        if run["context"]["alloc_counting"] != "yes":
+            self.assertTrue(run["context"]["alloc_counting"].startswith("no"))
+            self.assertNotIn("allocations_per_pass", cases["cpu_own"])
+            return
+        # cpu_own allocates everything in prepare; Eigen's GEMM allocates its
+        # packing blocks in every product.
+        self.assertEqual(cases["cpu_own"]["allocations_per_pass"], 0)
+        self.assertEqual(cases["cpu_own"]["allocated_bytes_per_pass"], 0)
+        self.assertGreater(cases["cpu_eigen"]["allocations_per_pass"], 0)
+        self.assertGreater(cases["cpu_eigen"]["allocated_bytes_per_pass"], 0)
 
 
 class Trace(unittest.TestCase):
