@@ -125,6 +125,10 @@ def roofline_table(results: Results, network: str, variant: str, batch: int) -> 
             bound_cells = "n/a (no ceilings in this run) | n/a"
         lines.append(f"| `{l.name}` {l.shape} | `{l.op}` | {l.seconds * 1e6:,.1f} us | "
                      f"{(l.flops or 0) / 1e9:,.1f} | {(l.bytes_per_second or 0) / 1e9:,.1f} | {ai:.1f} | {bound_cells} |")
+    lines.append("")
+    lines.append("FLOP/s count a direct convolution's multiply-adds and bytes each operand once; over 100% of the "
+                 "bound means fewer multiplications than that (Winograd) or data served from cache (the memory "
+                 "bound is the run's DRAM triad).")
     return "\n".join(lines)
 
 
