@@ -30,6 +30,16 @@ from dlbench.figures import layers  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 
 
+def chosen(wanted: str | None, present: list[str], where: str) -> list[str] | None:
+    """[wanted] if present, all of present if nothing is wanted, None (after saying why) if absent."""
+    if wanted is None:
+        return present
+    if wanted in present:
+        return [wanted]
+    print(f"profile.py: no layer cases of {wanted!r} {where} (there are: {', '.join(present)})", file=sys.stderr)
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path, help="Google Benchmark JSON with <net>_layer cases")
@@ -58,21 +68,14 @@ def main(argv=None) -> int:
         print(f"profile.py: {args.file}: no <network>_layer cases (run bench with "
               "--benchmark_filter='^resnet20_layer/')", file=sys.stderr)
         return 2
-    if args.network:
-        if args.network not in networks:
-            print(f"profile.py: no layer cases of {args.network!r} in {args.file} (it has {', '.join(networks)})",
-                  file=sys.stderr)
-            return 2
-        networks = [args.network]
+    networks = chosen(args.network, networks, f"in {args.file}")
+    if networks is None:
+        return 2
     printed = 0
     for network in networks:
-        variants = layers.variants_of(results, network)
-        if args.backend:
-            if args.backend not in variants:
-                print(f"profile.py: no layer cases of {network}/{args.backend} (it has {', '.join(variants)})",
-                      file=sys.stderr)
-                return 2
-            variants = [args.backend]
+        variants = chosen(args.backend, layers.variants_of(results, network), f"of {network}")
+        if variants is None:
+            return 2
         for v in variants:
             if args.roofline:
                 for b in batches:
