@@ -110,8 +110,6 @@ bool& trace_written() {
   return written;
 }
 
-
-
 void register_layers(Config& config) {
   const bool trace_given = std::any_of(config.flags.begin(), config.flags.end(),
                                       [](const std::string& f) { return f.rfind("--trace=", 0) == 0; });
@@ -121,6 +119,7 @@ void register_layers(Config& config) {
     if (!std::ofstream(trace_path())) throw Error("--trace: cannot write " + trace_path());
     config.at_end.push_back([] {
       if (trace_written()) return 0;
+      std::remove(trace_path().c_str());  // the empty file the check above created
       std::fprintf(stderr,
                    "bench: --trace=%s: no network case ran, so no trace was written (select one with "
                    "--benchmark_filter, e.g. '^resnet20/cpu_onednn/batch:16/')\n",
