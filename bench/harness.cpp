@@ -1,5 +1,6 @@
 #include "bench/harness.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "kernels/common/error.h"
@@ -73,6 +74,12 @@ benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
     b->UseRealTime();
   }
   return b;
+}
+
+double percentile(const std::vector<double>& sorted, double q) {
+  DLB_REQUIRE(!sorted.empty(), "percentile of no samples");
+  const auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
 }
 
 bool check(benchmark::State& state, const ref::Comparison& comparison) {

@@ -145,6 +145,9 @@ bool hold_timed_out();
 // Timing::stream, or the context's stream), SetIterationTime.
 void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing = {});
 
+// The q-quantile (0 <= q <= 1, nearest rank) of samples sorted ascending.
+double percentile(const std::vector<double>& sorted, double q);
+
 // Rate counters (per call figures; Google Benchmark divides by the time).
 void set_bytes(benchmark::State& state, double bytes_per_call);
 void set_flops(benchmark::State& state, double flops_per_call);

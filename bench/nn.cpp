@@ -45,11 +45,6 @@ const NetAccuracy& accuracy_of(const nn::NetVariant& variant, std::string_view n
   return it->second;
 }
 
-double percentile(std::vector<double>& sorted, double q) {
-  const auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
-  return sorted[std::min(i, sorted.size() - 1)];
-}
-
 void register_nn(Config& config) {
   for (const std::string_view network : nn::network_names()) {
     // The network, to ask each row whether it runs it; a file that cannot be

@@ -64,15 +64,11 @@ constexpr int kTracePasses = 5;
 // suite take about 3 minutes there with 5 repetitions.
 int passes_for(std::int64_t batch) { return batch == 1 ? 100 : batch <= 16 ? 30 : 10; }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return steady_seconds(); }
 
 double median(std::vector<double> v) {
-  DLB_REQUIRE(!v.empty(), "median of no samples");
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
+  std::sort(v.begin(), v.end());
+  return percentile(v, 0.5);
 }
 
 double layer_bytes(const nn::Layer& l, std::int64_t batch) {

@@ -3,7 +3,6 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -103,12 +102,9 @@ NetCase::NetCase(const nn::NetVariant& variant, std::string_view network, std::i
   peak_bytes_ = pass_memory(
       variant.device,
       [&] {
-        const auto now = [] {
-          return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-        };
-        prepare_span_.first = now();
+        prepare_span_.first = steady_seconds();
         run_ = variant.prepare(nn::NetArgs{&net_, batch, x_.data(), y_.data(), &report_}, ctx_.exec());
-        prepare_span_.second = now();
+        prepare_span_.second = steady_seconds();
       },
       [&] {
         if (first_pass) {

@@ -6,6 +6,7 @@
 // tests check validate() and accuracy() at odd batch sizes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <utility>
@@ -33,6 +34,11 @@ struct NetAccuracy {
   bool ok() const { return disagreements <= kMaxDisagreements; }
   std::string summary() const;
 };
+
+// Steady-clock seconds since its epoch: prepare_span's and the layer timer's clock.
+inline double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 class NetCase {
  public:
