@@ -328,6 +328,9 @@ TEST(Idx, BadFiles) {
   expect_error(read_images(idx({3, 20}, iota_bytes(60))), {"2 dimensions, expected 3"});
   expect_error(read_images(idx({3, 4, 5}, iota_bytes(59))), {"truncated", "need 60 bytes", "has 59"});
   expect_error(read_images(idx({3, 4, 5}, iota_bytes(61))), {"1 bytes after the data"});
+  // Three dimensions of 2^32 - 1: a product no integer type holds (found by fuzz_idx).
+  expect_error(read_images(idx({0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF}, iota_bytes(8))),
+               {"truncated", "need 79228162458924105372415295488 bytes", "has 8"});
   expect_error(read_images(idx({3, 0, 5}, {})), {"dimension 1 is 0"});
   expect_error(read_images(idx({2, 4, 5}, iota_bytes(40))), {"2 images but 3 labels"});
   {

@@ -26,16 +26,6 @@ struct NamedConvShape {
 // convolutions) and the two of the MNIST CNN, each at batch 1 and 64.
 const std::vector<NamedConvShape>& conv_default_shapes();
 
-// Parses a descriptor in the style of oneDNN's benchdnn,
-// "n64c16h32w32k16r3s3stride1pad1": fields n c h w k r s stride pad, each a
-// name followed by a decimal integer, in any order, each at most once.
-// Required: n, c, h, k, r. Defaults: w = h, s = r, stride = 1, pad = 0.
-// Throws dlb::Error naming what is wrong (unknown or repeated field, missing
-// number, missing field, a size that is not positive, no output).
-ConvShape parse_conv_descriptor(std::string_view text);
-// A comma-separated list of descriptors.
-std::vector<ConvShape> parse_conv_descriptors(std::string_view text);
-
 class ConvCase {
  public:
   ConvCase(const ConvVariant& variant, const ConvShape& shape);

@@ -8,31 +8,6 @@
 
 namespace dlb {
 
-void validate_conv_shape(const ConvShape& p) {
-  const std::string where = "conv shape " + p.descriptor() + ": ";
-  for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"n", p.n}, {"c", p.c}, {"h", p.h},
-                                    {"w", p.w}, {"k", p.k}, {"r", p.r}, {"s", p.s}, {"stride", p.stride}}) {
-    if (value < 1) throw Error(where + name + " must be a positive integer, got " + std::to_string(value));
-  }
-  if (p.pad < 0) throw Error(where + "pad must be >= 0, got " + std::to_string(p.pad));
-  if (p.r > p.h + 2 * p.pad || p.s > p.w + 2 * p.pad) {
-    throw Error(where + "the " + std::to_string(p.r) + "x" + std::to_string(p.s) +
-                " filter is larger than the padded " + std::to_string(p.h + 2 * p.pad) + "x" +
-                std::to_string(p.w + 2 * p.pad) + " input: no output");
-  }
-  // Products in double: the int64 products of absurd inputs could overflow.
-  constexpr double kMaxElements = 2147483647.0;  // int32 dimensions and offsets in cuDNN and oneDNN
-  const auto product = [](std::initializer_list<std::int64_t> v) {
-    double out = 1.0;
-    for (auto e : v) out *= static_cast<double>(e);
-    return out;
-  };
-  if (product({p.n, p.c, p.h, p.w}) > kMaxElements || product({p.k, p.c, p.r, p.s}) > kMaxElements ||
-      product({p.n, p.k, p.oh(), p.ow()}) > kMaxElements) {
-    throw Error(where + "a tensor of 2^31 elements or more (x, w or y): not supported");
-  }
-}
-
 bool conv_is_3x3_stride1(const ConvArgs& args) {
   return args.shape.r == 3 && args.shape.s == 3 && args.shape.stride == 1;
 }

@@ -39,7 +39,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "kernels/common/variant.h"
 
@@ -81,6 +83,16 @@ struct ConvShape {
 // a negative pad, a filter larger than the padded input (no output), or a
 // tensor of 2^31 elements or more (cuDNN's and oneDNN's int dimensions).
 void validate_conv_shape(const ConvShape& shape);
+
+// Parses a descriptor in the style of oneDNN's benchdnn,
+// "n64c16h32w32k16r3s3stride1pad1": fields n c h w k r s stride pad, each a
+// name followed by a decimal integer, in any order, each at most once.
+// Required: n, c, h, k, r. Defaults: w = h, s = r, stride = 1, pad = 0.
+// Throws dlb::Error naming what is wrong (unknown or repeated field, missing
+// number, missing field, a size that is not positive, no output).
+ConvShape parse_conv_descriptor(std::string_view text);
+// A comma-separated list of descriptors.
+std::vector<ConvShape> parse_conv_descriptors(std::string_view text);
 
 // What prepare found out, for the benchmark's counters and label: the
 // algorithm a library picked, its scratch memory, what choosing it cost.

@@ -72,8 +72,11 @@ Idx parse_idx(const std::string& path, std::size_t want_dims) {
   }
   const double have = static_cast<double>(b.size() - idx.offset);
   if (have < total) {
-    throw Error(where + "truncated: the dimensions need " + std::to_string(static_cast<long long>(total)) +
-                " bytes of data, the file has " + std::to_string(static_cast<long long>(have)));
+    // %.0f: the product of three 32-bit dimensions can exceed any integer type.
+    char need[64];
+    std::snprintf(need, sizeof need, "%.0f", total);
+    throw Error(where + "truncated: the dimensions need " + need + " bytes of data, the file has " +
+                std::to_string(b.size() - idx.offset));
   }
   if (have > total) {
     throw Error(where + std::to_string(static_cast<long long>(have - total)) +
