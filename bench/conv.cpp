@@ -17,10 +17,12 @@
 namespace dlb::bench {
 namespace {
 
+DLB_BENCH_FLAG(conv, "conv", "DESCRIPTOR[,DESCRIPTOR...]", "--conv=n64c16h32w32k16r3s3stride1pad1",
+               "conv cases for these shapes instead of the default ones (fields n c h w k r s stride pad; "
+               "required n c h k r); repeatable");
+
 std::vector<NamedConvShape> shapes_from_flags(Config& config) {
   std::vector<NamedConvShape> shapes;
-  for (const auto& flag : config.flags)
-    if (flag == "--conv=") throw Error("--conv= needs a descriptor, e.g. --conv=n64c16h32w32k16r3s3stride1pad1");
   for (std::string value = take_flag(config, "conv"); !value.empty(); value = take_flag(config, "conv"))
     for (const auto& shape : parse_conv_descriptors(value)) shapes.push_back({"command line", shape});
   return shapes;

@@ -20,10 +20,27 @@ std::string take_flag(Config& config, std::string_view name) {
     if (it->rfind(prefix, 0) == 0) {
       std::string value = it->substr(prefix.size());
       config.flags.erase(it);
+      if (value.empty()) {
+        std::string message = prefix;
+        message.append(" needs a value");
+        for (const auto& f : flag_helps())
+          if (name == f.name) message.append(", e.g. ").append(f.example);
+        throw Error(message);
+      }
       return value;
     }
   }
   return {};
+}
+
+bool add_flag_help(const FlagHelp& flag) {
+  const_cast<std::vector<FlagHelp>&>(flag_helps()).push_back(flag);
+  return true;
+}
+
+const std::vector<FlagHelp>& flag_helps() {
+  static std::vector<FlagHelp> list;
+  return list;
 }
 
 namespace {

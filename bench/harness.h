@@ -30,7 +30,23 @@ struct Config {
   std::vector<std::function<int()>> at_end;
 };
 
-// Removes --<name>=<value> from config.flags and returns the value, or "".
+// One of dlbench's own flags, for `bench --help` and for the error of a flag
+// given without its value. Declared once, next to the family that takes it,
+// with DLB_BENCH_FLAG.
+struct FlagHelp {
+  const char* name;     // "conv": the flag is --conv=<value>
+  const char* value;    // what the value is: "DESCRIPTOR[,DESCRIPTOR...]"
+  const char* example;  // a whole flag: "--conv=n64c16h32w32k16r3s3stride1pad1"
+  const char* help;     // one line
+};
+bool add_flag_help(const FlagHelp& flag);
+const std::vector<FlagHelp>& flag_helps();
+#define DLB_BENCH_FLAG(id, ...) \
+  [[maybe_unused]] static const bool dlb_flag_##id = ::dlb::bench::add_flag_help({__VA_ARGS__})
+
+// Removes --<name>=<value> from config.flags and returns the value, or ""
+// when the flag is not there. Throws dlb::Error for the flag given with an
+// empty value ("--<name>="), naming the flag's example.
 std::string take_flag(Config& config, std::string_view name);
 
 using FamilyRegistrar = void (*)(Config&);

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -76,10 +77,20 @@ void add_context(const dlb::GpuInfo& gpu) {
   if (gpu.count > 0) AddCustomContext("gpu_compute_capability", gpu.compute_capability);
 }
 
+// After Google Benchmark's --help (which exits from Initialize): dlbench's own flags.
+void print_own_flags() {
+  std::printf("\ndlbench's own flags:\n");
+  for (const auto& f : dlb::bench::flag_helps()) std::printf("  --%s=%s\n      %s\n", f.name, f.value, f.help);
+  std::printf("Exit status 2 for an unknown flag or a bad value, with the reason.\n");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);  // takes --benchmark_* flags, leaves the rest
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help") std::atexit(print_own_flags);
+  benchmark::Initialize(&argc, argv);  // takes --benchmark_* flags, leaves the rest; exits for --help
 
   dlb::bench::Config config;
   for (int i = 1; i < argc; ++i) config.flags.emplace_back(argv[i]);
@@ -94,7 +105,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!config.flags.empty()) {
-    std::fprintf(stderr, "bench: unknown argument '%s' (see --help for Google Benchmark's flags)\n",
+    std::fprintf(stderr, "bench: unknown argument '%s' (see --help: Google Benchmark's flags, then dlbench's)\n",
                  config.flags.front().c_str());
     return 2;
   }

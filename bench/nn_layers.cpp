@@ -106,11 +106,12 @@ bool& trace_written() {
   return written;
 }
 
+DLB_BENCH_FLAG(trace, "trace", "FILE.json", "--trace=resnet20.json",
+               "a Chrome trace (Perfetto, chrome://tracing) of the first network case the filter selects: "
+               "prepare and the first pass, then 5 passes, layer by layer");
+
 void register_layers(Config& config) {
-  const bool trace_given = std::any_of(config.flags.begin(), config.flags.end(),
-                                      [](const std::string& f) { return f.rfind("--trace=", 0) == 0; });
   trace_path() = take_flag(config, "trace");
-  if (trace_given && trace_path().empty()) throw Error("--trace= needs a file name: --trace=FILE.json");
   if (tracing()) {
     if (!std::ofstream(trace_path())) throw Error("--trace: cannot write " + trace_path());
     config.at_end.push_back([] {

@@ -1,4 +1,5 @@
-"""bench --conv=...: a valid non-default shape runs every CPU variant (and
+"""bench's own flags (--help lists them; an unknown one exits 2) and --conv=...:
+a valid non-default shape runs every CPU variant (and
 is validated before it is timed); a malformed descriptor exits 2 naming the
 problem. DLB_BENCH is the bench binary (set by ctest)."""
 
@@ -16,6 +17,28 @@ def bench(*args):
     return subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=300)
 
 
+class OwnFlags(unittest.TestCase):
+    def test_help_lists_dlbench_flags_after_google_benchmarks(self):
+        p = bench("--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        ours = p.stdout.index("dlbench's own flags:")
+        self.assertLess(p.stdout.index("--benchmark_filter"), ours)
+        for flag in ("--conv=DESCRIPTOR", "--trace=FILE.json"):
+            self.assertIn(flag, p.stdout[ours:])
+
+    def test_unknown_flag_exits_2(self):
+        p = bench("--frobnicate", "--benchmark_list_tests")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("bench: unknown argument '--frobnicate'", p.stderr)
+        self.assertEqual(p.stdout.strip(), "")
+
+    def test_scripts_test_refuses_unknown_arguments(self):
+        p = subprocess.run([str(Path(__file__).resolve().parents[1] / "scripts" / "test"), "--frobnicate"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("scripts/test: unknown argument '--frobnicate'", p.stderr)
+
+
 class ConvFlag(unittest.TestCase):
     def test_malformed_descriptors_exit_2_with_the_reason(self):
         cases = {
@@ -23,7 +46,7 @@ class ConvFlag(unittest.TestCase):
             "--conv=n0c16h32w32k16r3": "n must be a positive integer, got 0",
             "--conv=n1c1h2k1r5": "the 5x5 filter is larger than the padded 2x2 input",
             "--conv=n1c16h32k16": "field 'r' is missing",
-            "--conv=": "--conv= needs a descriptor",
+            "--conv=": "--conv= needs a value, e.g. --conv=n64c16h32w32k16r3s3stride1pad1",
         }
         for flag, message in cases.items():
             with self.subTest(flag=flag):

@@ -153,7 +153,7 @@ class Trace(unittest.TestCase):
 
     def test_bad_trace_flags_exit_2(self):
         with tempfile.TemporaryDirectory() as d:
-            for args, message in ((["--trace="], "needs a file name"),
+            for args, message in ((["--trace="], "--trace= needs a value, e.g. --trace="),
                                   ([f"--trace={d}/no/such/dir/t.json"], "cannot write"),
                                   ([f"--trace={d}/t.json", "--benchmark_filter=^daxpy/cpu_loop/n:1024/",
                                     "--benchmark_min_time=0.001"], "no network case ran")):
