@@ -84,6 +84,24 @@ class LayerCases(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len([l for l in p.stdout.splitlines() if l.startswith("| `")]), 3)
 
+    def test_figures_draw_the_layers(self):
+        p = subprocess.run([sys.executable, "-c", f"""
+import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r})
+from dlbench.figures import layers
+from dlbench.results import load
+figs = layers.figures([load({str(self.out)!r})])
+print(sorted(figs))
+top = figs["layers_top"].axes
+lenet_b1 = [ax for ax in top if ax.get_title() == "mnist_lenet, batch 1: top ops"][0]
+print(len(lenet_b1.patches))
+print(sorted(t.get_text() for t in lenet_b1.get_yticklabels()))
+"""], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        names, bars, ops = p.stdout.splitlines()
+        self.assertEqual(names, "['layers', 'layers_gap', 'layers_top']")
+        self.assertEqual(bars, "5")  # one backend, five ops (their order is the measured times')
+        self.assertEqual(ops, "['conv+bias+relu', 'fc+bias', 'fc+bias+relu', 'log_softmax', 'max_pool']")
+
     def test_profile_bad_inputs_exit_2(self):
         script = str(ROOT / "scripts" / "profile.py")
         for args in ([str(self.out), "--network", "resnet20"], [str(self.out), "--backend", "gpu_cudnn"],

@@ -185,6 +185,33 @@ def figures(results_list: list[Results]):
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
         figs["layers_gap"] = fig
+
+        # The top ops per batch size (the profiler table's bars): time per pass of each op, one bar per
+        # backend, the ops of the largest batch's order.
+        fig, axes = plt.subplots(len(present), len(BATCHES), figsize=(5.0 * len(BATCHES), 3.6 * len(present)),
+                                 layout="constrained", squeeze=False)
+        for row, network in zip(axes, present):
+            variants = variants_of(r, network)
+            for ax, batch in zip(row, BATCHES):
+                per_variant = {v: {op: t for op, _, t in top_ops(layers_of(r, network, v, batch) or [])}
+                               for v in variants}
+                # The order of the largest batch measured (the time this batch's bars compare with).
+                measured = [(b, v) for b in sorted(BATCHES, reverse=True) for v in variants
+                            if layers_of(r, network, v, b)]
+                ops = [op for op, _, _ in top_ops(layers_of(r, network, measured[0][1], measured[0][0]))][:10] \
+                    if measured else []
+                height = 0.8 / max(len(variants), 1)
+                for j, v in enumerate(variants):
+                    ax.barh([i + j * height for i in range(len(ops))],
+                            [per_variant[v].get(op, math.nan) * 1e6 for op in ops], height=height, label=v)
+                ax.set_yticks([i + 0.4 - height / 2 for i in range(len(ops))], ops, fontsize=8)
+                ax.invert_yaxis()
+                ax.set_xscale("log")
+                ax.set_xlabel("us per pass")
+                ax.set_title(f"{network}, batch {batch}: top ops")
+                ax.grid(True, axis="x", which="both", alpha=0.3)
+                ax.legend(fontsize=7)
+        figs["layers_top"] = fig
     return figs
 
 
