@@ -33,15 +33,19 @@ std::string take_flag(Config& config, std::string_view name) {
   return {};
 }
 
-bool add_flag_help(const FlagHelp& flag) {
-  const_cast<std::vector<FlagHelp>&>(flag_helps()).push_back(flag);
-  return true;
-}
-
-const std::vector<FlagHelp>& flag_helps() {
+namespace {
+std::vector<FlagHelp>& flag_list() {
   static std::vector<FlagHelp> list;
   return list;
 }
+}  // namespace
+
+bool add_flag_help(const FlagHelp& flag) {
+  flag_list().push_back(flag);
+  return true;
+}
+
+const std::vector<FlagHelp>& flag_helps() { return flag_list(); }
 
 namespace {
 std::vector<FamilyRegistrar>& family_list() {
