@@ -2,6 +2,7 @@
 // stream held until the call is fully enqueued and an optional L2 flush
 // between iterations, both outside the timed region.
 #include <atomic>
+#include <optional>
 
 #include "bench/gpu_timer_kernels.h"
 #include "bench/harness.h"
@@ -45,7 +46,12 @@ class Hold {
  public:
   Hold() {
     DLB_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&flags_), 2 * sizeof(int), cudaHostAllocMapped));
-    DLB_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flags_), flags_, 0));
+    try {
+      DLB_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flags_), flags_, 0));
+    } catch (...) {
+      cudaFreeHost(flags_);
+      throw;
+    }
   }
   Hold(const Hold&) = delete;
   Hold& operator=(const Hold&) = delete;
@@ -73,9 +79,15 @@ Hold& hold() {
 
 }  // namespace
 
-void hold_stream(CUstream_st* stream) { hold().arm(stream); }
-void release_stream() { hold().release(); }
-bool hold_timed_out() { return hold().timed_out(); }
+StreamHold::StreamHold(CUstream_st* stream) { hold().arm(stream); }
+StreamHold::~StreamHold() {
+  if (held_) hold().release();
+}
+void StreamHold::release() {
+  hold().release();
+  held_ = false;
+}
+bool StreamHold::timed_out() const { return hold().timed_out(); }
 
 void time_gpu(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing) {
   const auto stream = timing.stream != nullptr ? timing.stream : ctx.exec().stream;
@@ -85,13 +97,14 @@ void time_gpu(benchmark::State& state, const Run& run, const ExecContext& ctx, T
   Event start, stop;
   for (auto _ : state) {
     if (timing.flush_l2) flusher().flush(stream);
-    if (timing.hold) hold().arm(stream);
+    std::optional<StreamHold> held;
+    if (timing.hold) held.emplace(stream);
     start.record(stream);
-    run();
+    run();  // may throw: `held` releases the stream on the way out
     stop.record(stream);
-    if (timing.hold) hold().release();
+    if (held) held->release();
     stop.synchronize();
-    if (timing.hold && hold().timed_out()) {
+    if (held && held->timed_out()) {
       state.SkipWithError("the GPU timer's hold timed out: the host took over a second to enqueue the call");
       break;
     }

@@ -147,14 +147,25 @@ struct Timing {
   bool hold = true;
 };
 
-// GPU: the hold time_run puts on a stream ahead of a timed call, for callers
-// that record their own events: hold_stream, enqueue the events and the
-// calls, release_stream; after the stream has passed the hold,
-// hold_timed_out says whether it was the timeout (one second) that ended it.
-// Built with CUDA only.
-void hold_stream(CUstream_st* stream);
-void release_stream();
-bool hold_timed_out();
+// GPU: the hold time_run puts on a stream ahead of a timed call (a kernel
+// that waits until the host has enqueued the call), for callers that record
+// their own events: construct it, enqueue the events and the calls,
+// release(). The destructor releases it on every path, so a call that throws
+// never leaves the stream held. After the stream has passed the hold,
+// timed_out() says whether the timeout (one second) ended it. One at a time
+// per process. Built with CUDA only.
+class StreamHold {
+ public:
+  explicit StreamHold(CUstream_st* stream);
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
+  ~StreamHold();
+  void release();
+  bool timed_out() const;
+
+ private:
+  bool held_ = true;
+};
 
 // The timed loop. CPU: `run` back to back. GPU: one warm-up call, then per
 // iteration: flush, hold, start event, the call, stop event, release (on

@@ -39,6 +39,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -229,7 +230,8 @@ PassTimes LayerTimer::pass() {
     const auto stream = c_.context().exec().stream;
     // A pass that waits for its stream itself would wait for the hold.
     const bool hold = !c_.report().synchronizes;
-    if (hold) hold_stream(stream);
+    std::optional<StreamHold> held;  // released on every path, a throwing layer call included
+    if (hold) held.emplace(stream);
     t.begin_s = now_s();
     events_[0].record(stream);
     for (std::size_t i = 0; i < n; ++i) {
@@ -240,10 +242,10 @@ PassTimes LayerTimer::pass() {
     }
     // The GPU starts when the hold is released: its timeline's origin.
     t.device_origin_s = now_s() - t.begin_s;
-    if (hold) release_stream();
+    if (held) held->release();
     events_[n].synchronize();
     c_.context().synchronize();
-    if (hold && hold_timed_out()) throw Error("the layer timer's hold timed out: issuing one pass took over a second");
+    if (held && held->timed_out()) throw Error("the layer timer's hold timed out: issuing one pass took over a second");
     if (!hold) t.device_origin_s = 0;
     for (std::size_t i = 0; i < n; ++i) {
       t.start_s[i] = static_cast<double>(events_[i].elapsed_ms_since(events_[0])) * 1e-3;

@@ -46,5 +46,7 @@ function(dlb_add_gpu_test name)
   # A test source can serve both binaries: DLB_TEST_GPU says which it is.
   target_compile_definitions(${name} PRIVATE DLB_TEST_GPU=1)
   add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu)
+  # One GPU test binary at a time: two on one GPU would share its memory and
+  # SMs, and their results would depend on which others ran beside them.
+  set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 LABELS gpu RESOURCE_LOCK gpu)
 endfunction()

@@ -150,6 +150,23 @@ TEST_P(GemmS8EdgeTest, ExactAtTheInt32Edge) {
   EXPECT_TRUE(result.ok) << variant->name << ": " << result.summary();
 }
 
+#if DLB_HAVE_CUDA
+// cuBLASLt declines shapes it has no int8 kernel for, and the parametrized
+// tests skip those: so that a broken cuBLASLt cannot pass as "declined
+// everything", a shape its IMMA kernels take (n, k multiples of 4, aligned)
+// must run and be exact.
+TEST(GemmCublasLt, AnIMMAShapeRuns) {
+  if (test::kDevice != Device::gpu) GTEST_SKIP() << "GPU variants";
+  const auto all = variants();
+  const auto it = std::find_if(all.begin(), all.end(), [](const GemmVariant* v) { return v->name == "gpu_cublaslt_s8"; });
+  ASSERT_NE(it, all.end());
+  GemmCase c(**it, 128, 128, 128);  // no Unsupported allowed here
+  const auto result = c.validate();
+  EXPECT_TRUE(result.ok) << result.summary();
+  EXPECT_EQ(result.max_rel_err, 0.0);
+}
+#endif
+
 std::string edge_param_name(const ::testing::TestParamInfo<EdgeParam>& info) {
   const auto& [variant, k, zero_point] = info.param;
   return std::string(variant->name) + "_k" + std::to_string(k) + "_zp" + std::to_string(zero_point);

@@ -108,7 +108,12 @@ class CublasHandle {
  public:
   explicit CublasHandle(cudaStream_t stream) {
     DLB_CUBLAS_CHECK(cublasCreate(&handle_));
-    DLB_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    try {
+      DLB_CUBLAS_CHECK(cublasSetStream(handle_, stream));
+    } catch (...) {
+      cublasDestroy(handle_);  // the destructor of a half-built object never runs
+      throw;
+    }
   }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
@@ -127,7 +132,12 @@ class CudnnHandle {
  public:
   explicit CudnnHandle(cudaStream_t stream) {
     DLB_CUDNN_CHECK(cudnnCreate(&handle_));
-    DLB_CUDNN_CHECK(cudnnSetStream(handle_, stream));
+    try {
+      DLB_CUDNN_CHECK(cudnnSetStream(handle_, stream));
+    } catch (...) {
+      cudnnDestroy(handle_);  // the destructor of a half-built object never runs
+      throw;
+    }
   }
   CudnnHandle(const CudnnHandle&) = delete;
   CudnnHandle& operator=(const CudnnHandle&) = delete;

@@ -25,8 +25,26 @@ std::string cuda_version_string(int v) {
 int gpu_count() {
   int n = 0;
   const cudaError_t status = cudaGetDeviceCount(&n);
-  if (status == cudaSuccess) return n;
+  if (status == cudaSuccess) {
+    if (n > 0) {
+      // A device that is listed but on which no context can be made (busy in
+      // exclusive mode, an ECC or Xid failure, no MIG instance for us) is a
+      // broken GPU machine, not one without a GPU: say so here, once.
+      const cudaError_t context = cudaFree(nullptr);
+      if (context != cudaSuccess) {
+        throw Error(std::string("CUDA device 0 is there but cannot be used: creating its context failed: ") +
+                    cudaGetErrorName(context) + ": " + cudaGetErrorString(context));
+      }
+    }
+    return n;
+  }
   cudaGetLastError();  // clear the last error (an initialization error stays, harmlessly: no GPU case runs)
+  // The toolkit's stub libcuda (lib64/stubs, for linking only) found before
+  // a real driver: whatever the machine has, this process cannot see it.
+  if (status == cudaErrorStubLibrary) {
+    throw Error(std::string("CUDA devices cannot be used: the CUDA driver library loaded is the toolkit's stub "
+                            "(") + cudaGetErrorName(status) + "); take the toolkit's lib64/stubs off the library path");
+  }
   // No device, or no driver at all (driver version 0): this machine has no
   // GPU to use, and GPU cases and tests are left out. Anything else (a
   // driver too old for this CUDA runtime, a broken install) is a machine

@@ -9,8 +9,9 @@
 namespace dlb {
 
 // Devices the process can use: 0 without CUDA in the build, without a
-// device, or without a driver; throws dlb::Error when a driver is there but
-// the devices cannot be used (a driver too old for the runtime...).
+// device, or without a driver; throws dlb::Error when the devices cannot be
+// used: a driver too old for the runtime, the toolkit's stub libcuda loaded
+// instead of a driver, a listed device 0 on which no context can be made.
 int gpu_count();
 
 struct GpuInfo {
