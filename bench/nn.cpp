@@ -7,10 +7,11 @@
 // images and compares the outputs with PyTorch's logits (max_rel_err); once
 // per backend and network, the backend classifies the whole 10,000-image
 // test set (in batches of 100) and a backend that disagrees with PyTorch's
-// top-1 on more than kMaxDisagreements images fails every case of it.
+// top-1 on more than kMaxDisagreements images (a reduced-precision row: more
+// than max_disagreement_fraction of them) fails every case of it.
 // Counters: items_per_second (images/s), flops (2 x MACs x batch per pass),
 // accuracy, torch_disagreements (test images whose top-1 differs from
-// PyTorch's), peak_bytes (NetCase::peak_bytes: what a pass holds),
+// PyTorch's), accuracy_drop (PyTorch's fp32 accuracy minus this row's), peak_bytes (NetCase::peak_bytes: what a pass holds),
 // allocated_bytes_per_pass and allocations_per_pass (host heap allocations of
 // the whole process during passes, alloc_counter.h; not in sanitizer
 // builds), and at batch 1 the p50/p90/p99 latency of single calls in
@@ -67,6 +68,7 @@ void register_nn(Config& config) {
           const NetAccuracy& accuracy = accuracy_of(*variant, network);
           state.counters["accuracy"] = accuracy.accuracy;
           state.counters["torch_disagreements"] = static_cast<double>(accuracy.disagreements);
+          state.counters["accuracy_drop"] = accuracy.drop();
           if (!accuracy.ok()) {
             state.SkipWithError(("accuracy: " + accuracy.summary()).c_str());
             return;

@@ -558,8 +558,17 @@ TEST_P(PeakMemoryTest, GrowsWithTheBatch) {
   const double io =
       static_cast<double>(p.batch * (big.network().in_size() + big.network().classes)) * sizeof(float);
   EXPECT_GE(big.peak_bytes(), io);
-  // resnet20's activations alone: 64 images x about 0.7 MB (fp32).
-  EXPECT_GT(big.peak_bytes(), small + 20e6) << small << " at batch 1";
+  // The activations: every backend holds the output of each layer it does
+  // not compute in place (cpu_onednn adds each residual block into its
+  // shortcut's buffer: 9 of resnet20's 21 outputs), in its precision.
+  const double element_bytes = big.precision() == nn::NetPrecision::f32    ? 4
+                               : big.precision() == nn::NetPrecision::s8 ? 1
+                                                                          : 2;
+  double outputs = 0;
+  for (const auto& l : big.network().layers) outputs += static_cast<double>(l.out_size());
+  const double activations = static_cast<double>(p.batch) * outputs * element_bytes;
+  EXPECT_GT(big.peak_bytes(), 0.5 * activations) << "activations " << activations;
+  EXPECT_GT(big.peak_bytes(), small) << small << " at batch 1";
 }
 
 #if !DLB_TEST_GPU
@@ -579,7 +588,7 @@ TEST_P(AccuracyTest, WholeTestSetAgreesWithPyTorch) {
   const auto a = c.accuracy(2000);
   EXPECT_EQ(a.images, 2000);
   EXPECT_TRUE(a.ok()) << a.summary();
-  EXPECT_NEAR(a.accuracy, a.torch_accuracy, static_cast<double>(kMaxDisagreements) / 2000.0) << a.summary();
+  EXPECT_NEAR(a.accuracy, a.torch_accuracy, static_cast<double>(a.allowed) / 2000.0) << a.summary();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, AccuracyTest, ::testing::ValuesIn(with_batch(100)), backend_name);

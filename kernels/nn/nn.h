@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/common/variant.h"
@@ -75,8 +76,15 @@ struct NetArgs {
 using NetVariant = Variant<NetArgs>;
 VariantTable<NetArgs> network_variants();
 
+// What a row computes in, from the last part of its name: "cpu_onednn_bf16"
+// -> bf16, "cpu_own_s8" -> s8; a name without one of those is fp32.
+enum class NetPrecision { f32, bf16, f16, s8 };
+NetPrecision net_precision(std::string_view variant_name);
+std::string_view precision_name(NetPrecision precision);
+
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);
+Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);

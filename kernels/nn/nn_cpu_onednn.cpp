@@ -131,7 +131,13 @@ bool faster_of_two(const dnnl::convolution_forward::primitive_desc& a,
 
 }  // namespace
 
-Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
+namespace {
+
+// The whole network in `act`: activations and weights in that data type
+// (f32, or bf16 with fp32 accumulation inside oneDNN's kernels), biases in
+// fp32, the network's input and output fp32 (the first layer's reorder
+// rounds the input; the last layer writes fp32).
+Run prepare_onednn(const NetArgs& args, memory::data_type act) {
   const Network& net = *args.net;
   const std::int64_t n = args.batch;
   auto& engine = onednn_engine();
@@ -153,8 +159,9 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
                                       : memory::dims{n, l.k};
     // The first layer picks its input layout; the others take what the
     // layer before them left.
-    const memory::desc src_desc = first ? memory::desc(src.get_desc().dims(), f32, tag::any) : src.get_desc();
-    const memory::desc any_dst(dst_dims, f32, tag::any);
+    const memory::desc src_desc = first ? memory::desc(src.get_desc().dims(), act, tag::any) : src.get_desc();
+    const bool last = i + 1 == layers.size();
+    const memory::desc any_dst(dst_dims, last ? f32 : act, tag::any);
     auto take_src = [&](const memory::desc& want) {
       if (want != src.get_desc()) {
         memory converted(want, engine);
@@ -181,7 +188,7 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
         const auto attr = relu_attr(l.residual >= 0, l.relu);
         const auto conv_pd = [&](dnnl::algorithm algorithm, const memory::desc& from) {
           const dnnl::convolution_forward::desc desc(
-              dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, f32, tag::any),
+              dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, act, tag::any),
               memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
           return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
         };
@@ -195,7 +202,7 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
         // and the batch).
         if (!first && l.window == 3 && l.stride == 1) {
           try {
-            auto wino = conv_pd(dnnl::algorithm::convolution_winograd, memory::desc(src_desc.dims(), f32, tag::any));
+            auto wino = conv_pd(dnnl::algorithm::convolution_winograd, memory::desc(src_desc.dims(), act, tag::any));
             if (faster_of_two(wino, pd, src, dst, l, w_dims)) pd = wino;
           } catch (const dnnl::error&) {
             // No Winograd implementation for this shape, CPU or post-ops.
@@ -240,7 +247,7 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
         const auto pd = not_reference(
             [&](const memory::desc& from) {
               const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
-                                                           memory::desc(w_dims, f32, tag::any),
+                                                           memory::desc(w_dims, act, tag::any),
                                                            memory::desc({l.k}, f32, tag::a), any_dst);
               return dnnl::inner_product_forward::primitive_desc(desc, relu_attr(false, l.relu), engine);
             },
@@ -257,8 +264,9 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
         break;
       }
       case LayerKind::log_softmax: {
+        // softmax_v2 takes src and dst in different data types: bf16 in, fp32 out.
         const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_log,
-                                                  src_desc, src_desc, 1);
+                                                  src_desc, last ? any_dst : src_desc, 1);
         const dnnl::softmax_v2_forward::primitive_desc pd(desc, engine);
         out[i] = memory(pd.dst_desc(), engine);
         plan.main = Step{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
@@ -284,6 +292,20 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
   std::vector<Run> calls;
   for (std::size_t i = 0; i < plans->size(); ++i) calls.push_back([plans, i] { (*plans)[i].run(); });
   return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace
+
+Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) { return prepare_onednn(args, f32); }
+
+Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec&) {
+  try {
+    return prepare_onednn(args, memory::data_type::bf16);
+  } catch (const dnnl::error& e) {
+    // oneDNN 2.6 has bf16 kernels on AVX-512 (native with AVX512-BF16 or
+    // AMX, emulated on plain AVX-512) and none below.
+    throw Unsupported(std::string("oneDNN has no bf16 implementation on this CPU: ") + e.what());
+  }
 }
 
 }  // namespace dlb::nn
