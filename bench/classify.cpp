@@ -8,15 +8,14 @@
 //
 // Exit 0 on success, 2 on bad arguments or bad input files (with a message).
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bench/cli.h"
 #include "kernels/common/error.h"
 #include "kernels/common/gpu.h"
 #include "kernels/common/operand.h"
@@ -31,24 +30,12 @@ constexpr const char* kUsage =
     "usage: classify [--network=resnet20|mnist_cnn|mnist_lenet] [--backend=NAME] [--images=N] [--first=I] "
     "[--weights=FILE]";
 
-long long parse_count(std::string_view flag, std::string_view text) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0)
-    throw dlb::Error(std::string(flag) + " needs a non-negative integer, got '" + std::string(text) + "'");
-  return v;
-}
-
 int run(int argc, char** argv) {
   std::string network = "resnet20", backend, weights;
   long long images = 10, first = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    const auto value = [&](std::string_view flag) -> std::optional<std::string_view> {
-      if (arg.substr(0, flag.size()) == flag && arg.size() > flag.size() && arg[flag.size()] == '=')
-        return arg.substr(flag.size() + 1);
-      return std::nullopt;
-    };
+    const auto value = [&](std::string_view flag) { return dlb::cli::flag_value(arg, flag); };
     if (arg == "--help" || arg == "-h") {
       std::puts(kUsage);
       return 0;
@@ -57,9 +44,9 @@ int run(int argc, char** argv) {
     } else if (auto v = value("--backend")) {
       backend = *v;
     } else if (auto v = value("--images")) {
-      images = parse_count("--images", *v);
+      images = dlb::cli::parse_count("--images", *v);
     } else if (auto v = value("--first")) {
-      first = parse_count("--first", *v);
+      first = dlb::cli::parse_count("--first", *v);
     } else if (auto v = value("--weights")) {
       weights = *v;
     } else {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "kernels/common/error.h"
 
@@ -97,9 +98,13 @@ void layer_image(const Layer& l, const double* x, const double* residual, double
 
 }  // namespace
 
-std::vector<double> forward(const nn::Network& net, std::span<const float> x, std::int64_t batch) {
+namespace {
+
+// The pass image by image (in parallel); `each(n, outputs)` sees every
+// layer's output of image n.
+template <class Each>
+void pass(const nn::Network& net, std::span<const float> x, std::int64_t batch, Each each) {
   DLB_REQUIRE(static_cast<std::int64_t>(x.size()) == batch * net.in_size(), "reference forward: input size");
-  std::vector<double> result(static_cast<std::size_t>(batch * net.classes));
 #pragma omp parallel for schedule(dynamic)
   for (std::int64_t n = 0; n < batch; ++n) {
     std::vector<double> input(x.begin() + n * net.in_size(), x.begin() + (n + 1) * net.in_size());
@@ -111,9 +116,33 @@ std::vector<double> forward(const nn::Network& net, std::span<const float> x, st
       const double* res = l.residual < 0 ? nullptr : outputs[static_cast<std::size_t>(l.residual)].data();
       layer_image(l, in, res, outputs[i].data());
     }
-    std::copy(outputs.back().begin(), outputs.back().end(), result.begin() + n * net.classes);
+    each(n, outputs);
   }
+}
+
+}  // namespace
+
+std::vector<double> forward(const nn::Network& net, std::span<const float> x, std::int64_t batch) {
+  std::vector<double> result(static_cast<std::size_t>(batch * net.classes));
+  pass(net, x, batch, [&](std::int64_t n, const std::vector<std::vector<double>>& outputs) {
+    std::copy(outputs.back().begin(), outputs.back().end(), result.begin() + n * net.classes);
+  });
   return result;
+}
+
+std::vector<std::pair<double, double>> output_ranges(const nn::Network& net, std::span<const float> x,
+                                                     std::int64_t batch) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<double, double>> ranges(net.layers.size(), {inf, -inf});
+  std::mutex mutex;
+  pass(net, x, batch, [&](std::int64_t, const std::vector<std::vector<double>>& outputs) {
+    std::lock_guard lock(mutex);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const auto [lo, hi] = std::minmax_element(outputs[i].begin(), outputs[i].end());
+      ranges[i] = {std::min(ranges[i].first, *lo), std::max(ranges[i].second, *hi)};
+    }
+  });
+  return ranges;
 }
 
 }  // namespace dlb::ref

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/nn/network.h"
@@ -16,5 +17,10 @@ namespace dlb::ref {
 
 // x: [batch, c, h, w] network input; returns [batch, classes].
 std::vector<double> forward(const nn::Network& net, std::span<const float> x, std::int64_t batch);
+
+// The same pass, keeping per layer the smallest and largest value of its
+// output over the batch: {min, max} per layer, in network order.
+std::vector<std::pair<double, double>> output_ranges(const nn::Network& net, std::span<const float> x,
+                                                     std::int64_t batch);
 
 }  // namespace dlb::ref

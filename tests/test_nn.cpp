@@ -23,6 +23,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/operand.h"
 #include "kernels/common/random.h"
+#include "kernels/nn/calibration.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/safetensors.h"
 #include "reference/nn.h"
@@ -264,6 +265,118 @@ TEST(NetworkWeights, BadWeightsNameTheTensor) {
   expect_error([] { nn::load_network("resnet21", nn::weights_path("resnet20")); }, {"unknown network 'resnet21'"});
   // Weights of one network given for another.
   expect_error([] { nn::load_network("mnist_cnn", nn::weights_path("mnist_lenet")); }, {"conv1.weight"});
+}
+
+// ------------------------------------------------------------ calibration
+
+// The committed calibration of `network` as a file's metadata and tensors, to edit.
+struct CalibrationFile {
+  std::map<std::string, std::string> metadata;
+  std::vector<nn::F32Tensor> tensors;
+  nn::F32Tensor& tensor(const std::string& name) {
+    return *std::find_if(tensors.begin(), tensors.end(), [&](const auto& t) { return t.name == name; });
+  }
+};
+
+CalibrationFile committed_calibration(std::string_view network) {
+  const auto& c = nn::calibration(network);
+  const auto& net = nn::network(network);
+  CalibrationFile f{{{"network", c.network}, {"images", std::to_string(c.images)}, {"source", c.source}},
+                    {{"input", {2}, {c.input.min, c.input.max}}}};
+  for (std::size_t i = 0; i < net.layers.size(); ++i)
+    f.tensors.push_back({net.layers[i].name, {2}, {c.outputs[i].min, c.outputs[i].max}});
+  return f;
+}
+
+template <class Edit>
+std::string edited_calibration(std::string_view network, Edit edit) {
+  auto f = committed_calibration(network);
+  edit(f);
+  const std::string path = temp_path(std::string(network) + ".calibration.safetensors");
+  nn::write_safetensors(path, f.metadata, f.tensors);
+  return path;
+}
+
+class CalibrationTest : public ::testing::TestWithParam<const char*> {};
+
+// The committed ranges were measured on the first training images: the
+// reference pass over a few of them stays inside every range, and reaches
+// a good part of it (a range far wider than the activations would waste
+// the 256 codes of u8).
+TEST_P(CalibrationTest, CommittedRangesHoldTheTrainingImages) {
+  const auto& net = nn::network(GetParam());
+  const auto& c = nn::calibration(GetParam());
+  EXPECT_GE(c.images, 100);
+  EXPECT_NE(c.source.find("train-images"), std::string::npos) << c.source;
+  const auto& train = nn::fashion_mnist_train();
+  constexpr std::int64_t kImages = 16;
+  std::vector<float> x(static_cast<std::size_t>(kImages * net.in_size()));
+  nn::network_input(train, 0, kImages, net.input_mean, net.input_std, net.c, net.h, net.w, x.data());
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  EXPECT_LE(c.input.min, *lo);
+  EXPECT_GE(c.input.max, *hi);
+  const auto ranges = ref::output_ranges(net, x, kImages);
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto& name = net.layers[i].name;
+    EXPECT_LE(c.outputs[i].min, ranges[i].first) << name;
+    EXPECT_GE(c.outputs[i].max, ranges[i].second) << name;
+    EXPECT_GT(ranges[i].second - ranges[i].first, 0.5 * (c.outputs[i].max - c.outputs[i].min)) << name;
+  }
+}
+
+TEST_P(CalibrationTest, WritesAndReadsBack) {
+  const auto& net = nn::network(GetParam());
+  const auto& c = nn::calibration(GetParam());
+  const std::string path = temp_path(std::string(GetParam()) + ".roundtrip.safetensors");
+  nn::write_calibration(path, c, net);
+  const auto back = nn::read_calibration(path, net);
+  EXPECT_EQ(back.network, c.network);
+  EXPECT_EQ(back.images, c.images);
+  EXPECT_EQ(back.source, c.source);
+  EXPECT_EQ(back.input.min, c.input.min);
+  EXPECT_EQ(back.input.max, c.input.max);
+  ASSERT_EQ(back.outputs.size(), c.outputs.size());
+  for (std::size_t i = 0; i < c.outputs.size(); ++i) {
+    EXPECT_EQ(back.outputs[i].min, c.outputs[i].min);
+    EXPECT_EQ(back.outputs[i].max, c.outputs[i].max);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Networks, CalibrationTest, ::testing::Values("resnet20", "mnist_cnn", "mnist_lenet"));
+
+TEST(Calibration, BadFilesNameTheProblem) {
+  const auto& net = nn::network("resnet20");
+  const auto read = [&](const std::string& path) { return [&net, path] { nn::read_calibration(path, net); }; };
+  const auto edited = [](auto edit) { return edited_calibration("resnet20", edit); };
+  expect_error(read(edited([](auto& f) { std::erase_if(f.tensors, [](auto& t) { return t.name == "stage2.0.conv2"; }); })),
+               {"'stage2.0.conv2'", "missing"});
+  expect_error(read(edited([](auto& f) { f.tensors.push_back({"stage4.0.conv1", {2}, {0, 1}}); })),
+               {"unexpected tensor 'stage4.0.conv1'"});
+  expect_error(read(edited([](auto& f) { f.tensor("conv1") = {"conv1", {3}, {0, 1, 2}}; })),
+               {"'conv1'", "shape [3], expected [2]"});
+  expect_error(read(edited([](auto& f) { f.tensor("fc").values[1] = std::numeric_limits<float>::quiet_NaN(); })),
+               {"range of fc", "not finite"});
+  expect_error(read(edited([](auto& f) { f.tensor("fc").values = {3, -2}; })), {"range of fc", "above max"});
+  expect_error(read(edited([](auto& f) { f.tensor("stage1.0.conv1").values[0] = -0.5f; })),
+               {"range of stage1.0.conv1", "below 0", "ReLU"});
+  expect_error(read(edited([](auto& f) { f.metadata["network"] = "mnist_cnn"; })),
+               {"made for network 'mnist_cnn', not resnet20"});
+  expect_error(read(edited([](auto& f) { f.metadata["images"] = "5x"; })), {"images", "not an integer", "'5x'"});
+  expect_error(read(edited([](auto& f) { f.metadata["images"] = "0"; })), {"made on 0 images"});
+  expect_error(read(edited([](auto& f) { f.metadata.erase("source"); })), {"no metadata 'source'"});
+  expect_error(read(temp_path("no_such.calibration.safetensors")), {"no_such.calibration.safetensors", "no such file"});
+  // Another network's calibration.
+  expect_error([&] { nn::read_calibration(nn::calibration_path("mnist_cnn"), net); },
+               {"made for network 'mnist_cnn', not resnet20"});
+  // The committed file truncated.
+  {
+    std::ifstream in(nn::calibration_path("resnet20"), std::ios::binary);
+    std::vector<char> all((std::istreambuf_iterator<char>(in)), {});
+    all.resize(all.size() - 5);
+    std::ofstream out(temp_path("truncated.calibration.safetensors"), std::ios::binary);
+    out.write(all.data(), static_cast<std::streamsize>(all.size()));
+  }
+  expect_error(read(temp_path("truncated.calibration.safetensors")), {"run past the end"});
 }
 
 // ------------------------------------------------------------ data sets

@@ -151,16 +151,26 @@ std::string fashion_mnist_dir() {
   return "/usr/share/datasets/fashion-mnist";
 }
 
+namespace {
+Dataset read_fashion_mnist(const std::string& prefix, const char* what) {
+  const std::string dir = fashion_mnist_dir();
+  const std::string images = dir + "/" + prefix + "-images-idx3-ubyte.gz",
+                    labels = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
+  if (!std::filesystem::exists(images)) {
+    throw Error(std::string("Fashion-MNIST ") + what + " not found at '" + images +
+                "': install the package dataset-fashion-mnist (scripts/setup does) or set DLB_FASHION_MNIST_DIR");
+  }
+  return read_idx(images, labels);
+}
+}  // namespace
+
 const Dataset& fashion_mnist_test() {
-  static const Dataset data = [] {
-    const std::string dir = fashion_mnist_dir();
-    const std::string images = dir + "/t10k-images-idx3-ubyte.gz", labels = dir + "/t10k-labels-idx1-ubyte.gz";
-    if (!std::filesystem::exists(images)) {
-      throw Error("Fashion-MNIST test set not found at '" + images +
-                  "': install the package dataset-fashion-mnist (scripts/setup does) or set DLB_FASHION_MNIST_DIR");
-    }
-    return read_idx(images, labels);
-  }();
+  static const Dataset data = read_fashion_mnist("t10k", "test set");
+  return data;
+}
+
+const Dataset& fashion_mnist_train() {
+  static const Dataset data = read_fashion_mnist("train", "training set");
   return data;
 }
 

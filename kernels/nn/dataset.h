@@ -33,6 +33,8 @@ std::string fashion_mnist_dir();
 // The test set (t10k, 10,000 images); throws naming the directory and how to
 // install the package when it is not there.
 const Dataset& fashion_mnist_test();
+// The training set (train, 60,000 images): what calibration reads.
+const Dataset& fashion_mnist_train();
 
 // The network input of images [first, first + count) of `data`: pixels / 255,
 // normalized (x - mean) / std, zero-padded (after normalization) to h x w

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "kernels/common/error.h"
+#include "kernels/nn/calibration.h"
 #include "kernels/nn/safetensors.h"
 
 namespace dlb::nn {
@@ -342,6 +343,14 @@ NetworkReference load_reference(const std::string& path, std::int64_t classes) {
   if (end != text.c_str() + text.size() || !(r.accuracy >= 0 && r.accuracy <= 1))
     throw Error("reference file '" + path + "': metadata accuracy '" + text + "' is not a fraction");
   return r;
+}
+
+std::string calibration_path(std::string_view name) {
+  return models_dir() + "/" + std::string(name) + ".calibration.safetensors";
+}
+
+const Calibration& calibration(std::string_view name) {
+  return cached<Calibration>(name, [name] { return read_calibration(calibration_path(name), network(name)); });
 }
 
 const NetworkReference& reference(std::string_view name) {

@@ -227,4 +227,31 @@ std::span<const std::byte> SafeTensors::raw(const std::string& name) const {
   return std::span<const std::byte>(bytes_).subspan(data_start_ + it->second.begin, it->second.end - it->second.begin);
 }
 
+void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                       const std::vector<F32Tensor>& tensors) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::size_t offset = 0;
+  for (const auto& t : tensors) {
+    std::int64_t n = 1;
+    for (auto d : t.shape) n *= d;
+    if (n != static_cast<std::int64_t>(t.values.size()))
+      throw Error("writing '" + path + "': tensor " + t.name + " has " + std::to_string(t.values.size()) +
+                  " values for shape " + shape_string(t.shape));
+    const std::size_t bytes = t.values.size() * sizeof(float);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const std::uint64_t length = text.size();
+  out.write(reinterpret_cast<const char*>(&length), sizeof length);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& t : tensors)
+    out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * sizeof(float)));
+  out.close();
+  if (!out) throw Error("writing '" + path + "': cannot write the file");
+}
+
 }  // namespace dlb::nn

@@ -62,6 +62,19 @@ class SafeTensors {
   std::map<std::string, TensorInfo> tensors_;
 };
 
+// An F32 tensor to write.
+struct F32Tensor {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;  // row-major, as many as the shape says
+};
+// Writes a safetensors file that SafeTensors::read reads back: the tensors
+// in the given order, contiguous; the header padded with spaces to a
+// multiple of 8 bytes. Throws dlb::Error naming the file when it cannot be
+// written, or a tensor whose values do not match its shape.
+void write_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                       const std::vector<F32Tensor>& tensors);
+
 const char* dtype_name(DType dtype);
 std::string shape_string(std::span<const std::int64_t> shape);
 
