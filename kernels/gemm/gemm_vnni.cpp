@@ -42,6 +42,7 @@
 #include "kernels/common/buffer.h"
 #include "kernels/common/error.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_vnni.h"
 
 #define DLB_TARGET_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
@@ -108,7 +109,32 @@ struct TileOut {
   std::int32_t zero_point;    // za
   const std::int32_t* sums;   // column sums of this panel [64]
   const float* scales;        // c_scale of this panel [64]
+  // The network layer's output stage (gemm_vnni.h), or null: C as above.
+  const VnniOutput* layer = nullptr;
+  std::int64_t offset = 0;    // of element [i0, 64p] in the layer's [m, n] arrays; bias at 64p
 };
+
+// The layer output stage of one vector of 16 columns of one row (gemm_vnni.h).
+DLB_TARGET_VNNI inline void layer_store(const VnniOutput& o, std::int64_t at, std::int64_t col, __mmask16 mask,
+                                        __m512 v) {
+  v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, o.bias + col));
+  if (o.residual != nullptr) {
+    const __m512i codes = _mm512_maskz_cvtepu8_epi32(mask, _mm_maskz_loadu_epi8(mask, o.residual + at));
+    const __m512 r = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(codes, _mm512_set1_epi32(o.residual_zero_point)));
+    v = _mm512_fmadd_ps(r, _mm512_set1_ps(o.residual_scale), v);
+  }
+  if (o.relu) v = _mm512_maskz_max_ps(mask, v, _mm512_setzero_ps());
+  if (o.out_u8 == nullptr) {
+    _mm512_mask_storeu_ps(o.out_f32 + at, mask, v);
+    return;
+  }
+  // Round to nearest even (the MXCSR default), then saturate into [0, 255].
+  // Masked forms throughout: see the GCC note in tile_kernel.
+  __m512i q = _mm512_maskz_cvtps_epi32(mask, _mm512_mul_ps(v, _mm512_set1_ps(1.0f / o.out_scale)));
+  q = _mm512_add_epi32(q, _mm512_set1_epi32(o.out_zero_point));
+  q = _mm512_maskz_min_epi32(mask, _mm512_maskz_max_epi32(mask, q, _mm512_setzero_si512()), _mm512_set1_epi32(255));
+  _mm512_mask_cvtepi32_storeu_epi8(o.out_u8 + at, mask, q);
+}
 
 // C[i0 : i0+Rows, panel] from A[i0 : i0+Rows, :] (rows lda bytes apart) and
 // one packed panel of B.
@@ -161,7 +187,12 @@ DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const 
 #pragma GCC unroll 8
     for (int r = 0; r < Rows; ++r) {
       const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
-      _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
+      if (out.layer != nullptr) {
+        layer_store(*out.layer, out.offset + r * out.ldc + v * kLanes, out.offset % out.ldc + v * kLanes, mask,
+                    _mm512_mul_ps(sum, scale));
+      } else {
+        _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
+      }
     }
   }
 }
@@ -178,20 +209,22 @@ DLB_TARGET_VNNI void tile_kernel_rows(int rows, const std::uint8_t* a, std::int6
 }
 
 // One work item: rows [row0, row1) of C against panels [panel0, panel1).
-DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, std::int64_t row0, std::int64_t row1,
-                                std::int64_t panel0, std::int64_t panel1) {
+DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, std::int64_t row0,
+                                std::int64_t row1, std::int64_t panel0, std::int64_t panel1) {
   const std::int64_t full_groups = b.k / kGroupBytes;
   const int tail_bytes = static_cast<int>(b.k % kGroupBytes);
   for (std::int64_t i = row0; i < row1; i += kTileRows) {
     const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, row1 - i));
     for (std::int64_t p = panel0; p < panel1; ++p) {
       const auto first_col = static_cast<std::size_t>(p * kPanelCols);
-      const TileOut out{args.c + i * b.n + p * kPanelCols,
+      const TileOut out{layer != nullptr ? nullptr : args.c + i * b.n + p * kPanelCols,
                         b.n,
                         static_cast<int>(std::min<std::int64_t>(kPanelCols, b.n - p * kPanelCols)),
                         args.a_zero_point,
                         b.column_sums.data() + first_col,
-                        b.scales.data() + first_col};
+                        b.scales.data() + first_col,
+                        layer,
+                        i * b.n + p * kPanelCols};
       tile_kernel_rows(rows, args.a_u8 + i * b.k, b.k, b.data.data() + p * b.panel_bytes(), full_groups, tail_bytes,
                        out);
     }
@@ -204,7 +237,7 @@ std::int64_t column_block_budget() {
   return (l2 > 0 ? l2 : 1 << 21) / 2;
 }
 
-void gemm_vnni(const GemmArgs& args, const PackedB& b) {
+void gemm_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput* layer = nullptr) {
   const std::int64_t block_panels = std::clamp<std::int64_t>(column_block_budget() / b.panel_bytes(), 1, b.panels);
   const std::int64_t col_blocks = (b.panels + block_panels - 1) / block_panels;
   const std::int64_t row_blocks = (args.m + kBlockRows - 1) / kBlockRows;
@@ -214,7 +247,7 @@ void gemm_vnni(const GemmArgs& args, const PackedB& b) {
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
     for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
-      gemm_block(args, b, rb * kBlockRows, std::min(args.m, (rb + 1) * kBlockRows), cb * block_panels,
+      gemm_block(args, b, layer, rb * kBlockRows, std::min(args.m, (rb + 1) * kBlockRows), cb * block_panels,
                  std::min(b.panels, (cb + 1) * block_panels));
     }
   }
@@ -226,6 +259,14 @@ Run prepare_gemm_vnni_s8(const GemmArgs& args, const Exec&) {
   DLB_REQUIRE(args.k <= kGemmS8MaxK, "gemm vnni: k too large for exact int32 sums");
   std::shared_ptr<const PackedB> packed = pack_b(args);
   return [args, packed] { gemm_vnni(args, *packed); };
+}
+
+Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out) {
+  DLB_REQUIRE(args.k <= kGemmS8MaxK, "gemm vnni: k too large for exact int32 sums");
+  DLB_REQUIRE(out.bias != nullptr && (out.out_u8 == nullptr) != (out.out_f32 == nullptr) && out.out_scale > 0,
+              "gemm vnni: a layer output stage needs a bias and one output (u8 with a positive scale, or fp32)");
+  std::shared_ptr<const PackedB> packed = pack_b(args);
+  return [args, packed, out] { gemm_vnni(args, *packed, &out); };
 }
 
 }  // namespace dlb

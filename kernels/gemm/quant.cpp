@@ -50,12 +50,21 @@ void require_matrix(std::size_t size, std::int64_t k, std::int64_t n, const char
 // ---------------------------------------------------------------- uint8
 
 AffineU8 calibrate_u8(std::span<const float> x) {
-  float lo = 0.0f, hi = 0.0f;  // the range always includes 0
+  float lo = 0.0f, hi = 0.0f;
   for (std::size_t i = 0; i < x.size(); ++i) {
     require_finite(x[i], i, "calibrate_u8");
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
   }
+  return affine_u8(lo, hi);
+}
+
+AffineU8 affine_u8(float lo, float hi) {
+  require_finite(lo, 0, "affine_u8");
+  require_finite(hi, 1, "affine_u8");
+  DLB_REQUIRE(lo <= hi, "affine_u8: range with min above max");
+  lo = std::min(lo, 0.0f);  // the range always includes 0
+  hi = std::max(hi, 0.0f);
   if (lo == hi) return {};  // all zeros: scale 1, zero point 0
   // In double: hi - lo may overflow float.
   const float scale = std::max(static_cast<float>((static_cast<double>(hi) - lo) / 255.0), kMinScale);

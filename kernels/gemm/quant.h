@@ -34,6 +34,9 @@ struct AffineU8 {
 };
 
 AffineU8 calibrate_u8(std::span<const float> x);
+// The same from a range already measured (a calibration file): widened to
+// include 0; lo <= hi, both finite.
+AffineU8 affine_u8(float lo, float hi);
 void quantize_u8(std::span<const float> x, AffineU8 params, std::span<std::uint8_t> q);
 void dequantize_u8(std::span<const std::uint8_t> q, AffineU8 params, std::span<float> x);
 

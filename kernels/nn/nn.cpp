@@ -1,5 +1,7 @@
 #include "kernels/nn/nn.h"
 
+#include "kernels/common/cpu_info.h"
+
 namespace dlb::nn {
 
 Run run_layers(std::vector<Run> layer_calls, NetReport* report) {
@@ -23,6 +25,7 @@ inline constexpr double kNetworkTolerance = 1e-5;
 
 static const NetVariant kNetworkVariants[] = {
     {"cpu_own", Device::cpu, prepare_net_cpu_own, kNetworkTolerance},
+    {"cpu_own_s8", Device::cpu, prepare_net_cpu_own_s8, 0.1, cpu_has_avx512_vnni},
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_net_cpu_onednn, kNetworkTolerance},
     // DESIGN.md's bf16 bound. Measured here (AVX512-BF16): 8.2e-3 resnet20,

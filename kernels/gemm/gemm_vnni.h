@@ -1,0 +1,36 @@
+// The own AVX-512 VNNI GEMM (gemm_vnni.cpp) with the output stage of a
+// quantized network layer fused into its register tiles, for the int8
+// networks (kernels/nn): per output element, with acc the exact integer
+// product of GemmArgs (zero point compensated),
+//     v = fp32(acc) * c_scale[j] + bias[j]
+//     v += (residual[i,j] - residual_zero_point) * residual_scale   (if residual)
+//     v = max(v, 0)                                                  (if relu)
+// then either stored as fp32 into out_f32[i,j], or requantized to the next
+// layer's u8: out_u8[i,j] = clamp(round_even(v * (1 / out_scale)) +
+// out_zero_point, 0, 255). Rows of residual, out_u8 and out_f32 are n apart
+// (row-major [m, n]). GemmArgs::c is not used.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm/gemm.h"
+
+namespace dlb {
+
+struct VnniOutput {
+  const float* bias = nullptr;              // [n], required
+  const std::uint8_t* residual = nullptr;   // [m, n] u8, or null
+  float residual_scale = 1;
+  std::int32_t residual_zero_point = 0;
+  bool relu = false;
+  std::uint8_t* out_u8 = nullptr;           // one of out_u8 and out_f32
+  float out_scale = 1;
+  std::int32_t out_zero_point = 0;
+  float* out_f32 = nullptr;
+};
+
+// As prepare_gemm_vnni_s8 (B packed now, A read at each call); requires
+// AVX-512 VNNI (cpu_has_avx512_vnni()).
+Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out);
+
+}  // namespace dlb

@@ -1,0 +1,250 @@
+// cpu_own_s8: a network in int8 from first principles, on dlbench's own
+// AVX-512 VNNI GEMM (see nn.h). What is computed:
+//
+// - Activations: u8, per tensor, asymmetric: x ~ scale * (q - zero_point),
+//   scale and zero point from the calibrated range of that tensor
+//   (calibration.h; quant.h's affine_u8). NHWC, so that an output pixel's
+//   channels, and a conv's 3x3 patch of them, are contiguous bytes.
+// - The network input is quantized once, in the first layer's call (fp32
+//   NCHW -> u8 NHWC).
+// - Conv and fc: weights s8, symmetric, one scale per output channel
+//   (max|w| / 127), quantized and packed once in prepare. The layer is one
+//   u8 x s8 -> s32 GEMM [pixels, r*r*c] x [r*r*c, k] (the patches gathered
+//   by an own im2col, padding with the input's zero point, which is the
+//   code of 0; a 1x1 stride-1 conv reads its input in place), whose output
+//   stage in registers scales the int32 sums back, adds the bias and the
+//   dequantized residual, applies ReLU and requantizes to the next tensor's
+//   u8 (gemm_vnni.h). fc weights are permuted once to the NHWC flattening.
+// - Max pool on the u8 codes (max commutes with the monotonic quantization:
+//   the output keeps its input's scale and zero point); global average pool
+//   averages the codes and requantizes.
+// - Dequantized only at the end: the last conv/fc writes fp32 (the logits,
+//   or the input of log-softmax, which runs in fp32 on the softmax family's
+//   cpu_fused).
+// Requires AVX-512 VNNI (registered where the CPU has it).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "kernels/common/buffer.h"
+#include "kernels/common/error.h"
+#include "kernels/gemm/gemm_vnni.h"
+#include "kernels/gemm/quant.h"
+#include "kernels/nn/calibration.h"
+#include "kernels/nn/layers.h"
+#include "kernels/softmax/softmax.h"
+
+namespace dlb::nn {
+namespace {
+
+// Everything a prepared pass touches, owned by its calls.
+struct State {
+  HostBuffer<std::uint8_t> input;                    // the quantized network input, NHWC
+  std::vector<HostBuffer<std::uint8_t>> u8;          // per layer: its u8 output (NHWC), or empty
+  std::vector<HostBuffer<float>> f32;                // per layer: its fp32 output if not y, or empty
+  std::vector<HostBuffer<std::uint8_t>> patches;     // per layer: im2col rows of a conv, or empty
+  std::vector<AffineU8> params;                      // per layer: its output's quantization
+};
+
+// Layer i writes fp32 when it is the last layer or log-softmax reads it.
+bool writes_f32(const Network& net, std::size_t i) {
+  if (i + 1 == net.layers.size()) return true;
+  for (const auto& l : net.layers)
+    if (l.input == static_cast<int>(i) && l.kind == LayerKind::log_softmax) return true;
+  return false;
+}
+
+void quantize_input(const NetArgs& args, AffineU8 q, std::uint8_t* out) {
+  const Network& net = *args.net;
+  const std::int64_t plane = net.h * net.w;
+  const float inv = 1.0f / q.scale;
+#pragma omp parallel for
+  for (std::int64_t n = 0; n < args.batch; ++n)
+    for (std::int64_t c = 0; c < net.c; ++c) {
+      const float* x = args.x + (n * net.c + c) * plane;
+      std::uint8_t* y = out + n * plane * net.c + c;
+      for (std::int64_t p = 0; p < plane; ++p)
+        y[p * net.c] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(x[p] * inv) + q.zero_point, 0.0f, 255.0f));
+    }
+}
+
+// Rows of [batch * oh * ow, r * r * c]: per output pixel its r x r x c patch
+// of the NHWC input, `pad_code` outside the image.
+void im2col_nhwc(const Layer& l, std::int64_t batch, const std::uint8_t* x, std::uint8_t pad_code, std::uint8_t* rows) {
+  const std::int64_t r = l.window, c = l.c, row_bytes = r * r * c;
+#pragma omp parallel for
+  for (std::int64_t ny = 0; ny < batch * l.oh; ++ny) {
+    const std::int64_t n = ny / l.oh, oy = ny % l.oh;
+    for (std::int64_t ox = 0; ox < l.ow; ++ox) {
+      std::uint8_t* row = rows + (ny * l.ow + ox) * row_bytes;
+      for (std::int64_t a = 0; a < r; ++a) {
+        const std::int64_t iy = oy * l.stride + a - l.pad;
+        for (std::int64_t b = 0; b < r; ++b, row += c) {
+          const std::int64_t ix = ox * l.stride + b - l.pad;
+          if (iy < 0 || iy >= l.h || ix < 0 || ix >= l.w) {
+            std::memset(row, pad_code, static_cast<std::size_t>(c));
+          } else {
+            std::memcpy(row, x + ((n * l.h + iy) * l.w + ix) * c, static_cast<std::size_t>(c));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The layer's weights as B [r*r*c (or the fc's NHWC-flattened input), k]:
+// row index (a * r + b) * c + ci for a conv; (y * w + x) * c + ci for an fc
+// whose input is an image (PyTorch flattens NCHW: ci * h * w + y * w + x).
+std::vector<float> weights_as_b(const Layer& l) {
+  const std::int64_t rows = l.kind == LayerKind::conv ? l.window * l.window * l.c : l.in_size();
+  std::vector<float> b(static_cast<std::size_t>(rows * l.k));
+  for (std::int64_t k = 0; k < l.k; ++k) {
+    if (l.kind == LayerKind::conv) {
+      for (std::int64_t ci = 0; ci < l.c; ++ci)
+        for (std::int64_t ab = 0; ab < l.window * l.window; ++ab)
+          b[static_cast<std::size_t>((ab * l.c + ci) * l.k + k)] =
+              l.weight[static_cast<std::size_t>((k * l.c + ci) * l.window * l.window + ab)];
+    } else {
+      const std::int64_t plane = l.h * l.w;
+      for (std::int64_t ci = 0; ci < l.c; ++ci)
+        for (std::int64_t p = 0; p < plane; ++p)
+          b[static_cast<std::size_t>((p * l.c + ci) * l.k + k)] =
+              l.weight[static_cast<std::size_t>(k * l.in_size() + ci * plane + p)];
+    }
+  }
+  return b;
+}
+
+void max_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, std::uint8_t* y) {
+#pragma omp parallel for
+  for (std::int64_t ny = 0; ny < batch * l.oh; ++ny) {
+    const std::int64_t n = ny / l.oh, oy = ny % l.oh;
+    for (std::int64_t ox = 0; ox < l.ow; ++ox) {
+      std::uint8_t* out = y + (ny * l.ow + ox) * l.c;
+      std::memset(out, 0, static_cast<std::size_t>(l.c));
+      for (std::int64_t a = 0; a < l.window; ++a)
+        for (std::int64_t b = 0; b < l.window; ++b) {
+          const std::uint8_t* in = x + ((n * l.h + oy * l.stride + a) * l.w + ox * l.stride + b) * l.c;
+          for (std::int64_t c = 0; c < l.c; ++c) out[c] = std::max(out[c], in[c]);
+        }
+    }
+  }
+}
+
+void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, AffineU8 in, std::uint8_t* y,
+                        AffineU8 out) {
+  const std::int64_t plane = l.h * l.w;
+  const float factor = in.scale / (static_cast<float>(plane) * out.scale);
+#pragma omp parallel for
+  for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t c = 0; c < l.c; ++c) {
+      std::int32_t sum = 0;
+      for (std::int64_t p = 0; p < plane; ++p) sum += x[(n * plane + p) * l.c + c];
+      const float v = static_cast<float>(sum - plane * in.zero_point) * factor;
+      y[n * l.c + c] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(v) + out.zero_point, 0.0f, 255.0f));
+    }
+}
+
+}  // namespace
+
+Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
+  const Network& net = *args.net;
+  const Calibration& cal = calibration(net.name);
+  check_calibration(cal, net, calibration_path(net.name));
+  const std::int64_t batch = args.batch;
+  const auto& layers = net.layers;
+  auto st = std::make_shared<State>();
+  st->input = HostBuffer<std::uint8_t>(static_cast<std::size_t>(batch * net.in_size()));
+  const AffineU8 input_q = affine_u8(cal.input.min, cal.input.max);
+  st->u8.resize(layers.size());
+  st->f32.resize(layers.size());
+  st->patches.resize(layers.size());
+  st->params.resize(layers.size());
+
+  std::vector<Run> calls;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Layer& l = layers[i];
+    const bool f32 = writes_f32(net, i);
+    const bool last = i + 1 == layers.size();
+    const auto from = static_cast<std::size_t>(l.input);
+    const AffineU8 in_q = l.input < 0 ? input_q : st->params[from];
+    const std::uint8_t* in = l.input < 0 ? st->input.data() : st->u8[from].data();
+    // Max pool keeps its input's quantization; every other layer takes its calibrated range.
+    st->params[i] = l.kind == LayerKind::max_pool
+                        ? in_q
+                        : affine_u8(cal.outputs[i].min, cal.outputs[i].max);
+    const auto out_elements = static_cast<std::size_t>(batch * l.out_size());
+    if (f32 && !last) st->f32[i] = HostBuffer<float>(out_elements);
+    if (!f32) st->u8[i] = HostBuffer<std::uint8_t>(out_elements);
+    std::uint8_t* out_u8 = f32 ? nullptr : st->u8[i].data();
+    float* out_f32 = !f32 ? nullptr : last ? args.y : st->f32[i].data();
+    DLB_REQUIRE(l.input >= 0 || l.kind == LayerKind::conv || l.kind == LayerKind::fc,
+                "cpu_own_s8: the first layer of " + net.name + " is not a conv or fc");
+    DLB_REQUIRE(l.kind == LayerKind::log_softmax || !f32 || l.kind == LayerKind::conv || l.kind == LayerKind::fc,
+                "cpu_own_s8: " + l.name + " would have to write fp32");
+    if (l.kind == LayerKind::log_softmax) {
+      DLB_REQUIRE(last && l.input >= 0 && st->f32[from].size() > 0, "cpu_own_s8: log-softmax must end the network");
+      calls.push_back([st, sm = SoftmaxArgs{batch, l.k, st->f32[from].data(), args.y}] {
+        softmax_fused<SoftmaxKind::log_softmax>(sm);
+      });
+      continue;
+    }
+    if (l.kind == LayerKind::max_pool) {
+      calls.push_back([st, &l, batch, in, out_u8] { max_pool_u8(l, batch, in, out_u8); });
+      continue;
+    }
+    if (l.kind == LayerKind::global_avg_pool) {
+      calls.push_back([st, &l, batch, in, in_q, out_u8, out_q = st->params[i]] {
+        global_avg_pool_u8(l, batch, in, in_q, out_u8, out_q);
+      });
+      continue;
+    }
+
+    // conv or fc: one GEMM with the layer's output stage.
+    const bool conv = l.kind == LayerKind::conv;
+    const std::int64_t m = conv ? batch * l.oh * l.ow : batch;
+    const std::int64_t k = conv ? l.window * l.window * l.c : l.in_size();
+    const bool gather = conv && !(l.window == 1 && l.stride == 1 && l.pad == 0);
+    if (gather) st->patches[i] = HostBuffer<std::uint8_t>(static_cast<std::size_t>(m * k));
+    const std::vector<float> b = weights_as_b(l);
+    const std::vector<float> w_scales = calibrate_s8_columns(b, k, l.k);
+    std::vector<std::int8_t> b_q(b.size());
+    quantize_s8_columns(b, k, l.k, w_scales, b_q);
+    std::vector<float> c_scale(w_scales.size());
+    for (std::size_t j = 0; j < c_scale.size(); ++j) c_scale[j] = in_q.scale * w_scales[j];
+    GemmArgs g;
+    g.m = m;
+    g.n = l.k;
+    g.k = k;
+    g.a_u8 = gather ? st->patches[i].data() : in;
+    g.a_zero_point = in_q.zero_point;
+    g.b_s8 = b_q.data();
+    g.c_scale = c_scale.data();
+    VnniOutput o;
+    o.bias = l.bias.data();  // the network outlives the prepared pass
+    if (l.residual >= 0) {
+      const auto r = static_cast<std::size_t>(l.residual);
+      o.residual = st->u8[r].data();
+      o.residual_scale = st->params[r].scale;
+      o.residual_zero_point = st->params[r].zero_point;
+    }
+    o.relu = l.relu;
+    o.out_u8 = out_u8;
+    o.out_scale = st->params[i].scale;
+    o.out_zero_point = st->params[i].zero_point;
+    o.out_f32 = out_f32;
+    Run gemm = prepare_gemm_vnni_s8_out(g, o);  // packs B; b_q and c_scale are not kept
+    const bool quantize = l.input < 0;
+    calls.push_back([st, &l, args, batch, gemm = std::move(gemm), gather, quantize, in, in_q, rows = g.a_u8] {
+      if (quantize) quantize_input(args, in_q, st->input.data());
+      if (gather) im2col_nhwc(l, batch, in, static_cast<std::uint8_t>(in_q.zero_point), const_cast<std::uint8_t*>(rows));
+      gemm();
+    });
+  }
+  if (args.report != nullptr) args.report->implementation = "own VNNI u8 x s8 GEMM, fused requantization, NHWC u8";
+  return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace dlb::nn
