@@ -8,8 +8,10 @@
 // with -DDLB_NATIVE=OFF too, and the variant is registered only where
 // cpu_has_avx512_vnni() says so at run time. Nothing here is called otherwise.
 //
-// Layout. B [k,n] s8 is packed once, in prepare, into panels of 64 columns:
-//     panel[p][g][col][t] = B[4g + t, 64p + col]   (g < ceil(k/4), t < 4)
+// Layout. B [k,n] s8 is packed once, in prepare, into panels of W = 64
+// columns (W = 16 for n <= 16, 32 for n <= 32: the narrow layers of a
+// network, which a 64-wide panel would leave mostly zeros):
+//     panel[p][g][col][t] = B[4g + t, Wp + col]   (g < ceil(k/4), t < 4)
 // with zeros past k and past n (exact: they multiply into nothing). One
 // 64-byte load is then, for 16 consecutive columns, the 4 consecutive values
 // of k that vpdpbusd multiplies by one broadcast group of 4 bytes of a row of
@@ -21,23 +23,27 @@
 //
 // Micro-kernel: a tile of 6 rows x 64 columns of C in 24 zmm accumulators
 // (+4 registers for B, 1 for A): per step 4 loads of B and 6 broadcasts feed
-// 24 vpdpbusd, enough independent chains to cover its latency on both ports.
+// 24 vpdpbusd, enough independent chains to cover its latency on both ports
+// (narrow panels: 12 rows x 32 columns, 24 rows x 16 columns, the same 24
+// accumulators).
 // The sums stay in registers over all of k; the output stage follows in the
 // registers: acc - za * colsum_j, converted to fp32, times c_scale[j], stored
-// with a mask on the last panel's columns past n.
+// with a mask on the last panel's columns past n (or a network layer's
+// output stage, gemm_vnni.h).
 //
 // Cache blocking: columns in blocks of whole panels whose packed B
 // (k x block bytes) fits in half the L2, rows in blocks of kBlockRows. The
 // (column block, row block) items are shared among the OpenMP threads with
 // the column block outer, so each thread runs its row blocks against one
-// L2-resident block of B; inside an item, each 6-row tile of A (6 x k bytes)
-// stays in L1 while it meets every panel of the block.
+// L2-resident block of B; inside an item, each tile of A (6 x k bytes for
+// 64-wide panels) stays in L1 while it meets every panel of the block.
 #include <immintrin.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "kernels/common/buffer.h"
 #include "kernels/common/error.h"
@@ -50,19 +56,25 @@ namespace dlb {
 namespace {
 
 constexpr int kLanes = 16;                         // int32 lanes of a zmm register
-constexpr int kPanelVectors = 4;                   // zmm accumulators per row of a tile
-constexpr int kPanelCols = kLanes * kPanelVectors;  // 64 columns of C per panel
 constexpr int kGroupBytes = 4;                     // values of k per vpdpbusd lane
-constexpr int kTileRows = 6;                       // rows of C per micro-kernel call
-constexpr std::int64_t kBlockRows = 8 * kTileRows;  // rows per work item
+constexpr int kAccumulators = 24;                  // zmm accumulators of a tile
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 20;
+
+// A panel is `vectors` zmm registers wide (16, 32 or 64 columns of C: the
+// narrow panels for the layers of 16 and 32 output channels, which a 64-wide
+// one would leave three quarters or half empty); a tile is as many rows as
+// keep kAccumulators accumulators busy (24, 12 or 6), a work item 8 tiles.
+constexpr int tile_rows(int vectors) { return kAccumulators / vectors; }
+constexpr std::int64_t block_rows(int vectors) { return 8 * tile_rows(vectors); }
 
 struct PackedB {
   std::int64_t k = 0, n = 0, groups = 0, panels = 0;
+  int vectors = 4;  // zmm registers per panel row: 1, 2 or 4
+  int cols() const { return kLanes * vectors; }
   HostBuffer<std::int8_t> data;           // [panels][groups][64][4]
   HostBuffer<std::int32_t> column_sums;   // [panels * 64], sum_p B[p,j], 0 past n
   HostBuffer<float> scales;               // [panels * 64], c_scale[j], 0 past n
-  std::int64_t panel_bytes() const { return groups * kPanelCols * kGroupBytes; }
+  std::int64_t panel_bytes() const { return groups * cols() * kGroupBytes; }
 };
 
 std::shared_ptr<PackedB> pack_b(const GemmArgs& args) {
@@ -71,8 +83,10 @@ std::shared_ptr<PackedB> pack_b(const GemmArgs& args) {
   p.k = args.k;
   p.n = args.n;
   p.groups = (args.k + kGroupBytes - 1) / kGroupBytes;
-  p.panels = (args.n + kPanelCols - 1) / kPanelCols;
-  const auto padded_cols = static_cast<std::size_t>(p.panels * kPanelCols);
+  p.vectors = args.n <= kLanes ? 1 : args.n <= 2 * kLanes ? 2 : 4;
+  const int panel_cols = p.cols();
+  p.panels = (args.n + panel_cols - 1) / panel_cols;
+  const auto padded_cols = static_cast<std::size_t>(p.panels * panel_cols);
   p.data = HostBuffer<std::int8_t>(static_cast<std::size_t>(p.panels * p.panel_bytes()));
   p.column_sums = HostBuffer<std::int32_t>(padded_cols);
   p.scales = HostBuffer<float>(padded_cols);
@@ -82,9 +96,9 @@ std::shared_ptr<PackedB> pack_b(const GemmArgs& args) {
   for (std::int64_t row = 0; row < p.k; ++row) {
     for (std::int64_t j = 0; j < p.n; ++j) {
       const std::int8_t v = args.b_s8[row * p.n + j];
-      const std::int64_t panel = j / kPanelCols, col = j % kPanelCols;
+      const std::int64_t panel = j / panel_cols, col = j % panel_cols;
       p.data[static_cast<std::size_t>(panel * p.panel_bytes() +
-                                      ((row / kGroupBytes) * kPanelCols + col) * kGroupBytes + row % kGroupBytes)] = v;
+                                      ((row / kGroupBytes) * panel_cols + col) * kGroupBytes + row % kGroupBytes)] = v;
       p.column_sums[static_cast<std::size_t>(j)] += v;
     }
   }
@@ -103,15 +117,15 @@ DLB_TARGET_VNNI inline void dpbusd(__m512i& acc, __m512i a_u8, __m512i b_s8) {
 
 // Where one panel of a tile goes, and what its output stage needs.
 struct TileOut {
-  float* c;                   // C[i0, 64p]
+  float* c;                   // C[i0, first column of the panel]
   std::int64_t ldc;           // n
-  int cols;                   // valid columns in this panel, 1..64
+  int cols;                   // valid columns in this panel, 1..16 * V
   std::int32_t zero_point;    // za
   const std::int32_t* sums;   // column sums of this panel [64]
   const float* scales;        // c_scale of this panel [64]
   // The network layer's output stage (gemm_vnni.h), or null: C as above.
   const VnniOutput* layer = nullptr;
-  std::int64_t offset = 0;    // of element [i0, 64p] in the layer's [m, n] arrays; bias at 64p
+  std::int64_t offset = 0;    // of that element in the layer's [m, n] arrays
 };
 
 // The layer output stage of one vector of 16 columns of one row (gemm_vnni.h).
@@ -138,38 +152,39 @@ DLB_TARGET_VNNI inline void layer_store(const VnniOutput& o, std::int64_t at, st
 
 // C[i0 : i0+Rows, panel] from A[i0 : i0+Rows, :] (rows lda bytes apart) and
 // one packed panel of B.
-template <int Rows>
+template <int V, int Rows>
 DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const std::int8_t* panel,
                                  std::int64_t full_groups, int tail_bytes, const TileOut& out) {
-  __m512i acc[Rows][kPanelVectors];
-#pragma GCC unroll 8
+  constexpr int kPanelCols = kLanes * V;
+  __m512i acc[Rows][V];
+#pragma GCC unroll 24
   for (int r = 0; r < Rows; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kPanelVectors; ++v) acc[r][v] = _mm512_setzero_si512();
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_si512();
 
   for (std::int64_t g = 0; g < full_groups; ++g) {
     const std::int8_t* b_group = panel + g * kPanelCols * kGroupBytes;
-    __m512i b[kPanelVectors];
+    __m512i b[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < kPanelVectors; ++v) b[v] = _mm512_load_si512(b_group + v * kLanes * kGroupBytes);
-#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) b[v] = _mm512_load_si512(b_group + v * kLanes * kGroupBytes);
+#pragma GCC unroll 24
     for (int r = 0; r < Rows; ++r) {
       std::int32_t four_bytes;
       std::memcpy(&four_bytes, a + r * lda + g * kGroupBytes, sizeof four_bytes);
       const __m512i a_group = _mm512_set1_epi32(four_bytes);
 #pragma GCC unroll 4
-      for (int v = 0; v < kPanelVectors; ++v) dpbusd(acc[r][v], a_group, b[v]);
+      for (int v = 0; v < V; ++v) dpbusd(acc[r][v], a_group, b[v]);
     }
   }
   if (tail_bytes > 0) {  // k % 4 values left: B is zero-padded, A is read under a mask
     const std::int8_t* b_group = panel + full_groups * kPanelCols * kGroupBytes;
     const auto mask = static_cast<__mmask16>((1u << tail_bytes) - 1);
-#pragma GCC unroll 8
+#pragma GCC unroll 24
     for (int r = 0; r < Rows; ++r) {
       const __m128i tail = _mm_maskz_loadu_epi8(mask, a + r * lda + full_groups * kGroupBytes);
       const __m512i a_group = _mm512_set1_epi32(_mm_cvtsi128_si32(tail));
 #pragma GCC unroll 4
-      for (int v = 0; v < kPanelVectors; ++v)
+      for (int v = 0; v < V; ++v)
         dpbusd(acc[r][v], a_group, _mm512_load_si512(b_group + v * kLanes * kGroupBytes));
     }
   }
@@ -179,12 +194,12 @@ DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const 
   // false -Wuninitialized on their undefined pass-through (GCC bug 105593).
   const __m512i zero_point = _mm512_set1_epi32(out.zero_point);
 #pragma GCC unroll 4
-  for (int v = 0; v < kPanelVectors; ++v) {
+  for (int v = 0; v < V; ++v) {
     const int cols = std::clamp(out.cols - v * kLanes, 0, kLanes);
     const auto mask = static_cast<__mmask16>((1u << cols) - 1);
     const __m512i compensation = _mm512_mullo_epi32(zero_point, _mm512_load_si512(out.sums + v * kLanes));
     const __m512 scale = _mm512_load_ps(out.scales + v * kLanes);
-#pragma GCC unroll 8
+#pragma GCC unroll 24
     for (int r = 0; r < Rows; ++r) {
       const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
       if (out.layer != nullptr) {
@@ -197,24 +212,34 @@ DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const 
   }
 }
 
-// The tile kernel for `rows` (1..kTileRows) rows.
-template <int Rows = kTileRows>
+// The tile kernel of panel width V for `rows` (1..tile_rows(V)) rows.
+template <int V, int Rows = tile_rows(V)>
 DLB_TARGET_VNNI void tile_kernel_rows(int rows, const std::uint8_t* a, std::int64_t lda, const std::int8_t* panel,
                                       std::int64_t full_groups, int tail_bytes, const TileOut& out) {
   if (rows == Rows) {
-    tile_kernel<Rows>(a, lda, panel, full_groups, tail_bytes, out);
+    tile_kernel<V, Rows>(a, lda, panel, full_groups, tail_bytes, out);
   } else if constexpr (Rows > 1) {
-    tile_kernel_rows<Rows - 1>(rows, a, lda, panel, full_groups, tail_bytes, out);
+    tile_kernel_rows<V, Rows - 1>(rows, a, lda, panel, full_groups, tail_bytes, out);
   }
 }
 
 // One work item: rows [row0, row1) of C against panels [panel0, panel1).
-DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, std::int64_t row0,
-                                std::int64_t row1, std::int64_t panel0, std::int64_t panel1) {
+template <int V>
+DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, const VnniOutput* layer,
+                                const GatherRows* gather, std::int64_t row0, std::int64_t row1, std::int64_t panel0,
+                                std::int64_t panel1) {
+  constexpr int kPanelCols = kLanes * V;
   const std::int64_t full_groups = b.k / kGroupBytes;
   const int tail_bytes = static_cast<int>(b.k % kGroupBytes);
-  for (std::int64_t i = row0; i < row1; i += kTileRows) {
-    const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, row1 - i));
+  thread_local std::vector<std::uint8_t> gathered;
+  if (gather != nullptr) gathered.resize(static_cast<std::size_t>(tile_rows(V) * b.k));
+  for (std::int64_t i = row0; i < row1; i += tile_rows(V)) {
+    const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows(V), row1 - i));
+    const std::uint8_t* a = args.a_u8 + i * b.k;
+    if (gather != nullptr) {
+      (*gather)(i, rows, gathered.data());
+      a = gathered.data();
+    }
     for (std::int64_t p = panel0; p < panel1; ++p) {
       const auto first_col = static_cast<std::size_t>(p * kPanelCols);
       const TileOut out{layer != nullptr ? nullptr : args.c + i * b.n + p * kPanelCols,
@@ -225,7 +250,7 @@ DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, const Vn
                         b.scales.data() + first_col,
                         layer,
                         i * b.n + p * kPanelCols};
-      tile_kernel_rows(rows, args.a_u8 + i * b.k, b.k, b.data.data() + p * b.panel_bytes(), full_groups, tail_bytes,
+      tile_kernel_rows<V>(rows, a, b.k, b.data.data() + p * b.panel_bytes(), full_groups, tail_bytes,
                        out);
     }
   }
@@ -237,7 +262,9 @@ std::int64_t column_block_budget() {
   return (l2 > 0 ? l2 : 1 << 21) / 2;
 }
 
-void gemm_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput* layer = nullptr) {
+template <int V>
+void gemm_vnni_v(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, const GatherRows* gather) {
+  constexpr std::int64_t kBlockRows = block_rows(V);
   const std::int64_t block_panels = std::clamp<std::int64_t>(column_block_budget() / b.panel_bytes(), 1, b.panels);
   const std::int64_t col_blocks = (b.panels + block_panels - 1) / block_panels;
   const std::int64_t row_blocks = (args.m + kBlockRows - 1) / kBlockRows;
@@ -247,9 +274,18 @@ void gemm_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput* layer =
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
     for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
-      gemm_block(args, b, layer, rb * kBlockRows, std::min(args.m, (rb + 1) * kBlockRows), cb * block_panels,
-                 std::min(b.panels, (cb + 1) * block_panels));
+      gemm_block<V>(args, b, layer, gather, rb * kBlockRows, std::min(args.m, (rb + 1) * kBlockRows), cb * block_panels,
+                    std::min(b.panels, (cb + 1) * block_panels));
     }
+  }
+}
+
+void gemm_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput* layer = nullptr,
+               const GatherRows* gather = nullptr) {
+  switch (b.vectors) {
+    case 1: return gemm_vnni_v<1>(args, b, layer, gather);
+    case 2: return gemm_vnni_v<2>(args, b, layer, gather);
+    default: return gemm_vnni_v<4>(args, b, layer, gather);
   }
 }
 
@@ -261,12 +297,13 @@ Run prepare_gemm_vnni_s8(const GemmArgs& args, const Exec&) {
   return [args, packed] { gemm_vnni(args, *packed); };
 }
 
-Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out) {
+Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, GatherRows gather) {
   DLB_REQUIRE(args.k <= kGemmS8MaxK, "gemm vnni: k too large for exact int32 sums");
   DLB_REQUIRE(out.bias != nullptr && (out.out_u8 == nullptr) != (out.out_f32 == nullptr) && out.out_scale > 0,
               "gemm vnni: a layer output stage needs a bias and one output (u8 with a positive scale, or fp32)");
   std::shared_ptr<const PackedB> packed = pack_b(args);
-  return [args, packed, out] { gemm_vnni(args, *packed, &out); };
+  DLB_REQUIRE(args.a_u8 != nullptr || gather, "gemm vnni: A neither given nor gathered");
+  return [args, packed, out, gather = std::move(gather)] { gemm_vnni(args, *packed, &out, gather ? &gather : nullptr); };
 }
 
 }  // namespace dlb

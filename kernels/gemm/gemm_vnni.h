@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "kernels/gemm/gemm.h"
 
@@ -29,8 +30,15 @@ struct VnniOutput {
   float* out_f32 = nullptr;
 };
 
-// As prepare_gemm_vnni_s8 (B packed now, A read at each call); requires
-// AVX-512 VNNI (cpu_has_avx512_vnni()).
-Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out);
+// Rows of A made on demand instead of read from GemmArgs::a_u8 (a conv's
+// patches, gathered from its input): gather(row0, rows, dst) writes rows
+// [row0, row0 + rows) of A, k bytes each, to dst. Called once per tile of
+// rows, into a buffer of the calling thread that stays in L1 while the tile
+// meets every panel of B: the patches never go to memory.
+using GatherRows = std::function<void(std::int64_t row0, int rows, std::uint8_t* dst)>;
+
+// As prepare_gemm_vnni_s8 (B packed now, A read or gathered at each call);
+// requires AVX-512 VNNI (cpu_has_avx512_vnni()).
+Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, GatherRows gather = {});
 
 }  // namespace dlb

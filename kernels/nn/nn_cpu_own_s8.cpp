@@ -10,8 +10,9 @@
 // - Conv and fc: weights s8, symmetric, one scale per output channel
 //   (max|w| / 127), quantized and packed once in prepare. The layer is one
 //   u8 x s8 -> s32 GEMM [pixels, r*r*c] x [r*r*c, k] (the patches gathered
-//   by an own im2col, padding with the input's zero point, which is the
-//   code of 0; a 1x1 stride-1 conv reads its input in place), whose output
+//   tile by tile inside the GEMM into a buffer that stays in L1, padding
+//   with the input's zero point, which is the code of 0; a 1x1 stride-1
+//   conv reads its input in place), whose output
 //   stage in registers scales the int32 sums back, adds the bias and the
 //   dequantized residual, applies ReLU and requantizes to the next tensor's
 //   u8 (gemm_vnni.h). fc weights are permuted once to the NHWC flattening.
@@ -44,7 +45,6 @@ struct State {
   HostBuffer<std::uint8_t> input;                    // the quantized network input, NHWC
   std::vector<HostBuffer<std::uint8_t>> u8;          // per layer: its u8 output (NHWC), or empty
   std::vector<HostBuffer<float>> f32;                // per layer: its fp32 output if not y, or empty
-  std::vector<HostBuffer<std::uint8_t>> patches;     // per layer: im2col rows of a conv, or empty
   std::vector<AffineU8> params;                      // per layer: its output's quantization
 };
 
@@ -70,25 +70,53 @@ void quantize_input(const NetArgs& args, AffineU8 q, std::uint8_t* out) {
     }
 }
 
-// Rows of [batch * oh * ow, r * r * c]: per output pixel its r x r x c patch
-// of the NHWC input, `pad_code` outside the image.
-void im2col_nhwc(const Layer& l, std::int64_t batch, const std::uint8_t* x, std::uint8_t pad_code, std::uint8_t* rows) {
-  const std::int64_t r = l.window, c = l.c, row_bytes = r * r * c;
-#pragma omp parallel for
-  for (std::int64_t ny = 0; ny < batch * l.oh; ++ny) {
-    const std::int64_t n = ny / l.oh, oy = ny % l.oh;
-    for (std::int64_t ox = 0; ox < l.ow; ++ox) {
-      std::uint8_t* row = rows + (ny * l.ow + ox) * row_bytes;
-      for (std::int64_t a = 0; a < r; ++a) {
-        const std::int64_t iy = oy * l.stride + a - l.pad;
-        for (std::int64_t b = 0; b < r; ++b, row += c) {
-          const std::int64_t ix = ox * l.stride + b - l.pad;
-          if (iy < 0 || iy >= l.h || ix < 0 || ix >= l.w) {
-            std::memset(row, pad_code, static_cast<std::size_t>(c));
-          } else {
-            std::memcpy(row, x + ((n * l.h + iy) * l.w + ix) * c, static_cast<std::size_t>(c));
-          }
+// memcpy of n bytes, inlined for the sizes of the networks' patch rows
+// (r * c: 3, 5 and 9 for the first convs, 48, 96 and 192 for 3x3 convs of 16,
+// 32 and 64 channels): a call per 16-byte copy would cost more than the copy.
+inline void copy_bytes(std::uint8_t* dst, const std::uint8_t* src, std::int64_t n) {
+  switch (n) {
+    case 3: std::memcpy(dst, src, 3); return;
+    case 5: std::memcpy(dst, src, 5); return;
+    case 9: std::memcpy(dst, src, 9); return;
+    case 48: std::memcpy(dst, src, 48); return;
+    case 96: std::memcpy(dst, src, 96); return;
+    case 192: std::memcpy(dst, src, 192); return;
+    default: std::memcpy(dst, src, static_cast<std::size_t>(n));
+  }
+}
+
+// Rows [row0, row0 + rows) of the conv's patch matrix [batch * oh * ow,
+// r * r * c]: per output pixel its r x r x c patch of the NHWC input,
+// `pad_code` (the input's zero point: the code of 0) outside the image. The
+// r taps of one patch row are r * c contiguous input bytes.
+void patch_rows(const Layer& l, const std::uint8_t* x, std::uint8_t pad_code, std::int64_t row0, int rows,
+                std::uint8_t* dst) {
+  const std::int64_t r = l.window, c = l.c;
+  // The pixel of row0, then stepped (no division per row).
+  std::int64_t ox = row0 % l.ow, oy = row0 / l.ow % l.oh, n = row0 / (l.ow * l.oh);
+  for (int row = 0; row < rows; ++row) {
+    const std::int64_t ix0 = ox * l.stride - l.pad;
+    for (std::int64_t a = 0; a < r; ++a, dst += r * c) {
+      const std::int64_t iy = oy * l.stride + a - l.pad;
+      const std::uint8_t* src = x + ((n * l.h + iy) * l.w + ix0) * c;
+      if (iy >= 0 && iy < l.h && ix0 >= 0 && ix0 + r <= l.w) {
+        copy_bytes(dst, src, r * c);
+        continue;
+      }
+      for (std::int64_t b = 0; b < r; ++b) {
+        const std::int64_t ix = ix0 + b;
+        if (iy < 0 || iy >= l.h || ix < 0 || ix >= l.w) {
+          std::memset(dst + b * c, pad_code, static_cast<std::size_t>(c));
+        } else {
+          std::memcpy(dst + b * c, src + b * c, static_cast<std::size_t>(c));
         }
+      }
+    }
+    if (++ox == l.ow) {
+      ox = 0;
+      if (++oy == l.oh) {
+        oy = 0;
+        ++n;
       }
     }
   }
@@ -160,7 +188,6 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
   const AffineU8 input_q = affine_u8(cal.input.min, cal.input.max);
   st->u8.resize(layers.size());
   st->f32.resize(layers.size());
-  st->patches.resize(layers.size());
   st->params.resize(layers.size());
 
   std::vector<Run> calls;
@@ -207,7 +234,6 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     const std::int64_t m = conv ? batch * l.oh * l.ow : batch;
     const std::int64_t k = conv ? l.window * l.window * l.c : l.in_size();
     const bool gather = conv && !(l.window == 1 && l.stride == 1 && l.pad == 0);
-    if (gather) st->patches[i] = HostBuffer<std::uint8_t>(static_cast<std::size_t>(m * k));
     const std::vector<float> b = weights_as_b(l);
     const std::vector<float> w_scales = calibrate_s8_columns(b, k, l.k);
     std::vector<std::int8_t> b_q(b.size());
@@ -218,7 +244,7 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     g.m = m;
     g.n = l.k;
     g.k = k;
-    g.a_u8 = gather ? st->patches[i].data() : in;
+    g.a_u8 = gather ? nullptr : in;
     g.a_zero_point = in_q.zero_point;
     g.b_s8 = b_q.data();
     g.c_scale = c_scale.data();
@@ -235,11 +261,18 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     o.out_scale = st->params[i].scale;
     o.out_zero_point = st->params[i].zero_point;
     o.out_f32 = out_f32;
-    Run gemm = prepare_gemm_vnni_s8_out(g, o);  // packs B; b_q and c_scale are not kept
+    GatherRows patches;
+    if (gather) {
+      patches = [&l, in, pad = static_cast<std::uint8_t>(in_q.zero_point)](std::int64_t row0, int rows,
+                                                                           std::uint8_t* dst) {
+        patch_rows(l, in, pad, row0, rows, dst);
+      };
+    }
+    // Packs B now; b_q and c_scale are not kept.
+    Run gemm = prepare_gemm_vnni_s8_out(g, o, std::move(patches));
     const bool quantize = l.input < 0;
-    calls.push_back([st, &l, args, batch, gemm = std::move(gemm), gather, quantize, in, in_q, rows = g.a_u8] {
+    calls.push_back([st, args, gemm = std::move(gemm), quantize, in_q] {
       if (quantize) quantize_input(args, in_q, st->input.data());
-      if (gather) im2col_nhwc(l, batch, in, static_cast<std::uint8_t>(in_q.zero_point), const_cast<std::uint8_t*>(rows));
       gemm();
     });
   }
