@@ -82,8 +82,8 @@ double max_disagreement_fraction(nn::NetPrecision precision) {
   switch (precision) {
     case nn::NetPrecision::f32: return 0;  // kMaxDisagreements, whatever the count
     case nn::NetPrecision::bf16:
-    case nn::NetPrecision::f16: return 0.01;
-    case nn::NetPrecision::s8: return 0.03;
+    case nn::NetPrecision::f16:
+    case nn::NetPrecision::s8: return 0.01;
   }
   return 0;
 }

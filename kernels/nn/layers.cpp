@@ -1,6 +1,10 @@
 #include "kernels/nn/layers.h"
 
 #include <algorithm>
+#include <span>
+
+#include "kernels/common/error.h"
+#include "kernels/gemm/quant.h"
 
 namespace dlb::nn {
 
@@ -34,6 +38,25 @@ void global_avg_pool_nchw(const Layer& l, std::int64_t batch, const float* x, fl
     for (std::int64_t i = 0; i < plane; ++i) sum += x[p * plane + i];
     y[p] = sum * inv;
   }
+}
+
+S8Weights quantize_weights(const Layer& l) {
+  DLB_REQUIRE(l.kind == LayerKind::conv || l.kind == LayerKind::fc, "quantize_weights: " + l.name + " has no weights");
+  const auto per_channel = l.weight.size() / static_cast<std::size_t>(l.k);
+  S8Weights w{std::vector<std::int8_t>(l.weight.size()), std::vector<float>(static_cast<std::size_t>(l.k))};
+  for (std::size_t k = 0; k < w.scales.size(); ++k) {
+    const std::span<const float> channel(l.weight.data() + k * per_channel, per_channel);
+    w.scales[k] = calibrate_s8(channel);
+    quantize_s8(channel, w.scales[k], std::span<std::int8_t>(w.values.data() + k * per_channel, per_channel));
+  }
+  return w;
+}
+
+bool dequantized_output(const Network& net, std::size_t i) {
+  if (i + 1 == net.layers.size()) return true;
+  for (const auto& l : net.layers)
+    if (l.input == static_cast<int>(i) && l.kind == LayerKind::log_softmax) return true;
+  return false;
 }
 
 }  // namespace dlb::nn

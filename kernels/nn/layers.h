@@ -58,6 +58,19 @@ OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec);
 // The conv family's problem for a conv layer at this batch size.
 ConvShape conv_shape(const Layer& l, std::int64_t batch);
 
+// A conv's or fc's weights in int8, symmetric, one scale per output channel
+// (quant.h: scale = max|w| / 127 over the channel's weights), in the layer's
+// own layout ([k, c, r, r] or [k, in]).
+struct S8Weights {
+  std::vector<std::int8_t> values;
+  std::vector<float> scales;  // [k]
+};
+S8Weights quantize_weights(const Layer& l);
+
+// Whether an int8 backend writes layer i's output in fp32 (dequantized):
+// the last layer's, and the input of log-softmax.
+bool dequantized_output(const Network& net, std::size_t i);
+
 // Window x window max pool, stride = window, no padding (floor): NCHW.
 void max_pool_nchw(const Layer& l, std::int64_t batch, const float* x, float* y);
 // Mean over each h x w plane: [batch, c, h, w] -> [batch, c].

@@ -85,6 +85,7 @@ std::string_view precision_name(NetPrecision precision);
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec& exec);
+Run prepare_net_cpu_onednn_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);

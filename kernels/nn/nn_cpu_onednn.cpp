@@ -21,6 +21,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
 #include "kernels/nn/nn.h"
+#include "kernels/nn/onednn_plan.h"
 
 namespace dlb::nn {
 namespace {
@@ -28,65 +29,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 constexpr auto f32 = memory::data_type::f32;
-
-struct Step {
-  dnnl::primitive primitive;
-  std::unordered_map<int, memory> args;
-};
-
-// One layer's work: an optional reorder before (the network input), the
-// primitive, an optional reorder after (the network output).
-struct LayerPlan {
-  std::optional<Step> before, after;
-  Step main;
-  void run() {
-    auto& stream = onednn_stream();
-    if (before) before->primitive.execute(stream, before->args);
-    main.primitive.execute(stream, main.args);
-    if (after) after->primitive.execute(stream, after->args);
-    stream.wait();
-  }
-};
-
-memory owned_copy(const memory::desc& desc, const std::vector<float>& values) {
-  memory m(desc, onednn_engine());
-  std::memcpy(m.get_data_handle(), values.data(), values.size() * sizeof(float));
-  return m;
-}
-
-// `values` in the user's plain layout `user`, reordered once into `want`.
-memory weights_in(const memory::desc& want, const memory::desc& user, const std::vector<float>& values) {
-  memory plain = owned_copy(user, values);
-  if (want == user) return plain;
-  memory out(want, onednn_engine());
-  dnnl::reorder(plain, out).execute(onednn_stream(), plain, out);
-  onednn_stream().wait();
-  return out;
-}
-
-dnnl::primitive_attr relu_attr(bool sum, bool relu) {
-  dnnl::post_ops ops;
-  if (sum) ops.append_sum(1.0f);
-  if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-  dnnl::primitive_attr attr;
-  attr.set_post_ops(ops);
-  return attr;
-}
-
-// make(from): a primitive descriptor taking its input in layout `from`.
-// Made for `fixed` (the layout the layer before left); where oneDNN has only
-// its reference implementation for that layout (a layout its fast kernels do
-// not take, left by a Winograd layer), made again for the layout it prefers
-// (format_tag::any), and the caller reorders into it.
-template <class Make>
-auto not_reference(Make make, const memory::desc& fixed) {
-  auto pd = make(fixed);
-  if (std::string_view(pd.impl_info_str()).substr(0, 3) == "ref") {
-    auto other = make(memory::desc(fixed.dims(), fixed.data_type(), tag::any));
-    if (std::string_view(other.impl_info_str()).substr(0, 3) != "ref") return other;
-  }
-  return pd;
-}
 
 // Best of three runs of `steps` in order, after a warm-up.
 double best_of_three(const std::vector<Step>& steps) {

@@ -48,14 +48,6 @@ struct State {
   std::vector<AffineU8> params;                      // per layer: its output's quantization
 };
 
-// Layer i writes fp32 when it is the last layer or log-softmax reads it.
-bool writes_f32(const Network& net, std::size_t i) {
-  if (i + 1 == net.layers.size()) return true;
-  for (const auto& l : net.layers)
-    if (l.input == static_cast<int>(i) && l.kind == LayerKind::log_softmax) return true;
-  return false;
-}
-
 void quantize_input(const NetArgs& args, AffineU8 q, std::uint8_t* out) {
   const Network& net = *args.net;
   const std::int64_t plane = net.h * net.w;
@@ -122,26 +114,17 @@ void patch_rows(const Layer& l, const std::uint8_t* x, std::uint8_t pad_code, st
   }
 }
 
-// The layer's weights as B [r*r*c (or the fc's NHWC-flattened input), k]:
-// row index (a * r + b) * c + ci for a conv; (y * w + x) * c + ci for an fc
-// whose input is an image (PyTorch flattens NCHW: ci * h * w + y * w + x).
-std::vector<float> weights_as_b(const Layer& l) {
-  const std::int64_t rows = l.kind == LayerKind::conv ? l.window * l.window * l.c : l.in_size();
-  std::vector<float> b(static_cast<std::size_t>(rows * l.k));
-  for (std::int64_t k = 0; k < l.k; ++k) {
-    if (l.kind == LayerKind::conv) {
-      for (std::int64_t ci = 0; ci < l.c; ++ci)
-        for (std::int64_t ab = 0; ab < l.window * l.window; ++ab)
-          b[static_cast<std::size_t>((ab * l.c + ci) * l.k + k)] =
-              l.weight[static_cast<std::size_t>((k * l.c + ci) * l.window * l.window + ab)];
-    } else {
-      const std::int64_t plane = l.h * l.w;
-      for (std::int64_t ci = 0; ci < l.c; ++ci)
-        for (std::int64_t p = 0; p < plane; ++p)
-          b[static_cast<std::size_t>((p * l.c + ci) * l.k + k)] =
-              l.weight[static_cast<std::size_t>(k * l.in_size() + ci * plane + p)];
-    }
-  }
+// The layer's quantized weights as B [r*r*c (or the fc's NHWC-flattened
+// input), k]: row (a * r + b) * c + ci for a conv; (y * w + x) * c + ci for an
+// fc whose input is an image (PyTorch flattens NCHW: ci * h * w + y * w + x).
+std::vector<std::int8_t> weights_as_b(const Layer& l, const std::vector<std::int8_t>& w) {
+  const std::int64_t plane = l.kind == LayerKind::conv ? l.window * l.window : l.h * l.w;
+  const std::int64_t rows = plane * l.c;
+  std::vector<std::int8_t> b(static_cast<std::size_t>(rows * l.k));
+  for (std::int64_t k = 0; k < l.k; ++k)
+    for (std::int64_t ci = 0; ci < l.c; ++ci)
+      for (std::int64_t p = 0; p < plane; ++p)
+        b[static_cast<std::size_t>((p * l.c + ci) * l.k + k)] = w[static_cast<std::size_t>((k * l.c + ci) * plane + p)];
   return b;
 }
 
@@ -193,7 +176,7 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
   std::vector<Run> calls;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
-    const bool f32 = writes_f32(net, i);
+    const bool f32 = dequantized_output(net, i);
     const bool last = i + 1 == layers.size();
     const auto from = static_cast<std::size_t>(l.input);
     const AffineU8 in_q = l.input < 0 ? input_q : st->params[from];
@@ -234,12 +217,10 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     const std::int64_t m = conv ? batch * l.oh * l.ow : batch;
     const std::int64_t k = conv ? l.window * l.window * l.c : l.in_size();
     const bool gather = conv && !(l.window == 1 && l.stride == 1 && l.pad == 0);
-    const std::vector<float> b = weights_as_b(l);
-    const std::vector<float> w_scales = calibrate_s8_columns(b, k, l.k);
-    std::vector<std::int8_t> b_q(b.size());
-    quantize_s8_columns(b, k, l.k, w_scales, b_q);
-    std::vector<float> c_scale(w_scales.size());
-    for (std::size_t j = 0; j < c_scale.size(); ++j) c_scale[j] = in_q.scale * w_scales[j];
+    const S8Weights w = quantize_weights(l);
+    const std::vector<std::int8_t> b_q = weights_as_b(l, w.values);
+    std::vector<float> c_scale(w.scales.size());
+    for (std::size_t j = 0; j < c_scale.size(); ++j) c_scale[j] = in_q.scale * w.scales[j];
     GemmArgs g;
     g.m = m;
     g.n = l.k;
