@@ -16,9 +16,9 @@
 //   stage in registers scales the int32 sums back, adds the bias and the
 //   dequantized residual, applies ReLU and requantizes to the next tensor's
 //   u8 (gemm_vnni.h). fc weights are permuted once to the NHWC flattening.
-// - Max pool on the u8 codes (max commutes with the monotonic quantization:
-//   the output keeps its input's scale and zero point); global average pool
-//   averages the codes and requantizes.
+// - Max pool and global average pool on the u8 codes (max commutes with
+//   the monotonic quantization, the mean with the affine one): the output
+//   keeps its input's scale and zero point, as in oneDNN's int8 pooling.
 // - Dequantized only at the end: the last conv/fc writes fp32 (the logits,
 //   or the input of log-softmax, which runs in fp32 on the softmax family's
 //   cpu_fused).
@@ -144,17 +144,17 @@ void max_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, std:
   }
 }
 
-void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, AffineU8 in, std::uint8_t* y,
-                        AffineU8 out) {
+// The mean of each channel's codes, rounded: the output keeps the input's
+// scale and zero point (the mean of x / s + z is mean(x) / s + z).
+void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, std::uint8_t* y) {
   const std::int64_t plane = l.h * l.w;
-  const float factor = in.scale / (static_cast<float>(plane) * out.scale);
+  const float inv = 1.0f / static_cast<float>(plane);
 #pragma omp parallel for
   for (std::int64_t n = 0; n < batch; ++n)
     for (std::int64_t c = 0; c < l.c; ++c) {
       std::int32_t sum = 0;
       for (std::int64_t p = 0; p < plane; ++p) sum += x[(n * plane + p) * l.c + c];
-      const float v = static_cast<float>(sum - plane * in.zero_point) * factor;
-      y[n * l.c + c] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(v) + out.zero_point, 0.0f, 255.0f));
+      y[n * l.c + c] = static_cast<std::uint8_t>(std::nearbyint(static_cast<float>(sum) * inv));
     }
 }
 
@@ -181,8 +181,9 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     const auto from = static_cast<std::size_t>(l.input);
     const AffineU8 in_q = l.input < 0 ? input_q : st->params[from];
     const std::uint8_t* in = l.input < 0 ? st->input.data() : st->u8[from].data();
-    // Max pool keeps its input's quantization; every other layer takes its calibrated range.
-    st->params[i] = l.kind == LayerKind::max_pool
+    // Pools keep their input's quantization (as oneDNN's int8 pooling does);
+    // every other layer takes its calibrated range.
+    st->params[i] = l.kind == LayerKind::max_pool || l.kind == LayerKind::global_avg_pool
                         ? in_q
                         : affine_u8(cal.outputs[i].min, cal.outputs[i].max);
     const auto out_elements = static_cast<std::size_t>(batch * l.out_size());
@@ -206,9 +207,7 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
       continue;
     }
     if (l.kind == LayerKind::global_avg_pool) {
-      calls.push_back([st, &l, batch, in, in_q, out_u8, out_q = st->params[i]] {
-        global_avg_pool_u8(l, batch, in, in_q, out_u8, out_q);
-      });
+      calls.push_back([st, &l, batch, in, out_u8] { global_avg_pool_u8(l, batch, in, out_u8); });
       continue;
     }
 
