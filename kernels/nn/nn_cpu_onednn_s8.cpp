@@ -63,13 +63,13 @@ namespace {
 
 Run prepare_s8(const NetArgs& args) {
   const Network& net = *args.net;
-  const Calibration& cal = calibration(net.name);
+  const ActivationQuant quant = activation_quant(net, calibration(net.name));
   const std::int64_t n = args.batch;
   auto& engine = onednn_engine();
   const auto& layers = net.layers;
   const memory user_x({{n, net.c, net.h, net.w}, dt::f32, tag::nchw}, engine, const_cast<float*>(args.x));
   const memory user_y({{n, net.classes}, dt::f32, tag::nc}, engine, args.y);
-  const AffineU8 input_q = affine_u8(cal.input.min, cal.input.max);
+  const AffineU8 input_q = quant.input;
 
   std::vector<memory> out(layers.size());
   std::vector<AffineU8> q(layers.size());
@@ -82,9 +82,7 @@ Run prepare_s8(const NetArgs& args) {
     const bool logits = dequantized_output(net, i);
     const AffineU8 in_q = first ? input_q : q[static_cast<std::size_t>(l.input)];
     memory src = first ? user_x : out[static_cast<std::size_t>(l.input)];
-    q[i] = l.kind == LayerKind::max_pool || l.kind == LayerKind::global_avg_pool
-               ? in_q
-               : affine_u8(cal.outputs[i].min, cal.outputs[i].max);
+    q[i] = quant.outputs[i];
     const bool spatial_out = l.kind != LayerKind::fc && l.kind != LayerKind::log_softmax;
     const memory::dims dst_dims = spatial_out ? memory::dims{n, l.k, l.oh, l.ow} : memory::dims{n, l.k};
     const memory::desc src_desc = first ? memory::desc(src.get_desc().dims(), dt::u8, tag::any) : src.get_desc();

@@ -162,13 +162,12 @@ void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* 
 
 Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
   const Network& net = *args.net;
-  const Calibration& cal = calibration(net.name);
-  check_calibration(cal, net, calibration_path(net.name));
+  const ActivationQuant quant = activation_quant(net, calibration(net.name));
   const std::int64_t batch = args.batch;
   const auto& layers = net.layers;
   auto st = std::make_shared<State>();
   st->input = HostBuffer<std::uint8_t>(static_cast<std::size_t>(batch * net.in_size()));
-  const AffineU8 input_q = affine_u8(cal.input.min, cal.input.max);
+  const AffineU8 input_q = quant.input;
   st->u8.resize(layers.size());
   st->f32.resize(layers.size());
   st->params.resize(layers.size());
@@ -181,11 +180,7 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     const auto from = static_cast<std::size_t>(l.input);
     const AffineU8 in_q = l.input < 0 ? input_q : st->params[from];
     const std::uint8_t* in = l.input < 0 ? st->input.data() : st->u8[from].data();
-    // Pools keep their input's quantization (as oneDNN's int8 pooling does);
-    // every other layer takes its calibrated range.
-    st->params[i] = l.kind == LayerKind::max_pool || l.kind == LayerKind::global_avg_pool
-                        ? in_q
-                        : affine_u8(cal.outputs[i].min, cal.outputs[i].max);
+    st->params[i] = quant.outputs[i];
     const auto out_elements = static_cast<std::size_t>(batch * l.out_size());
     if (f32 && !last) st->f32[i] = HostBuffer<float>(out_elements);
     if (!f32) st->u8[i] = HostBuffer<std::uint8_t>(out_elements);
