@@ -40,13 +40,14 @@ void global_avg_pool_nchw(const Layer& l, std::int64_t batch, const float* x, fl
   }
 }
 
-S8Weights quantize_weights(const Layer& l) {
+S8Weights quantize_weights(const Layer& l, WeightScales scales) {
   DLB_REQUIRE(l.kind == LayerKind::conv || l.kind == LayerKind::fc, "quantize_weights: " + l.name + " has no weights");
   const auto per_channel = l.weight.size() / static_cast<std::size_t>(l.k);
   S8Weights w{std::vector<std::int8_t>(l.weight.size()), std::vector<float>(static_cast<std::size_t>(l.k))};
+  const float whole = calibrate_s8(l.weight);
   for (std::size_t k = 0; k < w.scales.size(); ++k) {
     const std::span<const float> channel(l.weight.data() + k * per_channel, per_channel);
-    w.scales[k] = calibrate_s8(channel);
+    w.scales[k] = scales == WeightScales::per_tensor ? whole : calibrate_s8(channel);
     quantize_s8(channel, w.scales[k], std::span<std::int8_t>(w.values.data() + k * per_channel, per_channel));
   }
   return w;

@@ -59,13 +59,15 @@ OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec);
 ConvShape conv_shape(const Layer& l, std::int64_t batch);
 
 // A conv's or fc's weights in int8, symmetric, one scale per output channel
-// (quant.h: scale = max|w| / 127 over the channel's weights), in the layer's
-// own layout ([k, c, r, r] or [k, in]).
+// (quant.h: scale = max|w| / 127 over the channel's weights), or one for the
+// whole layer (the max over all of them, repeated per channel), in the
+// layer's own layout ([k, c, r, r] or [k, in]).
 struct S8Weights {
   std::vector<std::int8_t> values;
   std::vector<float> scales;  // [k]
 };
-S8Weights quantize_weights(const Layer& l);
+enum class WeightScales { per_channel, per_tensor };
+S8Weights quantize_weights(const Layer& l, WeightScales scales = WeightScales::per_channel);
 
 // Whether an int8 backend writes layer i's output in fp32 (dequantized):
 // the last layer's, and the input of log-softmax.

@@ -36,6 +36,7 @@ inline constexpr double kInt8Tolerance = 5e-2;
 static const NetVariant kNetworkVariants[] = {
     {"cpu_own", Device::cpu, prepare_net_cpu_own, kNetworkTolerance},
     {"cpu_own_s8", Device::cpu, prepare_net_cpu_own_s8, kInt8Tolerance, cpu_has_avx512_vnni},
+    {"cpu_own_pertensor_s8", Device::cpu, prepare_net_cpu_own_pertensor_s8, kInt8Tolerance, cpu_has_avx512_vnni},
     {"cpu_fakequant_s8", Device::cpu, prepare_net_cpu_fakequant_s8, kInt8Tolerance},
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_net_cpu_onednn, kNetworkTolerance},

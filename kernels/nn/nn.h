@@ -87,6 +87,7 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec& exec);
+Run prepare_net_cpu_own_pertensor_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_fakequant_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);

@@ -22,6 +22,8 @@
 // - Dequantized only at the end: the last conv/fc writes fp32 (the logits,
 //   or the input of log-softmax, which runs in fp32 on the softmax family's
 //   cpu_fused).
+// cpu_own_pertensor_s8: the same with one weight scale per layer instead of
+// one per output channel: what per-channel scales are for.
 // Requires AVX-512 VNNI (registered where the CPU has it).
 #include <algorithm>
 #include <cmath>
@@ -160,7 +162,9 @@ void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* 
 
 }  // namespace
 
-Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
+namespace {
+
+Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
   const Network& net = *args.net;
   const ActivationQuant quant = activation_quant(net, calibration(net.name));
   const std::int64_t batch = args.batch;
@@ -211,7 +215,7 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
     const std::int64_t m = conv ? batch * l.oh * l.ow : batch;
     const std::int64_t k = conv ? l.window * l.window * l.c : l.in_size();
     const bool gather = conv && !(l.window == 1 && l.stride == 1 && l.pad == 0);
-    const S8Weights w = quantize_weights(l);
+    const S8Weights w = quantize_weights(l, weight_scales);
     const std::vector<std::int8_t> b_q = weights_as_b(l, w.values);
     std::vector<float> c_scale(w.scales.size());
     for (std::size_t j = 0; j < c_scale.size(); ++j) c_scale[j] = in_q.scale * w.scales[j];
@@ -251,8 +255,19 @@ Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) {
       gemm();
     });
   }
-  if (args.report != nullptr) args.report->implementation = "own VNNI u8 x s8 GEMM, fused requantization, NHWC u8";
+  if (args.report != nullptr) {
+    args.report->implementation = std::string("own VNNI u8 x s8 GEMM, fused requantization, NHWC u8, weight scales per ") +
+                                  (weight_scales == WeightScales::per_tensor ? "tensor" : "channel");
+  }
   return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace
+
+Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec&) { return prepare_own_s8(args, WeightScales::per_channel); }
+
+Run prepare_net_cpu_own_pertensor_s8(const NetArgs& args, const Exec&) {
+  return prepare_own_s8(args, WeightScales::per_tensor);
 }
 
 }  // namespace dlb::nn
