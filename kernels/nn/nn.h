@@ -20,6 +20,19 @@
 //               buffer (in place) and ReLU as an eltwise post-op; per 3x3 stride-1 conv without
 //               the residual sum, oneDNN's Winograd where it is faster (timed in prepare); fc as
 //               inner_product with ReLU post-op; pooling, softmax_v2 (log)
+//   cpu_onednn_bf16  cpu_onednn's chain in bf16 (activations and weights; fp32 accumulation
+//               inside oneDNN's kernels, fp32 biases, the network's input rounded by the first
+//               reorder, fp32 logits and log-softmax): AVX512-BF16 or AMX where present
+//   int8 rows   post-training quantization from the committed calibration (calibration.h):
+//               u8 activations per tensor, s8 weights per output channel, fp32 only for the
+//               last layer and log-softmax:
+//     cpu_own_s8      own AVX-512 VNNI GEMM per conv/fc, patches gathered inside it, bias,
+//                     residual, ReLU and requantization fused into its register tiles, NHWC
+//                     (nn_cpu_own_s8.cpp); where the CPU has AVX-512 VNNI
+//     cpu_own_pertensor_s8  the same with one weight scale per layer
+//     cpu_onednn_s8   oneDNN's int8 convolution/inner product, the same quantization
+//     cpu_fakequant_s8  the quantization tutorial's simulation: cpu_own's fp32 layers on
+//                     int8-rounded weights and activations
 //   cpu_eigen   the plain-library baseline: conv as the conv family's cpu_im2col (own im2col, Eigen
 //               GEMM), the epilogue, fc (X W^T + b) and log-softmax as Eigen expressions on
 //               row-major maps; pools as plain loops

@@ -1,0 +1,159 @@
+"""What reduced precision buys and costs on the networks: for every int8 and
+bf16 row of the network table (variants named *_s8, *_bf16, *_f16), its
+images/s at batch 64 over the best fp32 backend of the same device in the
+same run, against its accuracy drop on the 10,000 test images (PyTorch's
+fp32 accuracy minus the row's, in points); one figure panel and one README
+table per network.
+
+Every ratio is shown next to the instruction set the row's kernels ran on
+and the peak multiply-accumulate rate that instruction set has over fp32
+FMA, so that "3.9x" reads as "3.9x of a possible 4x". Peak MACs per cycle
+per core, from the instructions' widths and issue rates:
+  fp32 AVX-512 FMA       2 x 16 = 32
+  int8 AVX-512 VNNI      2 x 64 = 128   (4x)   vpdpbusd: 16 lanes x 4 bytes
+  int8 AMX               1024           (32x)  tdpbusd: 16x16x64 per 16 cycles
+  bf16 AVX-512 BF16      2 x 32 = 64    (2x)   vdpbf16ps: 16 lanes x 2
+  bf16 AMX               512            (16x)  tdpbf16ps: 16x16x32 per 16 cycles
+A whole network can beat the ratio of peaks when its fp32 run is far from
+peak (memory traffic shrinks 4x in int8), or fall short of it (layers too
+small to keep the units busy, fp32 layers left in the chain)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import matplotlib.pyplot as plt
+
+from dlbench.results import Case, Results
+
+FAMILY = "precision"  # the README block; the cases are the networks'
+NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
+BATCH = 64
+REDUCED = re.compile(r"_(s8|bf16|f16)$")
+
+# (ISA, peak MACs/cycle over fp32 FMA) by what the row's label or name says.
+ISA_PEAKS = {
+    "amx_int8": ("AMX int8", 32.0),
+    "vnni": ("AVX-512 VNNI", 4.0),
+    "amx_bf16": ("AMX bf16", 16.0),
+    "avx512_bf16": ("AVX-512 BF16", 2.0),
+}
+
+
+def precision_of(variant: str) -> str:
+    m = REDUCED.search(variant)
+    return m.group(1) if m else "f32"
+
+
+def isa_of(case: Case, context: dict) -> tuple[str, float | None]:
+    """The instruction set the row's arithmetic ran on, and its peak MAC rate over fp32 FMA (None: not int8/bf16 arithmetic)."""
+    label = str(case.runs[0].get("label", "")).lower() if case.runs else ""
+    extensions = str(context.get("cpu_extensions", ""))
+    precision = precision_of(case.variant)
+    if "fakequant" in case.variant:
+        return "fp32 (int8 simulated)", None
+    if precision == "s8":
+        if "amx" in label:
+            return ISA_PEAKS["amx_int8"]
+        if "vnni" in label or case.variant.startswith("cpu_own"):  # the own int8 kernels are VNNI only
+            return ISA_PEAKS["vnni"]
+        return "int8 without VNNI", None
+    if precision == "bf16":
+        if "amx" in label:
+            return ISA_PEAKS["amx_bf16"]
+        if "bf16" in label and "avx512_bf16" in extensions:
+            return ISA_PEAKS["avx512_bf16"]
+        return "bf16 emulated in fp32", 1.0
+    return precision, None
+
+
+def _ok(c: Case | None) -> bool:
+    return c is not None and c.error is None and c.median("items_per_second") is not None
+
+
+def rows(results: Results, network: str) -> list[dict]:
+    """One dict per reduced-precision row of the network at batch 64 (with its fp32 baseline), in name order."""
+    at = {c.variant: c for c in results.family(network) if c.args.get("batch") == BATCH}
+    out = []
+    for variant, c in sorted(at.items()):
+        if not REDUCED.search(variant):
+            continue
+        device = variant.split("_")[0]
+        fp32 = [(o.median("items_per_second"), v) for v, o in at.items()
+                if v.split("_")[0] == device and not REDUCED.search(v) and "fakequant" not in v
+                and not v.startswith("peer_") and _ok(o)]
+        best = max(fp32) if fp32 else None
+        isa, peak = isa_of(c, results.context)
+        rate = c.median("items_per_second") if _ok(c) else None
+        drop = c.median("accuracy_drop")
+        out.append({
+            "variant": variant, "precision": precision_of(variant), "isa": isa, "peak": peak,
+            "rate": rate, "baseline": best,
+            "speedup": rate / best[0] if rate is not None and best is not None else None,
+            "accuracy": c.median("accuracy"), "drop_points": None if drop is None else 100.0 * drop,
+            "max_rel_err": c.median("max_rel_err"), "error": c.error,
+        })
+    return out
+
+
+def figures(results_list: list[Results]):
+    present = [(r, n) for r in results_list[:1] for n in NETWORKS if rows(r, n)]
+    if not present:
+        return {}
+    fig, axes = plt.subplots(1, len(present), figsize=(5.2 * len(present), 4.8), layout="constrained", squeeze=False)
+    for ax, (r, network) in zip(axes[0], present):
+        for row in rows(r, network):
+            if row["speedup"] is None or row["drop_points"] is None:
+                continue
+            marker = {"s8": "o", "bf16": "s", "f16": "^"}[row["precision"]]
+            ax.plot(row["drop_points"], row["speedup"], marker, markersize=7, label=row["variant"])
+            ax.annotate(row["variant"], (row["drop_points"], row["speedup"]), fontsize=7,
+                        xytext=(4, 4), textcoords="offset points")
+        ax.axhline(1.0, color="gray", lw=0.8)
+        ax.axvline(0.0, color="gray", lw=0.8)
+        base = next((x["baseline"] for x in rows(r, network) if x["baseline"]), None)
+        ax.set_title(f"{network}, batch {BATCH}")
+        ax.set_xlabel("accuracy drop vs PyTorch fp32 (points; < 0: better)")
+        ax.set_ylabel(f"images/s over best fp32 ({base[1] if base else 'n/a'})")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"Reduced precision: speed against accuracy ({results_list[0].machine}, "
+                 f"{results_list[0].context.get('cpu_extensions', '')})", fontsize=10)
+    return {"precision": fig}
+
+
+def _fmt(value, spec: str) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
+
+def table(results: Results) -> str:
+    blocks = []
+    for network in NETWORKS:
+        found = rows(results, network)
+        if not found:
+            continue
+        base = next((x["baseline"] for x in found if x["baseline"]), None)
+        lines = [f"**{network}** (batch {BATCH}; fp32 baseline `{base[1]}` {base[0]:,.0f} images/s)" if base
+                 else f"**{network}** (batch {BATCH}; no fp32 baseline in this run)", "",
+                 "| row | precision | arithmetic on | images/s | over best fp32 | ISA peak over fp32 | accuracy | "
+                 "drop (points) | max_rel_err |",
+                 "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+        for x in found:
+            peak = f"{x['peak']:g}x" if x["peak"] else "n/a"
+            speedup = "not measured" if x["error"] else _fmt(x["speedup"], ".2f") + ("x" if x["speedup"] else "")
+            lines.append(f"| {x['variant']} | {x['precision']} | {x['isa']} | {_fmt(x['rate'], ',.0f')} | {speedup} | "
+                         f"{peak} | {_fmt(x['accuracy'], '.4f')} | {_fmt(x['drop_points'], '+.2f')} | "
+                         f"{_fmt(x['max_rel_err'], '.1e')} |")
+        blocks.append("\n".join(lines))
+    if not blocks:
+        return ""
+    ctx = results.context
+    return ("\n\n".join(blocks) +
+            f"\n\nFrom `{results.path.as_posix()}` ({results.machine}: {ctx.get('cpu_model', '?')}, "
+            f"{ctx.get('cpu_vector_isa', '?')} with {ctx.get('cpu_extensions', 'no extensions')}; "
+            f"oneDNN {ctx.get('onednn_version', '?')} dispatching {ctx.get('onednn_isa', '?')}). "
+            "Over best fp32: this row's images/s over the fastest fp32 backend of the same device in the same run. "
+            "ISA peak: the instruction set's peak multiply-accumulate rate over fp32 FMA. Drop: PyTorch's fp32 "
+            "top-1 accuracy minus this row's, on the 10,000 test images (negative: this row classifies more "
+            "correctly). max_rel_err: logits of PyTorch's 256 reference images against its fp32 logits.")

@@ -1,0 +1,81 @@
+"""The reduced-precision figure and README table (scripts/dlbench/figures/
+precision.py) on the real binary's output (DLB_BENCH, set by ctest):
+mnist_lenet at batch 64 with its fp32, bf16 and int8 rows. Checks that the
+table says what the JSON says (the speedup is the row's images/s over the
+fastest fp32 row of the same run, the drop is in points, the ISA is the
+one the row's kernels name), never how fast anything was."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
+
+from dlbench.figures import precision  # noqa: E402
+from dlbench.results import load  # noqa: E402
+
+
+class PrecisionTable(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = Path(cls.tmp.name) / "precision.json"
+        subprocess.run([BENCH, "--benchmark_filter=^mnist_lenet/cpu_[a-z_0-9]+/batch:64/", "--benchmark_min_time=0.01",
+                        f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                       capture_output=True, text=True, check=True, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+        cls.results = load(out)
+        cls.rows = {r["variant"]: r for r in precision.rows(cls.results, "mnist_lenet")}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def rate(self, variant):
+        return self.results.cases[f"mnist_lenet/{variant}/batch:64"].median("items_per_second")
+
+    def test_every_reduced_row_and_no_fp32_row(self):
+        variants = {c.variant for c in self.results.family("mnist_lenet")}
+        self.assertEqual(set(self.rows), {v for v in variants if re.search(r"_(s8|bf16|f16)$", v)})
+        self.assertIn("cpu_onednn_s8", self.rows)
+        self.assertNotIn("cpu_own", self.rows)
+
+    def test_speedup_over_the_fastest_fp32_row(self):
+        fp32 = {v: self.rate(v) for v in ("cpu_own", "cpu_onednn", "cpu_eigen")
+                if f"mnist_lenet/{v}/batch:64" in self.results.cases}
+        best = max(fp32, key=fp32.get)
+        for variant, row in self.rows.items():
+            self.assertEqual(row["baseline"][1], best)
+            self.assertAlmostEqual(row["speedup"], self.rate(variant) / fp32[best])
+            drop = self.results.cases[f"mnist_lenet/{variant}/batch:64"].median("accuracy_drop")
+            self.assertAlmostEqual(row["drop_points"], 100 * drop)
+            self.assertLess(abs(row["drop_points"]), 1.0)  # the gate: at most 1% of the answers flip
+
+    def test_isa_from_the_kernels(self):
+        label = self.results.cases["mnist_lenet/cpu_onednn_s8/batch:64"].runs[0]["label"]
+        isa, peak = precision.isa_of(self.results.cases["mnist_lenet/cpu_onednn_s8/batch:64"], self.results.context)
+        if "amx" in label:
+            self.assertEqual((isa, peak), ("AMX int8", 32.0))
+        elif "vnni" in label:
+            self.assertEqual((isa, peak), ("AVX-512 VNNI", 4.0))
+        self.assertEqual(self.rows["cpu_fakequant_s8"]["peak"], None)
+
+    def test_table_and_figure(self):
+        text = precision.table(self.results)
+        self.assertIn("**mnist_lenet** (batch 64; fp32 baseline", text)
+        for variant, row in self.rows.items():
+            line = next(l for l in text.splitlines() if l.startswith(f"| {variant} |"))
+            self.assertIn(f"{row['speedup']:.2f}x", line)
+            self.assertIn(f"{row['drop_points']:+.2f}", line)
+        fig = precision.figures([self.results])["precision"]
+        self.assertEqual(fig.axes[0].get_title(), "mnist_lenet, batch 64")
+        self.assertEqual(len(fig.axes[0].get_lines()), len(self.rows) + 2)  # a point per row, two axes lines
+
+
+if __name__ == "__main__":
+    unittest.main()
