@@ -69,18 +69,6 @@ Calibration read_calibration(const std::string& path, const Network& net) {
   return c;
 }
 
-ActivationQuant activation_quant(const Network& net, const Calibration& c) {
-  check_calibration(c, net, "for " + net.name);
-  ActivationQuant q{affine_u8(c.input.min, c.input.max), {}};
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    const AffineU8 in = l.input < 0 ? q.input : q.outputs[static_cast<std::size_t>(l.input)];
-    const bool pool = l.kind == LayerKind::max_pool || l.kind == LayerKind::global_avg_pool;
-    q.outputs.push_back(pool ? in : affine_u8(c.outputs[i].min, c.outputs[i].max));
-  }
-  return q;
-}
-
 void write_calibration(const std::string& path, const Calibration& c, const Network& net) {
   std::vector<F32Tensor> tensors{{"input", {2}, {c.input.min, c.input.max}}};
   check_calibration(c, net, path);

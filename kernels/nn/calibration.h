@@ -20,7 +20,6 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/gemm/quant.h"
 #include "kernels/nn/network.h"
 
 namespace dlb::nn {
@@ -42,17 +41,6 @@ struct Calibration {
 void check_calibration(const Calibration& calibration, const Network& net, const std::string& origin);
 Calibration read_calibration(const std::string& path, const Network& net);
 void write_calibration(const std::string& path, const Calibration& calibration, const Network& net);
-
-// The u8 quantization of every activation, as the int8 rows use it: the
-// input's and each layer's output's from its calibrated range (affine_u8),
-// except that max and average pooling keep their input's (they run on the
-// codes: the max of codes is the code of the max, the mean of codes the
-// code of the mean, rounded).
-struct ActivationQuant {
-  AffineU8 input;
-  std::vector<AffineU8> outputs;  // per layer
-};
-ActivationQuant activation_quant(const Network& net, const Calibration& calibration);
 
 std::string calibration_path(std::string_view name);  // <models_dir>/<name>.calibration.safetensors
 // The committed calibration of network(name), read once per process.

@@ -40,6 +40,18 @@ void global_avg_pool_nchw(const Layer& l, std::int64_t batch, const float* x, fl
   }
 }
 
+ActivationQuant activation_quant(const Network& net, const Calibration& c) {
+  check_calibration(c, net, "for " + net.name);
+  ActivationQuant q{affine_u8(c.input.min, c.input.max), {}};
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const AffineU8 in = l.input < 0 ? q.input : q.outputs[static_cast<std::size_t>(l.input)];
+    const bool pool = l.kind == LayerKind::max_pool || l.kind == LayerKind::global_avg_pool;
+    q.outputs.push_back(pool ? in : affine_u8(c.outputs[i].min, c.outputs[i].max));
+  }
+  return q;
+}
+
 S8Weights quantize_weights(const Layer& l, WeightScales scales) {
   DLB_REQUIRE(l.kind == LayerKind::conv || l.kind == LayerKind::fc, "quantize_weights: " + l.name + " has no weights");
   const auto per_channel = l.weight.size() / static_cast<std::size_t>(l.k);

@@ -11,6 +11,8 @@
 
 #include "kernels/common/buffer.h"
 #include "kernels/conv/conv.h"
+#include "kernels/gemm/quant.h"
+#include "kernels/nn/calibration.h"
 #include "kernels/nn/nn.h"
 
 namespace dlb::nn {
@@ -57,6 +59,17 @@ OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec);
 
 // The conv family's problem for a conv layer at this batch size.
 ConvShape conv_shape(const Layer& l, std::int64_t batch);
+
+// The u8 quantization of every activation, as the int8 rows use it: the
+// input's and each layer's output's from its calibrated range (affine_u8),
+// except that max and average pooling keep their input's (they run on the
+// codes: the max of codes is the code of the max, the mean of codes the
+// code of the mean, rounded).
+struct ActivationQuant {
+  AffineU8 input;
+  std::vector<AffineU8> outputs;  // per layer
+};
+ActivationQuant activation_quant(const Network& net, const Calibration& calibration);
 
 // A conv's or fc's weights in int8, symmetric, one scale per output channel
 // (quant.h: scale = max|w| / 127 over the channel's weights), or one for the
