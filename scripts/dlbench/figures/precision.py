@@ -112,6 +112,12 @@ def figures(results_list: list[Results]):
                         xytext=(4, 4), textcoords="offset points")
         ax.axhline(1.0, color="gray", lw=0.8)
         ax.axvline(0.0, color="gray", lw=0.8)
+        # The accuracy budgets the targets allow: 0.3 point for bf16, 1 point for int8.
+        for budget, name in ((0.3, "bf16 budget"), (1.0, "int8 budget")):
+            ax.axvline(budget, color="firebrick", lw=0.8, ls=":")
+            ax.text(budget, 1.0, f" {name}", rotation=90, fontsize=7, color="firebrick", va="bottom")
+        drops = [x["drop_points"] for x in rows(r, network) if x["drop_points"] is not None]
+        ax.set_xlim(min([-0.5] + [d - 0.1 for d in drops]), max([1.2] + [d + 0.1 for d in drops]))
         base = next((x["baseline"] for x in rows(r, network) if x["baseline"]), None)
         ax.set_title(f"{network}, batch {BATCH}")
         ax.set_xlabel("accuracy drop vs PyTorch fp32 (points; < 0: better)")
@@ -150,9 +156,9 @@ def table(results: Results) -> str:
         return ""
     ctx = results.context
     return ("\n\n".join(blocks) +
-            f"\n\nFrom `{results.path.as_posix()}` ({results.machine}: {ctx.get('cpu_model', '?')}, "
-            f"{ctx.get('cpu_vector_isa', '?')} with {ctx.get('cpu_extensions', 'no extensions')}; "
-            f"oneDNN {ctx.get('onednn_version', '?')} dispatching {ctx.get('onednn_isa', '?')}). "
+            f"\n\nCPU: {ctx.get('cpu_model', '?')}, {ctx.get('cpu_vector_isa', '?')} with "
+            f"{ctx.get('cpu_extensions', 'no extensions')}; oneDNN {ctx.get('onednn_version', '?')} dispatching "
+            f"{ctx.get('onednn_isa', '?')}. "
             "Over best fp32: this row's images/s over the fastest fp32 backend of the same device in the same run. "
             "ISA peak: the instruction set's peak multiply-accumulate rate over fp32 FMA. Drop: PyTorch's fp32 "
             "top-1 accuracy minus this row's, on the 10,000 test images (negative: this row classifies more "
