@@ -124,11 +124,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "classify: %s\n", e.what());
-    return 2;
-  }
-}
+int main(int argc, char** argv) { return dlb::cli::main_reporting_errors("classify", run, argc, argv); }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <charconv>
+#include <cstdio>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +26,18 @@ inline long long parse_count(std::string_view flag, std::string_view text) {
   if (ec != std::errc() || end != text.data() + text.size() || v < 0)
     throw Error(std::string(flag) + " needs a non-negative integer, got '" + std::string(text) + "'");
   return v;
+}
+
+// main() of a tool: run(argc, argv)'s status, or an error's message as
+// "<tool>: <message>" on stderr and exit status 2.
+template <class Run>
+int main_reporting_errors(const char* tool, Run run, int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return 2;
+  }
 }
 
 }  // namespace dlb::cli

@@ -120,9 +120,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
         memory::desc dst_desc = any_dst;
         std::optional<memory> dst;
         if (l.residual >= 0) {
-          for (std::size_t j = i + 1; j < layers.size(); ++j)
-            DLB_REQUIRE(layers[j].input != l.residual && layers[j].residual != l.residual,
-                        "cpu_onednn accumulates " + l.name + " into its shortcut's buffer, which a later layer reads");
+          require_shortcut_unread(net, i, "cpu_onednn");
           dst = out[static_cast<std::size_t>(l.residual)];
           dst_desc = dst->get_desc();
         }
@@ -163,17 +161,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
       }
       case LayerKind::max_pool:
       case LayerKind::global_avg_pool: {
-        const bool max = l.kind == LayerKind::max_pool;
-        const memory::dims kernel = max ? memory::dims{l.window, l.window} : memory::dims{l.h, l.w};
-        const auto pd = not_reference(
-            [&](const memory::desc& from) {
-              const dnnl::pooling_forward::desc desc(
-                  dnnl::prop_kind::forward_inference,
-                  max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, from, any_dst,
-                  kernel, kernel, {0, 0}, {0, 0});
-              return dnnl::pooling_forward::primitive_desc(desc, engine);
-            },
-            src_desc);
+        const auto pd = pool_pd(l, src_desc, any_dst);
         take_src(pd.src_desc());
         out[i] = memory(pd.dst_desc(), engine);
         plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
@@ -205,35 +193,13 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
         kernels.insert(pd.impl_info_str());
         break;
       }
-      case LayerKind::log_softmax: {
+      case LayerKind::log_softmax:
         // softmax_v2 takes src and dst in different data types: bf16 in, fp32 out.
-        const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_log,
-                                                  src_desc, last ? any_dst : src_desc, 1);
-        const dnnl::softmax_v2_forward::primitive_desc pd(desc, engine);
-        out[i] = memory(pd.dst_desc(), engine);
-        plan.main = Step{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
+        plan.main = log_softmax_step(src, last ? any_dst : src_desc, out[i]);
         break;
-      }
     }
   }
-  // The network output into the caller's y: in place when the last layer's
-  // layout is already plain [n, classes], else one reorder.
-  LayerPlan& last = plans->back();
-  memory& result = out.back();
-  if (result.get_desc() == user_y.get_desc()) {
-    last.main.args[DNNL_ARG_DST] = user_y;
-  } else {
-    last.after = Step{dnnl::reorder(result, user_y), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, user_y}}};
-  }
-
-  if (args.report != nullptr) {
-    std::string impl;
-    for (const auto& k : kernels) impl.append(impl.empty() ? "" : ", ").append(k);
-    args.report->implementation = impl;
-  }
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < plans->size(); ++i) calls.push_back([plans, i] { (*plans)[i].run(); });
-  return run_layers(std::move(calls), args.report);
+  return finish_plans(plans, out.back(), user_y, kernels, args.report);
 }
 
 }  // namespace

@@ -118,10 +118,8 @@ Run prepare_s8(const NetArgs& args) {
         memory::desc dst_desc = any_dst;
         std::optional<memory> dst;
         if (l.residual >= 0) {
-          // In place into the shortcut's buffer, as cpu_onednn does (no later layer reads it).
-          for (std::size_t j = i + 1; j < layers.size(); ++j)
-            DLB_REQUIRE(layers[j].input != l.residual && layers[j].residual != l.residual,
-                        "cpu_onednn_s8 accumulates " + l.name + " into its shortcut's buffer, which a later layer reads");
+          // In place into the shortcut's buffer, as cpu_onednn does.
+          require_shortcut_unread(net, i, "cpu_onednn_s8");
           const auto r = static_cast<std::size_t>(l.residual);
           DLB_REQUIRE(!logits && q[i].zero_point == 0,
                       "cpu_onednn_s8: " + l.name + " adds into a shortcut but its output range is not >= 0");
@@ -134,14 +132,21 @@ Run prepare_s8(const NetArgs& args) {
         if (l.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
         attr.set_post_ops(ops);
 
-        memory::dims w_dims;
-        memory::desc user_w;
         memory weights, bias_mem;
         dnnl::primitive primitive;
         memory::desc pd_src;
+        // What a primitive descriptor made for this layer leaves: its
+        // weights (PyTorch's layout `user_w` reordered into its own), bias,
+        // output and kernel.
+        const auto adopt = [&](const auto& pd, const memory::desc& user_w) {
+          pd_src = pd.src_desc();
+          weights = s8_weights(pd.weights_desc(), user_w, w.values);
+          bias_mem = owned_copy(pd.bias_desc(), bias);
+          if (!dst) dst = memory(pd.dst_desc(), engine);
+          kernels.insert(pd.impl_info_str());
+        };
         if (conv) {
-          w_dims = {l.k, l.c, l.window, l.window};
-          user_w = memory::desc(w_dims, dt::s8, tag::oihw);
+          const memory::dims w_dims{l.k, l.c, l.window, l.window};
           const auto pd = not_reference(
               [&](const memory::desc& from) {
                 const dnnl::convolution_forward::desc desc(
@@ -151,19 +156,15 @@ Run prepare_s8(const NetArgs& args) {
                 return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
               },
               src_desc);
-          pd_src = pd.src_desc();
-          weights = s8_weights(pd.weights_desc(), user_w, w.values);
-          bias_mem = owned_copy(pd.bias_desc(), bias);
-          if (!dst) dst = memory(pd.dst_desc(), engine);
+          adopt(pd, memory::desc(w_dims, dt::s8, tag::oihw));
           primitive = dnnl::convolution_forward(pd);
-          kernels.insert(pd.impl_info_str());
         } else {
           // A 4-D input is flattened by oneDNN itself: weights [k, c, h, w]
           // are the same bytes as PyTorch's [k, c*h*w].
           const memory::dims in_dims = src.get_desc().dims();
           const bool image = in_dims.size() == 4;
-          w_dims = image ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]} : memory::dims{l.k, in_dims[1]};
-          user_w = memory::desc(w_dims, dt::s8, image ? tag::oihw : tag::oi);
+          const memory::dims w_dims =
+              image ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]} : memory::dims{l.k, in_dims[1]};
           const auto pd = not_reference(
               [&](const memory::desc& from) {
                 const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
@@ -172,12 +173,8 @@ Run prepare_s8(const NetArgs& args) {
                 return dnnl::inner_product_forward::primitive_desc(desc, attr, engine);
               },
               src_desc);
-          pd_src = pd.src_desc();
-          weights = s8_weights(pd.weights_desc(), user_w, w.values);
-          bias_mem = owned_copy(pd.bias_desc(), bias);
-          if (!dst) dst = memory(pd.dst_desc(), engine);
+          adopt(pd, memory::desc(w_dims, dt::s8, image ? tag::oihw : tag::oi));
           primitive = dnnl::inner_product_forward(pd);
-          kernels.insert(pd.impl_info_str());
         }
         take_src(pd_src);
         plan.main = Step{primitive,
@@ -193,17 +190,7 @@ Run prepare_s8(const NetArgs& args) {
       case LayerKind::max_pool:
       case LayerKind::global_avg_pool: {
         DLB_REQUIRE(!first && !logits, "cpu_onednn_s8: " + l.name + " cannot start or end the network");
-        const bool max = l.kind == LayerKind::max_pool;
-        const memory::dims kernel = max ? memory::dims{l.window, l.window} : memory::dims{l.h, l.w};
-        const auto pd = not_reference(
-            [&](const memory::desc& from) {
-              const dnnl::pooling_forward::desc desc(
-                  dnnl::prop_kind::forward_inference,
-                  max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, from,
-                  memory::desc(dst_dims, dt::u8, tag::any), kernel, kernel, {0, 0}, {0, 0});
-              return dnnl::pooling_forward::primitive_desc(desc, engine);
-            },
-            src_desc);
+        const auto pd = pool_pd(l, src_desc, memory::desc(dst_dims, dt::u8, tag::any));
         take_src(pd.src_desc());
         out[i] = memory(pd.dst_desc(), engine);
         plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
@@ -212,29 +199,12 @@ Run prepare_s8(const NetArgs& args) {
       case LayerKind::log_softmax: {
         DLB_REQUIRE(!first && src.get_desc().data_type() == dt::f32,
                     "cpu_onednn_s8: log-softmax must read the fp32 logits");
-        const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_log,
-                                                  src_desc, any_dst, 1);
-        const dnnl::softmax_v2_forward::primitive_desc pd(desc, engine);
-        out[i] = memory(pd.dst_desc(), engine);
-        plan.main = Step{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
+        plan.main = log_softmax_step(src, any_dst, out[i]);
         break;
       }
     }
   }
-  LayerPlan& last = plans->back();
-  if (out.back().get_desc() == user_y.get_desc()) {
-    last.main.args[DNNL_ARG_DST] = user_y;
-  } else {
-    last.after = Step{dnnl::reorder(out.back(), user_y), {{DNNL_ARG_FROM, out.back()}, {DNNL_ARG_TO, user_y}}};
-  }
-  if (args.report != nullptr) {
-    std::string impl;
-    for (const auto& k : kernels) impl.append(impl.empty() ? "" : ", ").append(k);
-    args.report->implementation = impl;
-  }
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < plans->size(); ++i) calls.push_back([plans, i] { (*plans)[i].run(); });
-  return run_layers(std::move(calls), args.report);
+  return finish_plans(plans, out.back(), user_y, kernels, args.report);
 }
 
 }  // namespace

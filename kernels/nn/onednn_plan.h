@@ -7,12 +7,17 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
+#include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/nn/nn.h"
 
 namespace dlb::nn {
 
@@ -74,6 +79,65 @@ auto not_reference(Make make, const dnnl::memory::desc& fixed) {
     if (std::string_view(other.impl_info_str()).substr(0, 3) != "ref") return other;
   }
   return pd;
+}
+
+// Layer i adds into its shortcut's buffer in place (the sum post-op):
+// refuses a network where a later layer still reads that buffer.
+inline void require_shortcut_unread(const Network& net, std::size_t i, const char* backend) {
+  const Layer& l = net.layers[i];
+  for (std::size_t j = i + 1; j < net.layers.size(); ++j)
+    DLB_REQUIRE(net.layers[j].input != l.residual && net.layers[j].residual != l.residual,
+                std::string(backend) + " accumulates " + l.name + " into its shortcut's buffer, which a later layer reads");
+}
+
+// A max pool (window x window, stride = window) or global average pool
+// primitive for layer l reading `src_desc` (made again for oneDNN's
+// preferred layout where that one has only the reference kernel),
+// writing `dst` (format_tag::any).
+inline dnnl::pooling_forward::primitive_desc pool_pd(const Layer& l, const dnnl::memory::desc& src_desc,
+                                                     const dnnl::memory::desc& dst) {
+  const bool max = l.kind == LayerKind::max_pool;
+  const dnnl::memory::dims kernel = max ? dnnl::memory::dims{l.window, l.window} : dnnl::memory::dims{l.h, l.w};
+  return not_reference(
+      [&](const dnnl::memory::desc& from) {
+        const dnnl::pooling_forward::desc desc(
+            dnnl::prop_kind::forward_inference,
+            max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, from, dst, kernel,
+            kernel, {0, 0}, {0, 0});
+        return dnnl::pooling_forward::primitive_desc(desc, onednn_engine());
+      },
+      src_desc);
+}
+
+// Log-softmax over the classes of `src` into a new memory `out` of `dst` (format_tag::any).
+inline Step log_softmax_step(const dnnl::memory& src, const dnnl::memory::desc& dst, dnnl::memory& out) {
+  const dnnl::softmax_v2_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_log,
+                                            src.get_desc(), dst, 1);
+  const dnnl::softmax_v2_forward::primitive_desc pd(desc, onednn_engine());
+  out = dnnl::memory(pd.dst_desc(), onednn_engine());
+  return Step{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out}}};
+}
+
+// The pass from its layer plans: the last layer writes the caller's y
+// (`user_y`, plain [n, classes]) in place where its output `result` has that
+// layout, else through one reorder; the report names the kernels; one call
+// per layer.
+inline Run finish_plans(const std::shared_ptr<std::vector<LayerPlan>>& plans, const dnnl::memory& result,
+                        const dnnl::memory& user_y, const std::set<std::string>& kernels, NetReport* report) {
+  LayerPlan& last = plans->back();
+  if (result.get_desc() == user_y.get_desc()) {
+    last.main.args[DNNL_ARG_DST] = user_y;
+  } else {
+    last.after = Step{dnnl::reorder(result, user_y), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, user_y}}};
+  }
+  if (report != nullptr) {
+    std::string impl;
+    for (const auto& k : kernels) impl.append(impl.empty() ? "" : ", ").append(k);
+    report->implementation = impl;
+  }
+  std::vector<Run> calls;
+  for (std::size_t i = 0; i < plans->size(); ++i) calls.push_back([plans, i] { (*plans)[i].run(); });
+  return run_layers(std::move(calls), report);
 }
 
 }  // namespace dlb::nn
