@@ -706,8 +706,9 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PeakMemoryTest);
 // (resnet20: 6.4e-3 measured on AVX-512 VNNI). cpu_fakequant_s8 sums fp32
 // products of dequantized values in another order, so near-ties flip
 // anywhere (measured: resnet20 5.8e-3, mnist_cnn 4.7e-4, mnist_lenet 2e-7).
-// Bounded at 3x the largest measured, since which near-ties flip depends
-// on the rounding order of the kernels for the ISA.
+// Bounded at 3x the largest measured (5e-3 where no join is measured to
+// flip anything, 10x what fake quantization's flips give), since which
+// near-ties flip depends on the rounding order of the kernels for the ISA.
 TEST(Int8Rows, AgreeWithEachOther) {
   std::map<std::string_view, const nn::NetVariant*> rows;
   for (const auto* v : usable_variants(nn::network_variants(), test::kDevice)) rows[v->name] = v;
@@ -717,7 +718,7 @@ TEST(Int8Rows, AgreeWithEachOther) {
     for (const auto& l : nn::network(name).layers) joins = joins || l.residual >= 0;
     NetCase own(*rows.at("cpu_own_s8"), name, 16);
     const auto ours = own.outputs(0, 64);
-    for (const auto& [other, tolerance] : {std::pair{"cpu_onednn_s8", joins ? 2e-2 : 1e-5},
+    for (const auto& [other, tolerance] : {std::pair{"cpu_onednn_s8", joins ? 2e-2 : 5e-3},
                                            std::pair{"cpu_fakequant_s8", 2e-2}}) {
       if (!rows.count(other)) continue;
       NetCase c(*rows.at(other), name, 16);

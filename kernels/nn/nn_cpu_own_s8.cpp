@@ -166,10 +166,6 @@ void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* 
     }
 }
 
-}  // namespace
-
-namespace {
-
 Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
   const Network& net = *args.net;
   const ActivationQuant quant = activation_quant(net, calibration(net.name));
