@@ -50,6 +50,7 @@ static const NetVariant kNetworkVariants[] = {
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_net_cpu_onednn, kNetworkTolerance},
     {"cpu_onednn_bf16", Device::cpu, prepare_net_cpu_onednn_bf16, kBf16Tolerance},
+    {"cpu_onednn_mixed_bf16", Device::cpu, prepare_net_cpu_onednn_mixed_bf16, kBf16Tolerance},
     {"cpu_onednn_s8", Device::cpu, prepare_net_cpu_onednn_s8, kInt8Tolerance},
 #endif
 #if DLB_HAVE_EIGEN

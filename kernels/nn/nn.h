@@ -23,6 +23,8 @@
 //   cpu_onednn_bf16  cpu_onednn's chain in bf16 (activations and weights; fp32 accumulation
 //               inside oneDNN's kernels, fp32 biases, the network's input rounded by the first
 //               reorder, fp32 logits and log-softmax): AVX512-BF16 or AMX where present
+//   cpu_onednn_mixed_bf16  the same as autocast mixes it: the first conv, log-softmax and the
+//               logits it reads in fp32, every other layer in bf16
 //   int8 rows   post-training quantization from the committed calibration (calibration.h):
 //               u8 activations per tensor, s8 weights per output channel, fp32 only for the
 //               last layer and log-softmax:
@@ -98,6 +100,7 @@ std::string_view precision_name(NetPrecision precision);
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec& exec);
+Run prepare_net_cpu_onednn_mixed_bf16(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_own_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_own_pertensor_s8(const NetArgs& args, const Exec& exec);

@@ -20,6 +20,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/nn/layers.h"
 #include "kernels/nn/nn.h"
 #include "kernels/nn/onednn_plan.h"
 
@@ -78,8 +79,11 @@ namespace {
 // The whole network in `act`: activations and weights in that data type
 // (f32, or bf16 with fp32 accumulation inside oneDNN's kernels), biases in
 // fp32, the network's input and output fp32 (the first layer's reorder
-// rounds the input; the last layer writes fp32).
-Run prepare_onednn(const NetArgs& args, memory::data_type act) {
+// rounds the input; the last layer writes fp32). `mixed` (what PyTorch's
+// autocast does): the first conv, whose input is the raw image, and
+// log-softmax stay fp32, and so do their outputs and the logits that
+// log-softmax reads; a layer whose input is in the other type reorders it.
+Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = false) {
   const Network& net = *args.net;
   const std::int64_t n = args.batch;
   auto& engine = onednn_engine();
@@ -99,11 +103,22 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
                                           l.kind == LayerKind::global_avg_pool
                                       ? memory::dims{n, l.k, l.oh, l.ow}
                                       : memory::dims{n, l.k};
+    const bool fp32_layer = act == f32 || (mixed && (first || l.kind == LayerKind::log_softmax));
+    const memory::data_type type = fp32_layer ? f32 : act;
     // The first layer picks its input layout; the others take what the
-    // layer before them left.
-    const memory::desc src_desc = first ? memory::desc(src.get_desc().dims(), act, tag::any) : src.get_desc();
+    // layer before them left, in their own data type (a conv or fc picks
+    // its layout then too; a pool keeps the layout, which it cannot choose).
+    memory::desc src_desc = src.get_desc();
+    if (first || (src_desc.data_type() != type && (l.kind == LayerKind::conv || l.kind == LayerKind::fc))) {
+      src_desc = memory::desc(src_desc.dims(), type, tag::any);
+    } else if (src_desc.data_type() != type) {
+      dnnl_memory_desc_t retyped = src_desc.data;
+      retyped.data_type = memory::convert_to_c(type);
+      src_desc = memory::desc(retyped);
+    }
     const bool last = i + 1 == layers.size();
-    const memory::desc any_dst(dst_dims, last ? f32 : act, tag::any);
+    const bool fp32_out = last || (mixed && (first || dequantized_output(net, i)));
+    const memory::desc any_dst(dst_dims, fp32_out ? f32 : act, tag::any);
     auto take_src = [&](const memory::desc& want) {
       if (want != src.get_desc()) {
         memory converted(want, engine);
@@ -128,7 +143,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
         const auto attr = relu_attr(l.residual >= 0, l.relu);
         const auto conv_pd = [&](dnnl::algorithm algorithm, const memory::desc& from) {
           const dnnl::convolution_forward::desc desc(
-              dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, act, tag::any),
+              dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, type, tag::any),
               memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
           return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
         };
@@ -142,7 +157,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
         // and the batch).
         if (!first && l.window == 3 && l.stride == 1) {
           try {
-            auto wino = conv_pd(dnnl::algorithm::convolution_winograd, memory::desc(src_desc.dims(), act, tag::any));
+            auto wino = conv_pd(dnnl::algorithm::convolution_winograd, memory::desc(src_desc.dims(), type, tag::any));
             if (faster_of_two(wino, pd, src, dst, l, w_dims)) pd = wino;
           } catch (const dnnl::error&) {
             // No Winograd implementation for this shape, CPU or post-ops.
@@ -177,7 +192,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
         const auto pd = not_reference(
             [&](const memory::desc& from) {
               const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
-                                                           memory::desc(w_dims, act, tag::any),
+                                                           memory::desc(w_dims, type, tag::any),
                                                            memory::desc({l.k}, f32, tag::a), any_dst);
               return dnnl::inner_product_forward::primitive_desc(desc, relu_attr(false, l.relu), engine);
             },
@@ -206,14 +221,21 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act) {
 
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) { return prepare_onednn(args, f32); }
 
-Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec&) {
+namespace {
+
+Run prepare_bf16(const NetArgs& args, bool mixed) {
   try {
-    return prepare_onednn(args, memory::data_type::bf16);
+    return prepare_onednn(args, memory::data_type::bf16, mixed);
   } catch (const dnnl::error& e) {
     // oneDNN 2.6 has bf16 kernels on AVX-512 (native with AVX512-BF16 or
     // AMX, emulated on plain AVX-512) and none below.
     throw Unsupported(std::string("oneDNN has no bf16 implementation on this CPU: ") + e.what());
   }
 }
+
+}  // namespace
+
+Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec&) { return prepare_bf16(args, false); }
+Run prepare_net_cpu_onednn_mixed_bf16(const NetArgs& args, const Exec&) { return prepare_bf16(args, true); }
 
 }  // namespace dlb::nn
