@@ -12,7 +12,8 @@
 //   cpu_ref_s8       u8 x s8 plain loops (i-k-j), int32 accumulation, one thread,
 //                    then the dequantizing output stage
 //   cpu_vnni_s8      own AVX-512 VNNI kernel (vpdpbusd): B packed in prepare,
-//                    A read in place; 6x64 register tiles, cache-blocked, OpenMP;
+//                    A read in place; 6x64 register tiles (24x16, 12x32 for n <= 16,
+//                    32), cache-blocked, OpenMP;
 //                    zero-point compensation and output stage fused in the kernel.
 //                    Registered only where the CPU has AVX-512 VNNI (run time)
 //   cpu_onednn_s8    oneDNN matmul u8 x s8 -> s32 with the source zero point and

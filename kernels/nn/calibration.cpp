@@ -62,7 +62,8 @@ Calibration read_calibration(const std::string& path, const Network& net) {
     for (const auto& [name, info] : st.tensors()) {
       bool known = name == "input";
       for (const auto& l : net.layers) known = known || l.name == name;
-      if (!known) throw Error("calibration '" + path + "': unexpected tensor '" + name + "' (no such layer in " + net.name + ")");
+      if (!known)
+        throw Error("calibration '" + path + "': unexpected tensor '" + name + "' (no such layer in " + net.name + ")");
     }
   }
   check_calibration(c, net, path);

@@ -59,7 +59,8 @@ Run prepare_net_cpu_fakequant_s8(const NetArgs& args, const Exec& exec) {
       if (rounded) fake_quantize(act->output(i), count, q.outputs[i]);
     });
   }
-  if (args.report != nullptr) args.report->implementation = "fp32 " + plan.implementation + ", int8-rounded weights and activations";
+  if (args.report != nullptr)
+    args.report->implementation = "fp32 " + plan.implementation + ", int8-rounded weights and activations";
   return run_layers(std::move(calls), args.report);
 }
 

@@ -72,10 +72,6 @@ bool faster_of_two(const dnnl::convolution_forward::primitive_desc& a,
   return seconds[0] < seconds[1];
 }
 
-}  // namespace
-
-namespace {
-
 // The whole network in `act`: activations and weights in that data type
 // (f32, or bf16 with fp32 accumulation inside oneDNN's kernels), biases in
 // fp32, the network's input and output fp32 (the first layer's reorder

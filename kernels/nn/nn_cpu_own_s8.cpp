@@ -258,8 +258,9 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     });
   }
   if (args.report != nullptr) {
-    args.report->implementation = std::string("own VNNI u8 x s8 GEMM, fused requantization, NHWC u8, weight scales per ") +
-                                  (weight_scales == WeightScales::per_tensor ? "tensor" : "channel");
+    args.report->implementation =
+        std::string("own VNNI u8 x s8 GEMM, fused requantization, NHWC u8, weight scales per ") +
+        (weight_scales == WeightScales::per_tensor ? "tensor" : "channel");
   }
   return run_layers(std::move(calls), args.report);
 }

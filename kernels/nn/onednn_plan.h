@@ -87,7 +87,8 @@ inline void require_shortcut_unread(const Network& net, std::size_t i, const cha
   const Layer& l = net.layers[i];
   for (std::size_t j = i + 1; j < net.layers.size(); ++j)
     DLB_REQUIRE(net.layers[j].input != l.residual && net.layers[j].residual != l.residual,
-                std::string(backend) + " accumulates " + l.name + " into its shortcut's buffer, which a later layer reads");
+                std::string(backend) + " accumulates " + l.name +
+                    " into its shortcut's buffer, which a later layer reads");
 }
 
 // A max pool (window x window, stride = window) or global average pool
