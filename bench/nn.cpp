@@ -11,7 +11,8 @@
 // than max_disagreement_fraction of them) fails every case of it.
 // Counters: items_per_second (images/s), flops (2 x MACs x batch per pass),
 // accuracy, torch_disagreements (test images whose top-1 differs from
-// PyTorch's), accuracy_drop (PyTorch's fp32 accuracy minus this row's), peak_bytes (NetCase::peak_bytes: what a pass holds),
+// PyTorch's), accuracy_drop (PyTorch's fp32 accuracy minus this row's),
+// peak_bytes (NetCase::peak_bytes: what a pass holds),
 // allocated_bytes_per_pass and allocations_per_pass (host heap allocations of
 // the whole process during passes, alloc_counter.h; not in sanitizer
 // builds), and at batch 1 the p50/p90/p99 latency of single calls in

@@ -30,7 +30,7 @@ inline constexpr std::int64_t kMaxDisagreements = 5;
 // flips the near-ties within that margin: at most this fraction of the
 // images it classifies may differ from PyTorch's fp32 top-1: 1%. Measured on
 // the committed networks (AMD EPYC, AVX-512 BF16 and VNNI): bf16 at most 18
-// of 10,000 (0.18%), int8 at most 34 (0.34%). A wrong layer flips thousands.
+// of 10,000 (0.18%), int8 at most 36 (0.36%). A wrong layer flips thousands.
 double max_disagreement_fraction(nn::NetPrecision precision);
 
 struct NetAccuracy {
