@@ -17,8 +17,8 @@ void register_daxpy(Config& config) {
                [variant, n](benchmark::State& state) {
                  auto* c = validated_case<DaxpyCase>(state, *variant, n);
                  if (c == nullptr) return;
-                 time_run(state, [c] { c->run(); }, c->context());
-                 set_bytes(state, static_cast<double>(c->bytes_per_call()));
+                 time_memory_bound(state, [c] { c->run(); }, c->context(),
+                                   static_cast<double>(c->bytes_per_call()), Ceiling::cpu_triad);
                });
     }
   }

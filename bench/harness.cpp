@@ -1,7 +1,10 @@
 #include "bench/harness.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <exception>
+#include <map>
 
 #include "kernels/common/error.h"
 
@@ -110,6 +113,68 @@ bool check(benchmark::State& state, const ref::Comparison& comparison) {
   return false;
 }
 
+namespace {
+
+// Per case, over every call of its body (the sizing call included).
+struct NoisyTally {
+  int calls = 0;
+  int noisy_calls = 0;
+  double contention = 0.0, steal = 0.0, drift = 0.0;  // the largest seen
+};
+std::map<std::string, NoisyTally>& noisy_tally() {
+  static std::map<std::string, NoisyTally> tally;
+  return tally;
+}
+
+// fmax that keeps the old value when `v` is NaN (not measured).
+double larger(double old, double v) { return std::isnan(v) ? old : std::max(old, v); }
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
+  return buf;
+}
+
+}  // namespace
+
+void MachineWatch::record(benchmark::State& state, double ceiling_drift) const {
+  const Disturbance d = disturbance_between(start_, sample_machine());
+  const bool noisy = d.contention > kNoisyContention || d.steal > kNoisySteal ||
+                     std::abs(ceiling_drift) > kNoisyCeilingDrift;  // NaN compares false
+  if (!std::isnan(d.contention)) state.counters["contention"] = d.contention;
+  if (!std::isnan(d.steal)) state.counters["steal"] = d.steal;
+  state.counters["noisy"] = noisy ? 1.0 : 0.0;
+  auto& t = noisy_tally()[detail::current_case_name()];
+  ++t.calls;
+  t.noisy_calls += noisy ? 1 : 0;
+  t.contention = larger(t.contention, d.contention);
+  t.steal = larger(t.steal, d.steal);
+  t.drift = larger(t.drift, std::abs(ceiling_drift));
+}
+
+std::string noisy_summary() {
+  const auto& tally = noisy_tally();
+  int noisy_cases = 0;
+  NoisyTally worst;
+  std::string names;
+  for (const auto& [name, t] : tally) {
+    worst.contention = std::max(worst.contention, t.contention);
+    worst.steal = std::max(worst.steal, t.steal);
+    worst.drift = std::max(worst.drift, t.drift);
+    if (t.noisy_calls == 0) continue;
+    if (++noisy_cases <= 5) names.append(names.empty() ? "" : ", ").append(name);
+  }
+  std::string out = "machine during the run: largest contention " + percent(worst.contention) + ", steal " +
+                    percent(worst.steal) + ", ceiling drift " + percent(worst.drift) + " (noisy past " +
+                    percent(kNoisyContention) + ", " + percent(kNoisySteal) + ", " + percent(kNoisyCeilingDrift) +
+                    "): ";
+  if (noisy_cases == 0) return out + "no CPU case noisy";
+  out += "NOISY: " + std::to_string(noisy_cases) + " of " + std::to_string(tally.size()) +
+         " CPU cases had noisy repetitions (" + names + (noisy_cases > 5 ? ", ..." : "") +
+         "); their figures are not the code's alone";
+  return out;
+}
+
 void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing) {
 #if DLB_HAVE_CUDA
   if (ctx.exec().stream != nullptr) {
@@ -120,7 +185,36 @@ void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, T
   (void)ctx;
   (void)timing;
 #endif
+  const MachineWatch watch;
   for (auto _ : state) run();
+  watch.record(state);
+}
+
+void time_memory_bound(benchmark::State& state, const Run& run, const ExecContext& ctx, double bytes_per_call,
+                       Ceiling ceiling) {
+  if (ctx.exec().stream != nullptr) {  // a GPU case
+    time_run(state, run, ctx);
+    set_bytes(state, bytes_per_call);
+    return;
+  }
+  const MachineWatch watch;
+  const double before = measure_ceiling(ceiling);
+  // The loop's time by the same clock Google Benchmark reads for real time,
+  // taken just outside its own start and stop (a rate counter would give the
+  // same figure, but prints it with "/s").
+  const auto start = std::chrono::steady_clock::now();
+  for (auto _ : state) run();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double after = measure_ceiling(ceiling);
+  const double ceiling_rate = 0.5 * (before + after);
+  const double drift = after / before - 1.0;
+  set_bytes(state, bytes_per_call);
+  const double rate = bytes_per_call * static_cast<double>(state.iterations()) / seconds;
+  state.counters["frac_of_ceiling"] = rate / ceiling_rate;
+  state.counters["ceiling_bytes_per_second"] = ceiling_rate;
+  state.counters["ceiling_drift"] = drift;
+  watch.record(state, drift);
+  state.SetLabel("vs " + ceiling_name(ceiling));
 }
 
 void set_bytes(benchmark::State& state, double bytes_per_call) {

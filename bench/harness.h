@@ -7,12 +7,14 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "bench/machine_state.h"
 #include "kernels/common/gpu.h"
 #include "kernels/common/variant.h"
 #include "reference/compare.h"
@@ -171,6 +173,36 @@ class StreamHold {
 // iteration: flush, hold, start event, the call, stop event, release (on
 // Timing::stream, or the context's stream), SetIterationTime.
 void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, Timing timing = {});
+
+// Watches the machine around a CPU case's timed loop and records, per
+// repetition, counters `contention` and `steal` (machine_state.h) and `noisy`
+// (1 when either, or the drift of the case's ceiling bracket, is past its
+// threshold; 0 otherwise). Construct it right before the loop, record right
+// after. time_run and time_memory_bound do; a case with its own loop does
+// the same. The run's tally is printed at the end (noisy_summary).
+class MachineWatch {
+ public:
+  MachineWatch() : start_(sample_machine()) {}
+  // ceiling_drift: after / before - 1 of the case's ceiling bracket, or NaN.
+  void record(benchmark::State& state, double ceiling_drift = std::numeric_limits<double>::quiet_NaN()) const;
+
+ private:
+  MachineSample start_;
+};
+
+// One line for the end of the run: how many CPU cases had noisy
+// repetitions, which, and why; or that the machine was quiet.
+std::string noisy_summary();
+
+// A memory-bound CPU case, timed as time_run does but bracketed: `ceiling`
+// is measured right before and right after the timed loop
+// (measure_ceiling), and the case records bytes_per_second (set_bytes) and
+// frac_of_ceiling = its bytes per second / the mean of the two,
+// ceiling_bytes_per_second (that mean), ceiling_drift (after / before - 1),
+// and the ceiling's name as its label. A GPU case is timed by time_run,
+// with set_bytes, unbracketed.
+void time_memory_bound(benchmark::State& state, const Run& run, const ExecContext& ctx, double bytes_per_call,
+                       Ceiling ceiling);
 
 // The q-quantile (0 <= q <= 1, nearest rank) of samples sorted ascending.
 double percentile(const std::vector<double>& sorted, double q);

@@ -72,6 +72,7 @@ void add_context(const dlb::GpuInfo& gpu) {
   AddCustomContext("cuda_driver", gpu.cuda_driver);
   AddCustomContext("cudnn_version", gpu.cudnn);
   AddCustomContext("cublas_version", gpu.cublas);
+  AddCustomContext("machine_load_at_start", dlb::bench::machine_load_now());
   AddCustomContext("gpu_count", std::to_string(gpu.count));
   AddCustomContext("gpu_name", gpu.count > 0 ? gpu.name : "none");
   if (gpu.count > 0) AddCustomContext("gpu_compute_capability", gpu.compute_capability);
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  std::fprintf(stderr, "bench: %s\n", dlb::bench::noisy_summary().c_str());
   for (const auto& finish : config.at_end)
     if (const int status = finish(); status != 0) return status;
   return 0;

@@ -79,6 +79,7 @@ void register_nn(Config& config) {
             // there (a GPU call synchronized): the single-stream latency view.
             std::vector<double> seconds;
             seconds.reserve(static_cast<std::size_t>(state.max_iterations));
+            const MachineWatch watch;
             for (auto _ : state) {
               const auto start = std::chrono::steady_clock::now();
               c->run();
@@ -86,6 +87,7 @@ void register_nn(Config& config) {
               seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
               if (variant->device == Device::gpu) state.SetIterationTime(seconds.back());
             }
+            if (variant->device == Device::cpu) watch.record(state);
             std::sort(seconds.begin(), seconds.end());
             for (const auto& [counter, q] : {std::pair{"latency_p50_us", 0.50}, {"latency_p90_us", 0.90},
                                              {"latency_p99_us", 0.99}})

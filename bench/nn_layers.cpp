@@ -148,6 +148,7 @@ void register_layers(Config& config) {
               c->context().synchronize();
               timer.pass();
               std::vector<double> pass, layers, host;
+              const MachineWatch watch;
               for (auto _ : state) {
                 const double start = now_s();
                 c->run();
@@ -158,6 +159,7 @@ void register_layers(Config& config) {
                 layers.push_back(std::accumulate(t.layer_s.begin(), t.layer_s.end(), 0.0));
                 host.push_back(std::accumulate(t.host_s.begin(), t.host_s.end(), 0.0));
               }
+              if (variant->device == Device::cpu) watch.record(state);
               if (pass.empty()) return;
               const double pass_us = median(pass) * 1e6, layers_us = median(layers) * 1e6;
               state.counters["pass_us"] = pass_us;
@@ -182,12 +184,14 @@ void register_layers(Config& config) {
                 LayerTimer timer(*c);
                 timer.pass();  // warm-up
                 double share = 0, host = 0;
+                const MachineWatch watch;
                 for (auto _ : state) {
                   const PassTimes t = timer.pass();
                   state.SetIterationTime(t.layer_s[i]);
                   share += t.layer_s[i] / std::accumulate(t.layer_s.begin(), t.layer_s.end(), 0.0);
                   host += t.host_s[i];
                 }
+                if (variant->device == Device::cpu) watch.record(state);
                 const auto n = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
                 state.counters["share"] = share / n;
                 if (variant->device == Device::gpu) state.counters["host_us"] = host / n * 1e6;

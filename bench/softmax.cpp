@@ -44,8 +44,8 @@ void register_softmax(Config& config) {
                  [variant, kind, rows, cols](benchmark::State& state) {
                    auto* c = validated_case<SoftmaxCase>(state, *variant, kind, rows, cols, SoftmaxInput::mixed);
                    if (c == nullptr) return;
-                   time_run(state, [c] { c->run(); }, c->context());
-                   set_bytes(state, c->bytes_per_call());
+                   time_memory_bound(state, [c] { c->run(); }, c->context(), c->bytes_per_call(),
+                                     Ceiling::cpu_copy);
                  });
       }
     }

@@ -1,0 +1,58 @@
+// What the machine was doing while a case ran, and the memory ceiling
+// measured right around it: the two things that tell a figure from a shared,
+// drifting VM apart from a figure of the code.
+//
+//   contention  the fraction of the time at least one runnable task waited
+//               for a CPU (Linux pressure stall information, /proc/pressure/cpu,
+//               microseconds): another process competing with the case's
+//               threads. 0 when dlbench runs alone, whatever its threads do.
+//   steal       the fraction of the vCPUs' time the hypervisor gave to other
+//               guests (/proc/stat, in 10 ms ticks: coarse over short windows).
+//   bracket     the STREAM ceiling (the same kernel as roofline/cpu_copy or
+//               roofline/cpu_triad, on arrays four times the last-level
+//               cache) measured immediately before and immediately after the
+//               case's timed loop, so a case is divided by the bandwidth the
+//               machine had in the same second, not minutes away.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace dlb::bench {
+
+// Cumulative counters of the machine at one instant.
+struct MachineSample {
+  std::chrono::steady_clock::time_point at;
+  double pressure_us = -1.0;  // PSI cpu "some" total; < 0 where the kernel has no PSI
+  double steal_ticks = -1.0;  // /proc/stat steal, summed over CPUs; < 0 where unreadable
+  double all_ticks = -1.0;    // every column of /proc/stat's cpu line
+};
+MachineSample sample_machine();
+
+// Between two samples; a field is NaN where the machine does not report it.
+struct Disturbance {
+  double contention;
+  double steal;
+};
+Disturbance disturbance_between(const MachineSample& before, const MachineSample& after);
+
+// Past these a repetition is `noisy` (README, "Ratios on a shared machine",
+// has the quiet and loaded figures they were set from).
+inline constexpr double kNoisyContention = 0.05;
+inline constexpr double kNoisySteal = 0.05;
+inline constexpr double kNoisyCeilingDrift = 0.05;  // |after / before - 1| of the bracket
+
+enum class Ceiling { cpu_copy, cpu_triad };
+std::string ceiling_name(Ceiling ceiling);  // "roofline/cpu_copy"
+
+// The ceiling's bytes per second now: the best of a few passes of its STREAM
+// kernel over arrays four times the last-level cache (at least 128 MiB
+// each), allocated and touched on first use and kept for the process.
+double measure_ceiling(Ceiling ceiling);
+
+// The machine when the run starts: load averages and the CPU pressure
+// averages of the last 10 s / 60 s, as one line for the JSON context.
+std::string machine_load_now();
+
+}  // namespace dlb::bench
