@@ -2,6 +2,7 @@
 """How often does compare.py call identical code slower? An A/A study.
 
     scripts/aa_study.py RUN1.json ... RUNk.json [--pool P] [--planted PLANTED1.json ...]
+                        [--normalize roofline|bracket]
     scripts/aa_study.py tests/data/compare_aa_base.json tests/data/compare_aa_new.json --pool 3 \
                         --planted tests/data/compare_planted.json
 
@@ -17,7 +18,10 @@ table gives, per decision rule, the cases called slower over all those A/A
 comparisons (false positives), and with --planted (runs of the
 -DDLB_PLANTED_SLOWDOWN=ON build, pooled P at most) how many of the planted
 variant's cases each rule finds against every group of P A/A runs, and what
-else it calls slower. First, the largest A/A change of the median per case:
+else it calls slower. --normalize compares as compare.py --normalize does
+(bracket: memory-bound CPU cases by their bracketed fraction of the
+ceiling); the "slower" counts are of verdicts, noisy or not, and the
+noisy ones are counted apart. First, the largest A/A change of the median per case:
 the noise a rule must absorb.
 """
 
@@ -59,6 +63,7 @@ def main() -> int:
     parser.add_argument("--pool", type=int, default=1, help="runs pooled per side (default 1)")
     parser.add_argument("--planted", nargs="*", type=Path, default=[], help="runs of the planted build")
     parser.add_argument("--planted-variant", default="daxpy/cpu_loop/")
+    parser.add_argument("--normalize", choices=list(cmp.NORMALIZATIONS))
     args = parser.parse_args()
     runs = [run for p in args.runs for run in split_processes(load(p))]
     k = args.pool
@@ -75,27 +80,30 @@ def main() -> int:
     print(f"{len(runs)} A/A runs, pooled {k} per side: {len(pairs)} A/A comparisons")
 
     worst: dict[str, float] = {}
+    norm = args.normalize
     for base, new in pairs:
-        for v in cmp.compare(base, new, 1.0, 0.0, 0.0):
+        for v in cmp.compare(base, new, 1.0, 0.0, 0.0, norm):
             if v.change is not None:
                 worst[v.name] = max(worst.get(v.name, 0.0), abs(v.change))
     print("\nlargest |A/A change of the median| per case:")
     for name, w in sorted(worst.items(), key=lambda kv: -kv[1]):
         print(f"  {w:6.1%}  {name}")
 
-    print("\nalpha  min_effect  noise_factor  A/A slower  planted found / total  other slower")
+    print("\nalpha  min_effect  noise_factor  A/A slower (noisy)  planted found / total  other slower")
     for alpha, min_effect, noise in RULES:
-        fp = sum(v.verdict == "slower" for base, new in pairs for v in cmp.compare(base, new, alpha, min_effect, noise))
+        aa = [v for base, new in pairs for v in cmp.compare(base, new, alpha, min_effect, noise, norm)
+              if v.verdict == "slower"]
+        fp = f"{len(aa)} ({sum(bool(v.noisy) for v in aa)})"
         found = total = other = 0
         if planted is not None:
             for base in groups:
-                for v in cmp.compare(base, planted, alpha, min_effect, noise):
+                for v in cmp.compare(base, planted, alpha, min_effect, noise, norm):
                     is_planted = v.name.startswith(args.planted_variant)
                     total += is_planted
                     found += is_planted and v.verdict == "slower"
                     other += (not is_planted) and v.verdict == "slower"
         planted_cols = f"{found:>5} / {total:<13} {other}" if planted is not None else "-"
-        print(f"{alpha:<6} {min_effect:<11} {noise:<13} {fp:<11} {planted_cols}")
+        print(f"{alpha:<6} {min_effect:<11} {noise:<13} {fp:<19} {planted_cols}")
     return 0
 
 

@@ -17,6 +17,17 @@ errored (skipped with an error in NEW). A regression is `slower`, or
 ceilings are compared as measured and a slower ceiling is reported but is
 not a regression (it says the machine is slower).
 
+A case that was noisy on either side (dlbench.quality: another process
+competed for the CPUs, the hypervisor stole time, the memory ceiling moved
+around it) keeps its verdict but is marked `noisy`, and a noisy `slower`
+is not a regression: it is a reason to rerun (compare.py exits 3 when that
+is all it found).
+
+Normalizations: `roofline` divides each time by the median time of the
+matching ceiling case of the same run (measured minutes away); `bracket`
+uses, for the memory-bound CPU cases, the ceiling measured right before and
+after each repetition (1 / frac_of_ceiling), and raw times for the rest.
+
 Why both tests: on a shared machine two runs of identical code differ
 systematically by a few percent (page placement, frequency, neighbours), so
 with 10 repetitions a rank test alone calls most cases different; the effect
@@ -37,7 +48,8 @@ from dataclasses import asdict, dataclass
 
 from scipy.stats import mannwhitneyu
 
-from dlbench.results import Case, Results
+from dlbench.quality import case_reason
+from dlbench.results import Case, Results, relative_mad
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_EFFECT = 0.10
@@ -67,6 +79,8 @@ class Verdict:
     base_repetitions: int = 0
     new_repetitions: int = 0
     regression: bool = False
+    noisy: str = ""  # why BASE or NEW measured this case on a disturbed machine
+    rerun: bool = False  # a regression but for the noise: measure again
     note: str = ""
 
     def as_dict(self) -> dict:
@@ -106,12 +120,21 @@ def _ceiling_name(case: Case) -> str | None:
     return CEILINGS.get((case.device, kind))
 
 
-def times(results: Results, case: Case, normalize: bool) -> list[float]:
-    """Per-repetition seconds per call, divided by the median time of the
-    matching ceiling of the same run when normalizing."""
+NORMALIZATIONS = ("roofline", "bracket")
+
+
+def times(results: Results, case: Case, normalize: str | None) -> list[float]:
+    """Per-repetition seconds per call; normalized: divided by the median time
+    of the matching ceiling of the same run (roofline), or, for bracketed
+    cases, 1 / frac_of_ceiling of each repetition (bracket)."""
     t = case.seconds()
     if not normalize:
         return t
+    if normalize not in NORMALIZATIONS:
+        raise CompareError(f"unknown normalization {normalize!r} (known: {', '.join(NORMALIZATIONS)})")
+    if normalize == "bracket":
+        frac = case.values("frac_of_ceiling")
+        return [1.0 / f for f in frac] if frac and all(f > 0 for f in frac) else t
     ceiling_name = _ceiling_name(case)
     if ceiling_name is None:
         return t
@@ -120,14 +143,6 @@ def times(results: Results, case: Case, normalize: bool) -> list[float]:
         raise CompareError(f"{results.path}: --normalize roofline needs {ceiling_name} in the run "
                            f"(for {case.name})")
     return [x / ceiling.median_seconds() for x in t]
-
-
-def relative_mad(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    med = statistics.median(values)
-    mad = statistics.median(abs(v - med) for v in values)
-    return mad / med if med > 0 else 0.0
 
 
 def decide(name: str, base_t: list[float], new_t: list[float], alpha: float, min_effect: float,
@@ -148,7 +163,7 @@ def decide(name: str, base_t: list[float], new_t: list[float], alpha: float, min
 
 
 def compare(base: Results, new: Results, alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-            noise_factor: float = DEFAULT_NOISE_FACTOR, normalize: bool = False) -> list[Verdict]:
+            noise_factor: float = DEFAULT_NOISE_FACTOR, normalize: str | None = None) -> list[Verdict]:
     names = sorted(set(base.cases) | set(new.cases))
     common = set(base.cases) & set(new.cases)
     if not common:
@@ -175,6 +190,11 @@ def compare(base: Results, new: Results, alpha: float = DEFAULT_ALPHA, min_effec
                 # slower ceiling is a slower machine, not slower code.
                 v.regression = False
                 v.note = "ceiling: the machine is slower, not the code"
+            v.noisy = "; ".join(f"{side} {why}" for side, c in (("BASE", b), ("NEW", n))
+                                if (why := case_reason(c)))
+            if v.noisy and v.regression:
+                v.regression, v.rerun = False, True
+                v.note = "noisy: rerun before believing it"
             out.append(v)
     out.sort(key=lambda v: (VERDICT_ORDER[v.verdict], -(v.change or 0.0) if v.verdict != "faster" else (v.change or 0.0), v.name))
     return out

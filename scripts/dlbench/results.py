@@ -124,6 +124,14 @@ def load(path: str | Path) -> Results:
     return Results(path=path, context=data["context"], cases=cases)
 
 
+def relative_mad(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    return mad / med if med > 0 else 0.0
+
+
 def repetitions(results: Results) -> int:
     """The largest number of repetitions any case has."""
     return max((len(c.runs) for c in results.cases.values()), default=0)

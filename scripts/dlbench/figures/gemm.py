@@ -12,6 +12,7 @@ import math
 import matplotlib.pyplot as plt
 
 from dlbench.figures._common import GFLOP, ceiling, label_for, many_machines, note_errors, plain_numbers, series
+from dlbench.isa import isa_note
 from dlbench.results import Case, Results
 
 FAMILY = "gemm"
@@ -78,6 +79,11 @@ def square_figure(results_list: list[Results]):
         for variant, (xs, ys) in series(reduced, "m", "err_vs_f32").items():
             label = label_for(r, variant, many)
             ax_err.plot(xs, ys, markersize=4, label=label, **style[label])
+    peaks = sorted({note for r in results_list for c in r.family(FAMILY)
+                    if c.runs and (note := isa_note(c, r.context))})
+    if peaks:
+        ax.text(0.99, 0.01, "reduced precision ran on: " + "; ".join(peaks) + "\n(peak MAC rate over fp32 FMA)",
+                transform=ax.transAxes, fontsize=7, ha="right", va="bottom")
     ax_err.text(0.01, 0.01, "the int8 variants compute the same dequantized product bit for bit:\n"
                 "their errors coincide (the scheme costs the accuracy, not the kernel)",
                 transform=ax_err.transAxes, fontsize=7, va="bottom")
@@ -159,7 +165,9 @@ def table(results: Results) -> str:
     for num, den, size, least in RATIOS:
         a, b = gflops(find(results, num, size)), gflops(find(results, den, size))
         if a and b:
-            notes.append(f"`{num}` / `{den}` at {size}^3: **{a / b:.1f}x** (asked: >= {least:g}x)")
+            isa = isa_note(find(results, num, size), results.context)
+            notes.append(f"`{num}` / `{den}` at {size}^3: **{a / b:.1f}x** (asked: >= {least:g}x)"
+                         + (f"; {num} ran on {isa}" if isa else ""))
     lines.append("")
     lines.append("Median of the repetitions. err_vs_f32 is blank for fp32 variants (their error is max_rel_err).")
     if notes:

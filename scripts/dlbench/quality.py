@@ -1,0 +1,106 @@
+"""Can a run's figures be trusted? What the run recorded about the machine.
+
+bench records, per repetition of every CPU case (bench/machine_state.h):
+  contention  fraction of the time some runnable task waited for a CPU (PSI)
+  steal       fraction of the vCPUs' time the hypervisor gave to other guests
+  noisy       1 when contention, steal or the drift of the case's ceiling
+              bracket passed its threshold
+and, for memory-bound CPU cases, the ceiling measured right around the case
+(ceiling_bytes_per_second, ceiling_drift, frac_of_ceiling).
+
+A run is noisy when
+  - a case has a noisy repetition (its figure is not the code's alone), or
+  - a roofline ceiling's repetitions spread by more than NOISY_CEILING_SPREAD
+    (relative median absolute deviation: the machine moved while the
+    ceiling was measured; one slow first repetition does not count), or
+  - the bracketed ceiling moved by more than NOISY_RUN_DRIFT between the
+    bracketed cases of the run (max / min - 1 of their medians): bracketed
+    ratios are still sound, but figures divided by a ceiling measured at
+    another moment (every unbracketed case) are not.
+Runs made before bench recorded these counters are `not recorded`, neither
+clean nor noisy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dlbench.results import Case, Results, relative_mad
+
+# Set from quiet and loaded runs of a 2-core EPYC VM (README, "Ratios on a
+# shared machine"): quiet runs stay under half of each.
+NOISY_CEILING_SPREAD = 0.05
+NOISY_RUN_DRIFT = 0.10
+
+
+def _spread(values: list[float]) -> float:
+    return max(values) / min(values) - 1.0 if values and min(values) > 0 else 0.0
+
+
+def case_reason(case: Case) -> str | None:
+    """Why this case's figures are not to be trusted, or None."""
+    if case.error is not None or not case.runs:
+        return None
+    reasons = []
+    flags = case.values("noisy")
+    if any(f > 0 for f in flags):
+        parts = []
+        for key, label in (("contention", "contention"), ("steal", "steal")):
+            vals = case.values(key)
+            if vals:
+                parts.append(f"{label} up to {max(vals):.0%}")
+        drift = [abs(v) for v in case.values("ceiling_drift")]
+        if drift:
+            parts.append(f"ceiling drift up to {max(drift):.0%}")
+        reasons.append(f"{sum(f > 0 for f in flags)} of {len(flags)} repetitions noisy ({', '.join(parts)})")
+    if case.op == "roofline":
+        rates = case.values("bytes_per_second") or case.values("flops")
+        if len(rates) > 1 and relative_mad(rates) > NOISY_CEILING_SPREAD:
+            reasons.append(f"repetitions spread {relative_mad(rates):.0%} (relative MAD)")
+    return "; ".join(reasons) or None
+
+
+@dataclass
+class Quality:
+    recorded: bool  # the run carries the counters
+    reasons: list[str] = field(default_factory=list)
+    noisy_cases: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def clean(self) -> bool:
+        return self.recorded and not self.reasons
+
+    def summary(self) -> str:
+        if not self.recorded:
+            return "machine state not recorded (a run from before bench watched the machine)"
+        if self.clean:
+            return "clean"
+        return "NOISY: " + "; ".join(self.reasons)
+
+
+def quality(results: Results) -> Quality:
+    cpu = [c for c in results.cases.values() if c.device == "cpu" and c.runs]
+    q = Quality(recorded=any(c.values("noisy") for c in cpu))
+    if not q.recorded:
+        return q
+    for c in cpu:
+        reason = case_reason(c)
+        if reason:
+            q.noisy_cases[c.name] = reason
+    if q.noisy_cases:
+        shown = sorted(q.noisy_cases)[:3]
+        q.reasons.append(f"{len(q.noisy_cases)} of {len(cpu)} CPU cases noisy ("
+                         + ", ".join(shown) + (", ..." if len(q.noisy_cases) > 3 else "") + ")")
+    ceilings = [m for c in cpu if (m := c.median("ceiling_bytes_per_second")) is not None]
+    if len(ceilings) > 1 and _spread(ceilings) > NOISY_RUN_DRIFT:
+        q.reasons.append(f"the memory ceiling moved {_spread(ceilings):.0%} during the run "
+                         f"({min(ceilings) / 1e9:.1f} to {max(ceilings) / 1e9:.1f} GB/s)")
+    return q
+
+
+def case_quality(results: Results, case: Case) -> str:
+    """'clean', 'noisy (why)' or 'not recorded', for one case of a run."""
+    if not quality(results).recorded:
+        return "not recorded"
+    reason = case_reason(case)
+    return f"noisy ({reason})" if reason else "clean"

@@ -1,0 +1,222 @@
+"""Disturbance detection: scripts/quality.py and dlbench.quality on runs whose
+machine state is given (edited from a real run of the binary), compare.py's
+treatment of noisy cases, and the counters the binary itself writes
+(structure and identities only: nothing here depends on how busy the machine is)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from dlbench import compare as cmp  # noqa: E402
+from dlbench.quality import quality  # noqa: E402
+from dlbench.results import load  # noqa: E402
+
+QUALITY = ROOT / "scripts" / "quality.py"
+COMPARE = ROOT / "scripts" / "compare.py"
+BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
+FILTER = "^(roofline/cpu_fma/|daxpy/cpu_loop/n:(1024|2048)/)"
+
+
+def write(data: dict, directory: str, name: str) -> Path:
+    path = Path(directory) / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+class BinaryCounters(unittest.TestCase):
+    """What bench writes: every CPU repetition has noisy/contention/steal, a
+    bracketed case frac_of_ceiling * ceiling == bytes_per_second."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = Path(cls.tmp.name) / "run.json"
+        p = subprocess.run([BENCH, f"--benchmark_filter={FILTER}", "--benchmark_repetitions=3",
+                            "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(p.stdout + p.stderr)
+        cls.stderr = p.stderr
+        cls.data = json.loads(out.read_text())
+        cls.path = out
+        cls.runs = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_cpu_repetition_says_whether_it_was_noisy(self):
+        self.assertEqual(len(self.runs), 9)
+        for b in self.runs:
+            self.assertIn(b["noisy"], (0.0, 1.0), b["name"])
+            if Path("/proc/pressure/cpu").exists():
+                self.assertGreaterEqual(b["contention"], 0.0, b["name"])
+            self.assertGreaterEqual(b["steal"], 0.0, b["name"])
+
+    def test_bracketed_cases_carry_their_ceiling(self):
+        daxpy = [b for b in self.runs if b["name"].startswith("daxpy/")]
+        self.assertEqual(len(daxpy), 6)
+        for b in daxpy:
+            self.assertEqual(b["label"], "vs roofline/cpu_triad")
+            self.assertGreater(b["ceiling_bytes_per_second"], 1e9)  # any machine moves a GB/s
+            # frac_of_ceiling is timed just outside Google Benchmark's own
+            # clock: the same figure but for the few ns between the two.
+            self.assertAlmostEqual(b["frac_of_ceiling"] * b["ceiling_bytes_per_second"] / b["bytes_per_second"],
+                                   1.0, places=2)
+            self.assertGreater(b["ceiling_drift"], -1.0)
+        fma = [b for b in self.runs if b["name"].startswith("roofline/")]
+        self.assertTrue(all("frac_of_ceiling" not in b for b in fma))
+
+    def test_the_run_records_the_machine(self):
+        self.assertIn("machine_load_at_start", self.data["context"])
+        self.assertIn("machine during the run:", self.stderr)
+        q = quality(load(self.path))
+        self.assertTrue(q.recorded)
+        p = subprocess.run([sys.executable, str(QUALITY), str(self.path)], capture_output=True, text=True)
+        self.assertIn(p.returncode, (0, 1), p.stderr)  # clean or noisy: the machine decides
+        self.assertIn(str(self.path), p.stdout)
+
+
+class Verdicts(unittest.TestCase):
+    """Machine states written into a real run: each is flagged for its reason."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = Path(cls.tmp.name) / "base.json"
+        p = subprocess.run([BENCH, f"--benchmark_filter={FILTER}", "--benchmark_repetitions=5",
+                            "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise AssertionError(p.stdout + p.stderr)
+        cls.data = json.loads(out.read_text())
+        # The base of every edit: a quiet machine (the real run's state is the machine's business).
+        for b in cls.data["benchmarks"]:
+            if b.get("run_type") == "iteration":
+                b.update(noisy=0.0, contention=0.0, steal=0.0)
+                if "ceiling_drift" in b:
+                    b.update(ceiling_drift=0.0, ceiling_bytes_per_second=50e9,
+                             frac_of_ceiling=b["bytes_per_second"] / 50e9)
+                if b["name"].startswith("roofline/"):
+                    b["flops"] = 100e9
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def edited(self, edit, name="run.json") -> Path:
+        data = json.loads(json.dumps(self.data))
+        edit([b for b in data["benchmarks"] if b.get("run_type") == "iteration"])
+        return write(data, self.tmp.name, name)
+
+    def test_a_quiet_run_is_clean(self):
+        path = self.edited(lambda runs: None)
+        self.assertEqual(quality(load(path)).summary(), "clean")
+        p = subprocess.run([sys.executable, str(QUALITY), str(path)], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn(": clean", p.stdout)
+
+    def test_a_contended_repetition_makes_its_case_and_the_run_noisy(self):
+        def edit(runs):
+            r = next(b for b in runs if b["name"].startswith("daxpy/cpu_loop/n:2048"))
+            r.update(noisy=1.0, contention=0.4)
+        q = quality(load(self.edited(edit)))
+        self.assertFalse(q.clean)
+        self.assertEqual(list(q.noisy_cases), ["daxpy/cpu_loop/n:2048"])
+        self.assertIn("1 of 5 repetitions noisy (contention up to 40%", q.noisy_cases["daxpy/cpu_loop/n:2048"])
+        p = subprocess.run([sys.executable, str(QUALITY), "--cases", str(self.edited(edit))],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("NOISY", p.stdout)
+        self.assertIn("daxpy/cpu_loop/n:2048: 1 of 5", p.stdout)
+
+    def test_a_ceiling_whose_repetitions_spread_is_noisy(self):
+        def edit(runs):
+            fma = [b for b in runs if b["name"].startswith("roofline/cpu_fma")]
+            for b, scale in zip(fma, (0.8, 0.9, 1.0, 1.1, 1.2)):  # relative MAD 10%
+                b["flops"] = 100e9 * scale
+        q = quality(load(self.edited(edit)))
+        self.assertIn("repetitions spread 10% (relative MAD)", q.noisy_cases["roofline/cpu_fma"])
+
+    def test_one_slow_first_repetition_of_a_ceiling_is_not_noise(self):
+        def edit(runs):
+            next(b for b in runs if b["name"].startswith("roofline/cpu_fma"))["flops"] = 50e9
+        self.assertTrue(quality(load(self.edited(edit))).clean)
+
+    def test_a_ceiling_that_moves_during_the_run_is_noisy(self):
+        def edit(runs):
+            for b in runs:
+                if b["name"].startswith("daxpy/cpu_loop/n:2048"):
+                    b["ceiling_bytes_per_second"] = 40e9
+        q = quality(load(self.edited(edit)))
+        self.assertFalse(q.clean)
+        self.assertEqual(q.noisy_cases, {})
+        self.assertIn("the memory ceiling moved 25% during the run (40.0 to 50.0 GB/s)", q.summary())
+
+    def test_a_run_from_before_the_recording_is_neither(self):
+        def edit(runs):
+            for b in runs:
+                for key in ("noisy", "contention", "steal"):
+                    b.pop(key)
+        q = quality(load(self.edited(edit)))
+        self.assertFalse(q.recorded)
+        self.assertFalse(q.clean)
+        self.assertIn("not recorded", q.summary())
+
+    def test_a_noisy_slower_case_is_a_reason_to_rerun_not_a_regression(self):
+        def slower(runs):
+            for b in runs:
+                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
+                    b["real_time"] *= 1.5
+                    b["noisy"], b["contention"] = 1.0, 0.5
+        base = self.edited(lambda runs: None, "base.json")
+        new = self.edited(slower, "new.json")
+        verdicts = {v.name: v for v in cmp.compare(load(base), load(new))}
+        v = verdicts["daxpy/cpu_loop/n:1024"]
+        self.assertEqual(v.verdict, "slower")
+        self.assertFalse(v.regression)
+        self.assertIn("NEW 5 of 5 repetitions noisy", v.noisy)
+        p = subprocess.run([sys.executable, str(COMPARE), str(base), str(new)], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertIn("rerun them", p.stdout)
+        self.assertIn("NEW machine: NOISY", p.stdout)
+
+    def test_the_same_slowdown_on_a_quiet_machine_is_a_regression(self):
+        def slower(runs):
+            for b in runs:
+                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
+                    b["real_time"] *= 1.5
+        base = self.edited(lambda runs: None, "base.json")
+        new = self.edited(slower, "new.json")
+        p = subprocess.run([sys.executable, str(COMPARE), str(base), str(new)], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+
+    def test_bracket_normalization_divides_out_a_slower_machine(self):
+        # The machine's bandwidth fell by a third around the case, and the
+        # case with it: by time it is slower, by fraction of its ceiling not.
+        def slower_machine(runs):
+            for b in runs:
+                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
+                    b["real_time"] *= 1.5
+                    b["bytes_per_second"] /= 1.5
+                    b["ceiling_bytes_per_second"] /= 1.5
+        base = self.edited(lambda runs: None, "base.json")
+        new = self.edited(slower_machine, "new.json")
+        by_time = {v.name: v for v in cmp.compare(load(base), load(new))}
+        bracketed = {v.name: v for v in cmp.compare(load(base), load(new), normalize="bracket")}
+        self.assertEqual(by_time["daxpy/cpu_loop/n:1024"].verdict, "slower")
+        self.assertEqual(bracketed["daxpy/cpu_loop/n:1024"].verdict, "same")
+        p = subprocess.run([sys.executable, str(COMPARE), str(base), str(new), "--normalize", "bracket"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
