@@ -161,7 +161,7 @@ std::string noisy_summary() {
     worst.contention = std::max(worst.contention, t.contention);
     worst.steal = std::max(worst.steal, t.steal);
     worst.drift = std::max(worst.drift, t.drift);
-    if (t.noisy_calls == 0) continue;
+    if (t.noisy_calls <= kNoisyShare * t.calls) continue;
     if (++noisy_cases <= 5) names.append(names.empty() ? "" : ", ").append(name);
   }
   std::string out = "machine during the run: largest contention " + percent(worst.contention) + ", steal " +
@@ -170,8 +170,8 @@ std::string noisy_summary() {
                     "): ";
   if (noisy_cases == 0) return out + "no CPU case noisy";
   out += "NOISY: " + std::to_string(noisy_cases) + " of " + std::to_string(tally.size()) +
-         " CPU cases had noisy repetitions (" + names + (noisy_cases > 5 ? ", ..." : "") +
-         "); their figures are not the code's alone";
+         " CPU cases had more than " + percent(kNoisyShare) + " of their calls noisy (" + names +
+         (noisy_cases > 5 ? ", ..." : "") + "); their figures are not the code's alone";
   return out;
 }
 

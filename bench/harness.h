@@ -190,8 +190,9 @@ class MachineWatch {
   MachineSample start_;
 };
 
-// One line for the end of the run: how many CPU cases had noisy
-// repetitions, which, and why; or that the machine was quiet.
+// One line for the end of the run: the largest disturbance seen, and how
+// many CPU cases had more than kNoisyShare of their calls noisy (the calls
+// Google Benchmark makes to size the iteration count included), and which.
 std::string noisy_summary();
 
 // A memory-bound CPU case, timed as time_run does but bracketed: `ceiling`

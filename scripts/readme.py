@@ -27,6 +27,7 @@ from dlbench import venv  # noqa: E402
 venv.reexec("readme")
 
 from dlbench import figures  # noqa: E402
+from dlbench.quality import quality  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- BEGIN GENERATED (\S+) -->\n)(.*?)(<!-- END GENERATED \2 -->)", re.S)
@@ -46,7 +47,8 @@ def render(text: str, results_list, families: set[str] | None = None) -> str:
             body = tables[family](r)
             if body:
                 commit = r.context.get("git_commit", "unknown")
-                parts.append(f"From `{r.path.as_posix()}` (machine `{r.machine}`, commit `{commit[:12]}`):\n\n{body}\n")
+                parts.append(f"From `{r.path.as_posix()}` (machine `{r.machine}`, commit `{commit[:12]}`; "
+                             f"machine state: {quality(r).summary()}):\n\n{body}\n")
         content = "\n".join(parts) if parts else "(no results for this family in the given files)\n"
         return match.group(1) + content + match.group(4)
 

@@ -128,19 +128,24 @@ class Verdicts(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn(": clean", p.stdout)
 
-    def test_a_contended_repetition_makes_its_case_and_the_run_noisy(self):
+    def test_one_contended_repetition_in_five_leaves_the_median_standing(self):
         def edit(runs):
-            r = next(b for b in runs if b["name"].startswith("daxpy/cpu_loop/n:2048"))
-            r.update(noisy=1.0, contention=0.4)
+            next(b for b in runs if b["name"].startswith("daxpy/cpu_loop/n:2048")).update(noisy=1.0, contention=0.4)
+        self.assertTrue(quality(load(self.edited(edit))).clean)
+
+    def test_contended_repetitions_make_their_case_and_the_run_noisy(self):
+        def edit(runs):
+            for r in [b for b in runs if b["name"].startswith("daxpy/cpu_loop/n:2048")][:2]:
+                r.update(noisy=1.0, contention=0.4)
         q = quality(load(self.edited(edit)))
         self.assertFalse(q.clean)
         self.assertEqual(list(q.noisy_cases), ["daxpy/cpu_loop/n:2048"])
-        self.assertIn("1 of 5 repetitions noisy (contention up to 40%", q.noisy_cases["daxpy/cpu_loop/n:2048"])
+        self.assertIn("2 of 5 repetitions noisy (contention up to 40%", q.noisy_cases["daxpy/cpu_loop/n:2048"])
         p = subprocess.run([sys.executable, str(QUALITY), "--cases", str(self.edited(edit))],
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertIn("NOISY", p.stdout)
-        self.assertIn("daxpy/cpu_loop/n:2048: 1 of 5", p.stdout)
+        self.assertIn("daxpy/cpu_loop/n:2048: 2 of 5", p.stdout)
 
     def test_a_ceiling_whose_repetitions_spread_is_noisy(self):
         def edit(runs):
@@ -173,7 +178,7 @@ class Verdicts(unittest.TestCase):
         q = quality(load(self.edited(edit)))
         self.assertFalse(q.recorded)
         self.assertFalse(q.clean)
-        self.assertIn("not recorded", q.summary())
+        self.assertTrue(q.summary().startswith("not recorded"))
 
     def test_a_noisy_slower_case_is_a_reason_to_rerun_not_a_regression(self):
         def slower(runs):

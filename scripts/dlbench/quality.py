@@ -8,8 +8,10 @@ bench records, per repetition of every CPU case (bench/machine_state.h):
 and, for memory-bound CPU cases, the ceiling measured right around the case
 (ceiling_bytes_per_second, ceiling_drift, frac_of_ceiling).
 
-A run is noisy when
-  - a case has a noisy repetition (its figure is not the code's alone), or
+A case is noisy when more than NOISY_SHARE of its repetitions are (its
+median is then not the code's alone; one disturbed repetition in ten does
+not move it). A run is noisy when
+  - a case is noisy, or
   - a roofline ceiling's repetitions spread by more than NOISY_CEILING_SPREAD
     (relative median absolute deviation: the machine moved while the
     ceiling was measured; one slow first repetition does not count), or
@@ -29,6 +31,7 @@ from dlbench.results import Case, Results, relative_mad
 
 # Set from quiet and loaded runs of a 2-core EPYC VM (README, "Ratios on a
 # shared machine"): quiet runs stay under half of each.
+NOISY_SHARE = 0.2  # bench/machine_state.h kNoisyShare
 NOISY_CEILING_SPREAD = 0.05
 NOISY_RUN_DRIFT = 0.10
 
@@ -43,7 +46,7 @@ def case_reason(case: Case) -> str | None:
         return None
     reasons = []
     flags = case.values("noisy")
-    if any(f > 0 for f in flags):
+    if flags and sum(f > 0 for f in flags) > NOISY_SHARE * len(flags):
         parts = []
         for key, label in (("contention", "contention"), ("steal", "steal")):
             vals = case.values(key)
@@ -72,7 +75,7 @@ class Quality:
 
     def summary(self) -> str:
         if not self.recorded:
-            return "machine state not recorded (a run from before bench watched the machine)"
+            return "not recorded (a run from before bench watched the machine)"
         if self.clean:
             return "clean"
         return "NOISY: " + "; ".join(self.reasons)

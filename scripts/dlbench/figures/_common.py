@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from dlbench.quality import case_reason  # noqa: E402
 from dlbench.results import Case, Results  # noqa: E402
 
 GB = 1e9
@@ -42,6 +43,26 @@ def ceiling(results: Results, name_prefix: str, metric: str) -> float | None:
         if c.name.startswith(name_prefix + "/") or c.name == name_prefix:
             return c.median(metric) if c.error is None else None
     return None
+
+
+def fraction_of_ceiling(results: Results, case: Case | None, ceiling_name: str) -> tuple[float | None, bool]:
+    """A memory-bound case's bytes_per_second over its ceiling, and whether
+    it is bracketed: the median of its frac_of_ceiling where the run has it
+    (the ceiling measured right before and after each repetition), else its
+    median over the median of the run's `ceiling_name` case (measured at
+    another moment of the run)."""
+    if case is None or case.error is not None:
+        return None, False
+    bracketed = case.median("frac_of_ceiling")
+    if bracketed is not None:
+        return bracketed, True
+    mine, theirs = case.median("bytes_per_second"), ceiling(results, ceiling_name, "bytes_per_second")
+    return (mine / theirs if mine and theirs else None), False
+
+
+def noisy_mark(case: Case | None) -> str:
+    """' (noisy)' after a figure whose case had a disturbed repetition (dlbench.quality), else ''."""
+    return " (noisy)" if case is not None and case_reason(case) else ""
 
 
 def note_errors(ax, cases: list[Case]) -> list[str]:

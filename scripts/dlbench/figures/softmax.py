@@ -13,7 +13,8 @@ import math
 
 import matplotlib.pyplot as plt
 
-from dlbench.figures._common import GB, ceiling, label_for, many_machines, note_errors, plain_numbers, series
+from dlbench.figures._common import (GB, ceiling, fraction_of_ceiling, label_for, many_machines, noisy_mark,
+                                     note_errors, plain_numbers, series)
 from dlbench.results import Case, Results
 
 FAMILY = "softmax"
@@ -118,12 +119,14 @@ def _device_table(results: Results, device: str) -> list[str]:
             return gbps(cases.get(f"{op}/{variant}/rows:{rows}/cols:{cols}"))
         values = [cell(op, v) for op, v in columns]
         fused, naive = cell(FAMILY, f"{device}_fused"), cell(FAMILY, f"{device}_naive")
-        ratios = [fused / naive if fused and naive else None,
-                  fused / (copy / GB) if fused and copy else None]
+        fused_case = cases.get(f"{FAMILY}/{device}_fused/rows:{rows}/cols:{cols}")
+        of_ceiling, _ = fraction_of_ceiling(results, fused_case, CEILINGS[device])
+        ratios = [f"{fused / naive:.2f}" if fused and naive else "n/a",
+                  f"{of_ceiling:.2f}{noisy_mark(fused_case)}" if of_ceiling else "n/a"]
         label = {"dram": f"DRAM, cols {cols}", "cache": f"cache, cols {cols}"}.get(regime_name,
                                                                                  f"rows {rows}, cols {cols}")
         lines.append(f"| {label} | " + " | ".join(f"{v:.1f}" if v else "n/a" for v in values) + " | " +
-                     " | ".join(f"{v:.2f}" if v else "n/a" for v in ratios) + " |")
+                     " | ".join(ratios) + " |")
     return lines
 
 
@@ -139,5 +142,10 @@ def table(results: Results) -> str:
             parts.append("\n".join(lines))
             ceiling_text = (f"`{CEILINGS[device]}` {copy / GB:.1f} GB/s" if copy else
                             f"no `{CEILINGS[device]}` in this file")
-            parts.append(f"GB/s, median of the repetitions ({device}); {ceiling_text}.")
+            fused = [c for c in results.family(FAMILY) if c.variant == f"{device}_fused"]
+            bracketed = any(fraction_of_ceiling(results, c, CEILINGS[device])[1] for c in fused)
+            how = (f"fused/{CEILINGS[device].split('/')[1]} is bracketed: the median over the repetitions of "
+                   "each one's bytes per second over the copy ceiling measured right before and after it"
+                   if bracketed else f"fused/{CEILINGS[device].split('/')[1]} divides by the run's ceiling case")
+            parts.append(f"GB/s, median of the repetitions ({device}); {ceiling_text}; {how}.")
     return "\n\n".join(parts)
