@@ -11,8 +11,12 @@ at 2^25 over roofline/cpu_triad), per run:
             at another moment of the run)
   bracketed the median over the repetitions of frac_of_ceiling (the ceiling
             measured right before and after each repetition)
-and over the runs the spread of each, (max - min) / median, with each run's
-machine state (dlbench.quality). Prints a markdown table.
+and over the runs the spread of each, (max - min) / median, over all runs and
+over the runs where the case was not noisy (dlbench.quality). A bracketed
+cell also gives the ceiling it was divided by (median GB/s): a case that is
+memory-bound at one bandwidth can be compute-bound at another, and then its
+fraction of the ceiling moves with the machine for a physical reason.
+Prints markdown tables.
 """
 
 from __future__ import annotations
@@ -62,8 +66,8 @@ def main(argv=None) -> int:
     for r in runs:
         print(f"| `{r.path.name}` | {quality(r).summary()} |")
     print()
-    print("| case | over | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " | spread |")
-    print("|---|---|" + "---:|" * (len(runs) + 1))
+    print("| case | over | " + " | ".join(f"run {i + 1}" for i in range(len(runs))) + " | spread | spread, clean |")
+    print("|---|---|" + "---:|" * (len(runs) + 2))
     for name, ceiling_name in pairs:
         by_run, bracketed = [], []
         for r in runs:
@@ -72,16 +76,20 @@ def main(argv=None) -> int:
                 parser.error(f"{r.path}: no measured case {name}")
             top = ceiling(r, ceiling_name, "bytes_per_second")
             by_run.append(case.median("bytes_per_second") / top if top else None)
-            bracketed.append((case.median("frac_of_ceiling"), bool(case_reason(case))))
+            bracketed.append((case.median("frac_of_ceiling"), bool(case_reason(case)),
+                              case.median("ceiling_bytes_per_second")))
+        noisy = [n for _, n, _ in bracketed]
         for label, values in (("the run's ceiling case", by_run),
-                              ("bracketed", [v for v, _ in bracketed])):
+                              ("bracketed", [v for v, _, _ in bracketed])):
             if any(v is None for v in values):
                 continue
             cells = [f"{v:.3f}" for v in values]
             if label == "bracketed":
-                cells = [c + (" (noisy)" if noisy else "") for c, (_, noisy) in zip(cells, bracketed)]
-            s = spread(values)
-            print(f"| `{name}` | {label} | " + " | ".join(cells) + f" | {s:.1%} |")
+                cells = [f"{c} at {top / 1e9:.0f}" + (" (noisy)" if n else "")
+                         for c, (_, n, top) in zip(cells, bracketed)]
+            clean = spread([v for v, n in zip(values, noisy) if not n])
+            print(f"| `{name}` | {label} | " + " | ".join(cells) + f" | {spread(values):.1%} | "
+                  + (f"{clean:.1%}" if clean is not None else "n/a") + " |")
     return 0
 
 

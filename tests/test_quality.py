@@ -198,6 +198,20 @@ class Verdicts(unittest.TestCase):
         self.assertIn("rerun them", p.stdout)
         self.assertIn("NEW machine: NOISY", p.stdout)
 
+    def test_a_slowdown_where_the_runs_met_different_ceilings_is_a_rerun(self):
+        # Each run quiet, but the memory around the case was 20% slower in NEW.
+        def slower(runs):
+            for b in runs:
+                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
+                    b["real_time"] *= 1.5
+                    b["ceiling_bytes_per_second"] = 40e9
+        base = self.edited(lambda runs: None, "base.json")
+        new = self.edited(slower, "new.json")
+        v = {v.name: v for v in cmp.compare(load(base), load(new))}["daxpy/cpu_loop/n:1024"]
+        self.assertEqual(v.verdict, "slower")
+        self.assertFalse(v.regression)
+        self.assertIn("the memory ceiling differs between the runs: 50 vs 40 GB/s", v.noisy)
+
     def test_the_same_slowdown_on_a_quiet_machine_is_a_regression(self):
         def slower(runs):
             for b in runs:

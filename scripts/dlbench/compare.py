@@ -19,9 +19,12 @@ not a regression (it says the machine is slower).
 
 A case that was noisy on either side (dlbench.quality: another process
 competed for the CPUs, the hypervisor stole time, the memory ceiling moved
-around it) keeps its verdict but is marked `noisy`, and a noisy `slower`
-is not a regression: it is a reason to rerun (compare.py exits 3 when that
-is all it found).
+around it), or whose bracketed ceiling differs between the two runs by more
+than NOISY_RUN_DRIFT (the two runs met different machines: on the EPYC VMs
+the memory bandwidth of both cores switches between about 58 and 105 GB/s
+for minutes at a time), keeps its verdict but is marked `noisy`, and a
+noisy `slower` is not a regression: it is a reason to rerun (compare.py
+exits 3 when that is all it found).
 
 Normalizations: `roofline` divides each time by the median time of the
 matching ceiling case of the same run (measured minutes away); `bracket`
@@ -48,7 +51,7 @@ from dataclasses import asdict, dataclass
 
 from scipy.stats import mannwhitneyu
 
-from dlbench.quality import case_reason
+from dlbench.quality import NOISY_RUN_DRIFT, case_reason
 from dlbench.results import Case, Results, relative_mad
 
 DEFAULT_ALPHA = 0.01
@@ -145,6 +148,20 @@ def times(results: Results, case: Case, normalize: str | None) -> list[float]:
     return [x / ceiling.median_seconds() for x in t]
 
 
+def ceiling_moved(base: Case, new: Case) -> str | None:
+    """Why the machine around this case differs between the runs, or None:
+    its ceiling (the bracket, or the case itself for a roofline memory
+    ceiling) moved by more than NOISY_RUN_DRIFT."""
+    key = "ceiling_bytes_per_second" if base.values("ceiling_bytes_per_second") else (
+        "bytes_per_second" if base.op == "roofline" else None)
+    if key is None:
+        return None
+    a, b = base.median(key), new.median(key)
+    if not a or not b or abs(b / a - 1.0) <= NOISY_RUN_DRIFT:
+        return None
+    return f"the memory ceiling differs between the runs: {a / 1e9:.0f} vs {b / 1e9:.0f} GB/s"
+
+
 def decide(name: str, base_t: list[float], new_t: list[float], alpha: float, min_effect: float,
            noise_factor: float) -> Verdict:
     v = Verdict(name=name, verdict="same", base_repetitions=len(base_t), new_repetitions=len(new_t))
@@ -190,8 +207,10 @@ def compare(base: Results, new: Results, alpha: float = DEFAULT_ALPHA, min_effec
                 # slower ceiling is a slower machine, not slower code.
                 v.regression = False
                 v.note = "ceiling: the machine is slower, not the code"
-            v.noisy = "; ".join(f"{side} {why}" for side, c in (("BASE", b), ("NEW", n))
-                                if (why := case_reason(c)))
+            reasons = [f"{side} {why}" for side, c in (("BASE", b), ("NEW", n)) if (why := case_reason(c))]
+            if (moved := ceiling_moved(b, n)) is not None:
+                reasons.append(moved)
+            v.noisy = "; ".join(reasons)
             if v.noisy and v.regression:
                 v.regression, v.rerun = False, True
                 v.note = "noisy: rerun before believing it"
