@@ -38,9 +38,10 @@ struct Disturbance {
 Disturbance disturbance_between(const MachineSample& before, const MachineSample& after);
 
 // Past these a repetition is `noisy` (README, "Ratios on a shared machine",
-// has the figures they were set from: in runs with nothing else on the
-// machine, 10% of the brackets moved by more than 8% between before and
-// after, 1% by more than 39%, where the memory system changed regime).
+// has the runs they were set from: with nothing else on the machine, half
+// the brackets moved by less than 3% between before and after, 12% by more
+// than 10%, 1% by more than 69%, where the memory bandwidth switched level;
+// contention passed 5% in 3% of the repetitions, steal in 4%).
 inline constexpr double kNoisyContention = 0.05;
 inline constexpr double kNoisySteal = 0.05;
 inline constexpr double kNoisyCeilingDrift = 0.10;  // |after / before - 1| of the bracket

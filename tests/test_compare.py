@@ -43,6 +43,17 @@ def edited(path: Path, edit) -> Path:
 
 
 class RealRuns(unittest.TestCase):
+    def test_aa_study_reproduces_the_readme_figures(self):
+        # README, "Tracking regressions in CI": pooled three a side, the
+        # default rule calls nothing slower in 20 A/A comparisons and finds
+        # the planted slowdown in 100 of 100 case comparisons.
+        p = subprocess.run([sys.executable, str(ROOT / "scripts" / "aa_study.py"), str(BASE), str(AA_NEW),
+                            "--pool", "3", "--planted", str(PLANTED)], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("20 A/A comparisons", p.stdout)
+        row = next(line for line in p.stdout.splitlines() if line.startswith("0.01   0.1 "))
+        self.assertEqual(row.split()[3:], ["0/0/0", "100", "+", "0", "/", "100", "0"], row)
+
     def test_fixtures_are_what_they_say(self):
         for f in (BASE, AA_NEW, PLANTED):
             ctx = json.loads(f.read_text())["context"]
