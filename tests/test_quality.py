@@ -24,6 +24,17 @@ BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 FILTER = "^(roofline/cpu_fma/|daxpy/cpu_loop/n:(1024|2048)/)"
 
 
+def run_bench(directory: str, name: str, repetitions: int) -> tuple[Path, str]:
+    """The binary's JSON of FILTER (the file) and its stderr."""
+    out = Path(directory) / name
+    p = subprocess.run([BENCH, f"--benchmark_filter={FILTER}", f"--benchmark_repetitions={repetitions}",
+                        "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise AssertionError(p.stdout + p.stderr)
+    return out, p.stderr
+
+
 def write(data: dict, directory: str, name: str) -> Path:
     path = Path(directory) / name
     path.write_text(json.dumps(data))
@@ -37,13 +48,7 @@ class BinaryCounters(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        out = Path(cls.tmp.name) / "run.json"
-        p = subprocess.run([BENCH, f"--benchmark_filter={FILTER}", "--benchmark_repetitions=3",
-                            "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise AssertionError(p.stdout + p.stderr)
-        cls.stderr = p.stderr
+        out, cls.stderr = run_bench(cls.tmp.name, "run.json", 3)
         cls.data = json.loads(out.read_text())
         cls.path = out
         cls.runs = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
@@ -92,12 +97,7 @@ class Verdicts(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        out = Path(cls.tmp.name) / "base.json"
-        p = subprocess.run([BENCH, f"--benchmark_filter={FILTER}", "--benchmark_repetitions=5",
-                            "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
-            raise AssertionError(p.stdout + p.stderr)
+        out, _ = run_bench(cls.tmp.name, "base.json", 5)
         cls.data = json.loads(out.read_text())
         # The base of every edit: a quiet machine and steady times, 1% apart
         # (what the real run measured is the machine's business, not the test's).
