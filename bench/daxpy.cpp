@@ -2,7 +2,10 @@
 // 2^26 (1.5 GiB moved per call: DRAM). bytes_per_second counts 24 bytes per
 // element (read x, read y, write y) for every variant. GPU cases flush L2
 // before each call (the default Timing), so on a GPU even the small sizes
-// start from DRAM: "cache-resident" describes the CPU side only.
+// start from DRAM: "cache-resident" describes the CPU side only. CPU cases
+// are bracketed by roofline/cpu_triad's kernel (time_memory_bound), on the
+// variant's thread count: frac_of_ceiling is daxpy over triad measured in
+// the same second on as many cores.
 #include "bench/cases/daxpy_case.h"
 #include "bench/harness.h"
 
@@ -18,7 +21,7 @@ void register_daxpy(Config& config) {
                  auto* c = validated_case<DaxpyCase>(state, *variant, n);
                  if (c == nullptr) return;
                  time_memory_bound(state, [c] { c->run(); }, c->context(),
-                                   static_cast<double>(c->bytes_per_call()), Ceiling::cpu_triad);
+                                   static_cast<double>(c->bytes_per_call()), Ceiling::cpu_triad, variant->threads);
                });
     }
   }

@@ -191,21 +191,21 @@ void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, T
 }
 
 void time_memory_bound(benchmark::State& state, const Run& run, const ExecContext& ctx, double bytes_per_call,
-                       Ceiling ceiling) {
+                       Ceiling ceiling, int threads) {
   if (ctx.exec().stream != nullptr) {  // a GPU case
     time_run(state, run, ctx);
     set_bytes(state, bytes_per_call);
     return;
   }
   const MachineWatch watch;
-  const double before = measure_ceiling(ceiling);
+  const double before = measure_ceiling(ceiling, threads);
   // The loop's time by the same clock Google Benchmark reads for real time,
   // taken just outside its own start and stop (a rate counter would give the
   // same figure, but prints it with "/s").
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) run();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double after = measure_ceiling(ceiling);
+  const double after = measure_ceiling(ceiling, threads);
   const double ceiling_rate = 0.5 * (before + after);
   const double drift = after / before - 1.0;
   set_bytes(state, bytes_per_call);
@@ -214,7 +214,7 @@ void time_memory_bound(benchmark::State& state, const Run& run, const ExecContex
   state.counters["ceiling_bytes_per_second"] = ceiling_rate;
   state.counters["ceiling_drift"] = drift;
   watch.record(state, drift);
-  state.SetLabel("vs " + ceiling_name(ceiling));
+  state.SetLabel("vs " + ceiling_name(ceiling) + (threads == 1 ? ", 1 thread" : ""));
 }
 
 void set_bytes(benchmark::State& state, double bytes_per_call) {

@@ -200,10 +200,12 @@ std::string noisy_summary();
 // (measure_ceiling), and the case records bytes_per_second (set_bytes) and
 // frac_of_ceiling = its bytes per second / the mean of the two,
 // ceiling_bytes_per_second (that mean), ceiling_drift (after / before - 1),
-// and the ceiling's name as its label. A GPU case is timed by time_run,
-// with set_bytes, unbracketed.
+// and the ceiling's name as its label. `threads` (the variant's: 1 for
+// single-threaded code, 0 for all) is the thread count of the ceiling too,
+// and the label says "1 thread" then. A GPU case is timed by time_run, with
+// set_bytes, unbracketed.
 void time_memory_bound(benchmark::State& state, const Run& run, const ExecContext& ctx, double bytes_per_call,
-                       Ceiling ceiling);
+                       Ceiling ceiling, int threads);
 
 // The q-quantile (0 <= q <= 1, nearest rank) of samples sorted ascending.
 double percentile(const std::vector<double>& sorted, double q);

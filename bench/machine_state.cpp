@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include <omp.h>
 
 #include "kernels/common/buffer.h"
 #include "kernels/roofline/roofline.h"
@@ -111,8 +114,11 @@ constexpr double kTriadScalar = 3.0;
 
 }  // namespace
 
-double measure_ceiling(Ceiling ceiling) {
+double measure_ceiling(Ceiling ceiling, int threads) {
   auto& arr = bracket_arrays();
+  // The kernels' parallel regions follow this thread's setting; put back after.
+  const int all = omp_get_max_threads();
+  if (threads > 0) omp_set_num_threads(threads);
   const double bytes = (ceiling == Ceiling::cpu_copy ? 16.0 : 24.0) * static_cast<double>(arr.n);
   double best = std::numeric_limits<double>::infinity();
   for (int pass = 0; pass < kBracketPasses; ++pass) {
@@ -124,6 +130,7 @@ double measure_ceiling(Ceiling ceiling) {
     }
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
+  omp_set_num_threads(all);
   return bytes / best;
 }
 

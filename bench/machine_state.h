@@ -54,8 +54,9 @@ std::string ceiling_name(Ceiling ceiling);  // "roofline/cpu_copy"
 
 // The ceiling's bytes per second now: the best of a few passes of its STREAM
 // kernel over arrays four times the last-level cache (at least 128 MiB
-// each), allocated and touched on first use and kept for the process.
-double measure_ceiling(Ceiling ceiling);
+// each), allocated and touched on first use and kept for the process, on
+// `threads` OpenMP threads (0: all the process may use).
+double measure_ceiling(Ceiling ceiling, int threads = 0);
 
 // The machine when the run starts: load averages and the CPU pressure
 // averages of the last 10 s / 60 s, as one line for the JSON context.

@@ -10,7 +10,9 @@
 // Cases of one shape are registered next to each other so that their
 // ratios come from the same minutes of a noisy machine. bytes_per_second
 // counts 2 * rows * cols * 4 bytes (x read once, y written once) for every
-// variant, naive included. Each case is validated first on the `mixed`
+// variant, naive included. CPU cases are bracketed by roofline/cpu_copy's
+// kernel (time_memory_bound), on the variant's thread count: frac_of_ceiling
+// is the case over copy measured in the same second on as many cores. Each case is validated first on the `mixed`
 // input: random rows and, when there are at least 16, four special rows
 // (+-1e4, masked entries, all masked but one, all equal).
 #include <utility>
@@ -45,7 +47,7 @@ void register_softmax(Config& config) {
                    auto* c = validated_case<SoftmaxCase>(state, *variant, kind, rows, cols, SoftmaxInput::mixed);
                    if (c == nullptr) return;
                    time_memory_bound(state, [c] { c->run(); }, c->context(), c->bytes_per_call(),
-                                     Ceiling::cpu_copy);
+                                     Ceiling::cpu_copy, variant->threads);
                  });
       }
     }

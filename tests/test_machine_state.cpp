@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include <omp.h>
+
 #include "bench/machine_state.h"
 
 namespace dlb::bench {
@@ -62,6 +64,9 @@ TEST(Ceiling, BracketMeasuresABandwidth) {
     EXPECT_TRUE(std::isfinite(rate)) << ceiling_name(c);
     EXPECT_GT(rate, 1e8) << ceiling_name(c);  // any machine streams 100 MB/s
   }
+  const int threads = omp_get_max_threads();
+  EXPECT_GT(measure_ceiling(Ceiling::cpu_copy, 1), 1e8);
+  EXPECT_EQ(omp_get_max_threads(), threads);  // one thread for the bracket only
   EXPECT_EQ(ceiling_name(Ceiling::cpu_copy), "roofline/cpu_copy");
   EXPECT_EQ(ceiling_name(Ceiling::cpu_triad), "roofline/cpu_triad");
 }

@@ -69,7 +69,7 @@ class BinaryCounters(unittest.TestCase):
         daxpy = [b for b in self.runs if b["name"].startswith("daxpy/")]
         self.assertEqual(len(daxpy), 6)
         for b in daxpy:
-            self.assertEqual(b["label"], "vs roofline/cpu_triad")
+            self.assertEqual(b["label"], "vs roofline/cpu_triad, 1 thread")  # cpu_loop is one thread
             self.assertGreater(b["ceiling_bytes_per_second"], 1e9)  # any machine moves a GB/s
             # frac_of_ceiling is timed just outside Google Benchmark's own
             # clock: the same figure but for the time between the two reads,
@@ -168,7 +168,8 @@ class Verdicts(unittest.TestCase):
         q = quality(load(self.edited(edit)))
         self.assertFalse(q.clean)
         self.assertEqual(q.noisy_cases, {})
-        self.assertIn("the memory ceiling moved 25% during the run (40.0 to 50.0 GB/s)", q.summary())
+        self.assertIn("the memory ceiling moved 25% during the run (40.0 to 50.0 GB/s, vs roofline/cpu_triad, "
+                      "1 thread)", q.summary())
 
     def test_a_run_from_before_the_recording_is_neither(self):
         def edit(runs):

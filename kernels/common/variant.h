@@ -51,6 +51,11 @@ struct Variant {
   // that declines a shape at run time throws dlb::Unsupported from prepare
   // instead, and the case is reported as skipped with the library's reason.
   bool (*accepts)(const Args& args) = nullptr;
+  // The threads one call runs on: 1 for single-threaded code, 0 for all the
+  // process may use (OpenMP or the library's own threading). A memory-bound
+  // case is measured against a ceiling on as many threads: one core's
+  // bandwidth is not two cores' share of theirs.
+  int threads = 0;
 
   bool usable() const { return available == nullptr || available(); }
   bool accepts_problem(const Args& args) const { return accepts == nullptr || accepts(args); }

@@ -13,10 +13,10 @@ namespace dlb {
 constexpr double kEigenTolerance = 0x1p-52;
 
 static const DaxpyVariant kDaxpyVariants[] = {
-    {"cpu_loop", Device::cpu, plain<daxpy_loop>, 0.0},
+    {"cpu_loop", Device::cpu, plain<daxpy_loop>, 0.0, nullptr, nullptr, 1},
     {"cpu_omp", Device::cpu, plain<daxpy_omp>, 0.0},
 #if DLB_HAVE_EIGEN
-    {"cpu_eigen", Device::cpu, plain<daxpy_eigen>, kEigenTolerance},
+    {"cpu_eigen", Device::cpu, plain<daxpy_eigen>, kEigenTolerance, nullptr, nullptr, 1},  // Eigen threads GEMM only
 #endif
 #if DLB_HAVE_CUDA
     {"gpu_naive", Device::gpu, on_stream<launch_daxpy_naive>, 0.0},

@@ -14,7 +14,7 @@ static const SoftmaxVariant kSoftmaxVariants[] = {
     {"cpu_naive", Device::cpu, prepare_softmax_naive, 1e-5},
     {"cpu_fused", Device::cpu, plain<softmax_fused<SoftmaxKind::softmax>>, 1e-5},
 #if DLB_HAVE_EIGEN
-    {"cpu_eigen", Device::cpu, plain<softmax_eigen>, 1e-5},
+    {"cpu_eigen", Device::cpu, plain<softmax_eigen>, 1e-5, nullptr, nullptr, 1},
 #endif
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_softmax_onednn<SoftmaxKind::softmax>, 1e-5},

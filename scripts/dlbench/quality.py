@@ -15,8 +15,10 @@ not move it). A run is noisy when
   - a roofline ceiling's repetitions spread by more than NOISY_CEILING_SPREAD
     (relative median absolute deviation: the machine moved while the
     ceiling was measured; one slow first repetition does not count), or
-  - the bracketed ceiling moved by more than NOISY_RUN_DRIFT between the
-    bracketed cases of the run (max / min - 1 of their medians): bracketed
+  - a bracketed ceiling moved by more than NOISY_RUN_DRIFT between the
+    bracketed cases of the run that use it (max / min - 1 of their medians;
+    the ceilings are told apart by the cases' labels, "vs roofline/cpu_copy"
+    on all cores or on "1 thread"): bracketed
     ratios are still sound, but figures divided by a ceiling measured at
     another moment (every unbracketed case) are not.
 Runs made before bench recorded these counters are `not recorded`, neither
@@ -94,10 +96,14 @@ def quality(results: Results) -> Quality:
         shown = sorted(q.noisy_cases)[:3]
         q.reasons.append(f"{len(q.noisy_cases)} of {len(cpu)} CPU cases noisy ("
                          + ", ".join(shown) + (", ..." if len(q.noisy_cases) > 3 else "") + ")")
-    ceilings = [m for c in cpu if (m := c.median("ceiling_bytes_per_second")) is not None]
-    if len(ceilings) > 1 and _spread(ceilings) > NOISY_RUN_DRIFT:
-        q.reasons.append(f"the memory ceiling moved {_spread(ceilings):.0%} during the run "
-                         f"({min(ceilings) / 1e9:.1f} to {max(ceilings) / 1e9:.1f} GB/s)")
+    by_ceiling: dict[str, list[float]] = {}
+    for c in cpu:
+        if (m := c.median("ceiling_bytes_per_second")) is not None:
+            by_ceiling.setdefault(str(c.runs[0].get("label", "")), []).append(m)
+    for label, ceilings in sorted(by_ceiling.items()):
+        if len(ceilings) > 1 and _spread(ceilings) > NOISY_RUN_DRIFT:
+            q.reasons.append(f"the memory ceiling moved {_spread(ceilings):.0%} during the run "
+                             f"({min(ceilings) / 1e9:.1f} to {max(ceilings) / 1e9:.1f} GB/s, {label})")
     return q
 
 
