@@ -39,9 +39,9 @@ Disturbance disturbance_between(const MachineSample& before, const MachineSample
 
 // Past these a repetition is `noisy` (README, "Ratios on a shared machine",
 // has the runs they were set from: with nothing else on the machine, half
-// the brackets moved by less than 3% between before and after, 12% by more
-// than 10%, 1% by more than 69%, where the memory bandwidth switched level;
-// contention passed 5% in 3% of the repetitions, steal in 4%).
+// the brackets moved by less than 3% between before and after, about a
+// tenth by more than 10%, where the memory bandwidth switched level;
+// contention and steal passed 5% in 1-4% of the repetitions).
 inline constexpr double kNoisyContention = 0.05;
 inline constexpr double kNoisySteal = 0.05;
 inline constexpr double kNoisyCeilingDrift = 0.10;  // |after / before - 1| of the bracket
