@@ -106,10 +106,3 @@ def quality(results: Results) -> Quality:
                              f"({min(ceilings) / 1e9:.1f} to {max(ceilings) / 1e9:.1f} GB/s, {label})")
     return q
 
-
-def case_quality(results: Results, case: Case) -> str:
-    """'clean', 'noisy (why)' or 'not recorded', for one case of a run."""
-    if not quality(results).recorded:
-        return "not recorded"
-    reason = case_reason(case)
-    return f"noisy ({reason})" if reason else "clean"
