@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -40,6 +41,25 @@ TEST(FillRandom, IsSeededAndPrefixStable) {
   for (std::size_t i = 0; i < c.size(); ++i) EXPECT_EQ(a[i], c[i]);
   fill_random(b, 8);
   EXPECT_NE(a, b);
+}
+
+// The peers (scripts/dlbench/seeded.py) regenerate these inputs in NumPy;
+// tests/test_peers.py holds the Python side to the same values.
+TEST(FillRandom, GoldenValues) {
+  std::vector<float> f(4096);
+  fill_random(f, 51);
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // 64-bit FNV-1a over the floats' bytes
+  for (float v : f) {
+    unsigned char bytes[sizeof v];
+    std::memcpy(bytes, &v, sizeof v);
+    for (unsigned char b : bytes) h = (h ^ b) * 0x100000001b3ULL;
+  }
+  EXPECT_EQ(h, 0xe954d11870d5c32aULL);
+  EXPECT_EQ(f[578], -0x1.3d785cp+2f);  // an outlier (x64)
+  std::vector<double> d(1001);
+  fill_random(d, 51);
+  EXPECT_EQ(d[1000], -0x1.02ce57e5f931cp-2);
+  EXPECT_EQ(unit_random(52, 7), 0x1.827a53b5dd029p-1);
 }
 
 TEST(FillRandomInt, IsInRangeAndTheSameWhateverTheThreadCount) {
