@@ -84,7 +84,7 @@ class Quality:
 
 
 def quality(results: Results) -> Quality:
-    cpu = [c for c in results.cases.values() if c.device == "cpu" and c.runs]
+    cpu = [c for c in results.cases.values() if c.runs_on == "cpu" and c.runs]  # peers on the CPU too
     q = Quality(recorded=any(c.values("noisy") for c in cpu))
     if not q.recorded:
         return q

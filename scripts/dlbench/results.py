@@ -36,6 +36,19 @@ class Case:
     def device(self) -> str:
         return self.variant.split("_", 1)[0]
 
+    @property
+    def is_peer(self) -> bool:
+        """A case of scripts/peers (peer_<framework>...): what users would run instead."""
+        return self.device == "peer"
+
+    @property
+    def runs_on(self) -> str:
+        """'cpu' or 'gpu': the variant's device, or for a peer 'gpu' where its
+        name says CUDA or cuDNN (peer_torch_cuda, peer_torch_cudnn_benchmark)."""
+        if not self.is_peer:
+            return self.device
+        return "gpu" if {"cuda", "cudnn"} & set(self.variant.split("_")) else "cpu"
+
     def values(self, key: str) -> list[float]:
         """Per-repetition values of a counter or time field."""
         return [float(r[key]) for r in self.runs if key in r]

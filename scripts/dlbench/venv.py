@@ -21,6 +21,14 @@ PEERS_VENV = ROOT / ".venv-peers"
 PEERS_REQUIREMENTS = ROOT / "scripts" / "requirements-peers.txt"
 
 
+def peers_venv() -> Path:
+    """The peers' environment: .venv-peers, or the one DLB_PEERS_VENV names
+    (relative to the repository), e.g. .venv to run only the peers whose
+    packages it has (the tests do)."""
+    named = os.environ.get("DLB_PEERS_VENV")
+    return (ROOT / named) if named else PEERS_VENV
+
+
 def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> None:
     """Re-executes this process's command line with `venv`'s Python, unless it
     already runs there. A missing .venv is a one-line message naming

@@ -1,0 +1,105 @@
+"""The peers that need .venv-peers (PyTorch, ONNX Runtime, OpenVINO), where
+it exists; exit 77 (skipped) where it does not, as in CI: scripts/test does
+not install the few GB it takes.
+
+- scripts/peers runs the operator peers on small shapes of each family and
+  the mnist_lenet network peers: every case validated (no error entry),
+  within bench's tolerances, and the network peers agree with PyTorch's
+  committed reference predictions on every test image;
+- a network peer on wrong weights (one conv weight perturbed) and an
+  operator peer with a wrong result are refused, with an error entry and
+  no time: the validation can fail."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
+SKIP = 77
+
+FILTER = ("^daxpy/peer_torch/n:1024$|^softmax/peer_torch(_naive|_script)?/rows:128/cols:1024$"
+          "|^log_softmax/peer_torch/rows:128/cols:1024$|^conv/peer_torch(_channels_last)?/n:1/c:16/h:32/w:32/k:16/"
+          "|^gemm/peer_torch_(f32|bf16)/m:128/|^mnist_lenet/peer_(torch|torchscript|ort|openvino)/batch:1$")
+
+# Runs in .venv-peers: the network validation on planted wrong weights, and an
+# operator peer whose result is off by one element.
+PLANTED = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np, torch
+from safetensors.torch import load_file
+from dlbench.nets import NETWORKS, load_fashion, network_input
+from dlbench.peers import networks, harness
+images, labels = load_fashion(networks.DATA, "test")
+ref = load_file(str(networks.MODELS / "mnist_lenet.reference.safetensors"))
+weights = load_file(str(networks.MODELS / "mnist_lenet.safetensors"))
+from safetensors import safe_open
+with safe_open(str(networks.MODELS / "mnist_lenet.safetensors"), "pt") as f:
+    meta = f.metadata()
+model = NETWORKS["mnist_lenet"]()
+weights["conv1.weight"][0, 0, 0, 0] += 0.05
+model.load_state_dict(weights)
+model.eval()
+x = network_input(images, model.input_shape, float(meta["input_mean"]), float(meta["input_std"])).numpy()
+peer = networks.make_torch(model, x[:1], 1)
+problem, counters = networks._validate(peer, "f32", x, labels, ref["logits"].double().numpy(),
+                                       ref["predictions"].numpy())
+print("network:", problem)
+session = harness.Session(harness.Selection("."), 1, 0.01, 1, gpu=False)
+good = np.arange(16, dtype=np.float32)
+prepared = harness.Prepared(lambda: None, lambda: torch.from_numpy(good).add(torch.eye(16)[3]).numpy(), "x")
+print("operator:", session.check("op/peer_torch/n:16", prepared, good, 1e-5), len(session.entries),
+      session.entries[0]["error_occurred"])
+"""
+
+
+class TorchPeers(unittest.TestCase):
+    def test_peers_validate_and_agree_with_the_reference(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "p.json"
+            p = subprocess.run([str(PEERS_PYTHON), str(ROOT / "scripts" / "peers"), f"--benchmark_filter={FILTER}",
+                                "--benchmark_repetitions=1", "--benchmark_min_time=0.01", f"--benchmark_out={out}"],
+                               capture_output=True, text=True, env=dict(os.environ, DLB_BENCH=BENCH), timeout=900)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            entries = json.loads(out.read_text())["benchmarks"]
+            names = {e["name"].rsplit("/", 1)[0] for e in entries}
+            failed = [(e["name"], e["error_message"]) for e in entries if e.get("error_occurred")]
+            self.assertEqual(failed, [])
+            expected = {"daxpy/peer_torch/n:1024", "log_softmax/peer_torch/rows:128/cols:1024",
+                        "gemm/peer_torch_f32/m:128/n:128/k:128", "gemm/peer_torch_bf16/m:128/n:128/k:128",
+                        "conv/peer_torch/n:1/c:16/h:32/w:32/k:16/r:3/s:3/stride:1/pad:1",
+                        "conv/peer_torch_channels_last/n:1/c:16/h:32/w:32/k:16/r:3/s:3/stride:1/pad:1"}
+            expected |= {f"softmax/{p}/rows:128/cols:1024" for p in ("peer_torch", "peer_torch_naive",
+                                                                     "peer_torch_script")}
+            expected |= {f"mnist_lenet/{p}/batch:1" for p in ("peer_torch", "peer_torchscript")}
+            self.assertLessEqual(expected, names)  # ORT and OpenVINO where installed
+            for e in entries:
+                bound = 1e-2 if e["name"].startswith("gemm/peer_torch_bf16") else 1e-5
+                self.assertLessEqual(e["max_rel_err"], bound, e["name"])
+                if e["name"].startswith("mnist_lenet/"):
+                    self.assertEqual(e["torch_disagreements"], 0.0, e["name"])
+                    self.assertEqual(e["accuracy_drop"], 0.0, e["name"])
+                    self.assertIn("latency_p99_us", e)
+
+    def test_wrong_weights_and_wrong_results_are_refused(self):
+        p = subprocess.run([str(PEERS_PYTHON), "-c", PLANTED, str(ROOT / "scripts")], capture_output=True, text=True,
+                           timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"network: max_rel_err \S+ against PyTorch's reference logits")
+        self.assertIn("operator: None 1 True", p.stdout)
+
+
+if __name__ == "__main__":
+    if not PEERS_PYTHON.exists():
+        print(f"{PEERS_PYTHON.relative_to(ROOT)} not found (scripts/peers creates it): skipped")
+        sys.exit(SKIP)
+    if not Path(BENCH).exists():
+        print(f"{BENCH} not built: skipped")
+        sys.exit(SKIP)
+    unittest.main()
