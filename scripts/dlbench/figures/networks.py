@@ -10,6 +10,7 @@ import math
 import matplotlib.pyplot as plt
 
 from dlbench.figures._common import label_for, many_machines, note_errors, plain_numbers, series
+from dlbench.isa import REDUCED
 from dlbench.results import Case, Results
 
 FAMILY = "networks"  # the README block; the cases are the three ops below
@@ -49,27 +50,40 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def _best(cases: list[Case], peers: bool, batch: int, metric: str, lowest: bool):
-    """(value, variant) of the best dlbench backend (peers=False) or peer at this batch."""
+def _fp32(c: Case) -> bool:
+    return not REDUCED.search(c.variant) and "fakequant" not in c.variant
+
+
+def _best(cases: list[Case], peers: bool, device: str, batch: int, metric: str, lowest: bool):
+    """(value, variant) of the best fp32 dlbench backend (peers=False) or fp32
+    peer running on `device` at this batch."""
     found = [(c.median(metric), c.variant) for c in cases
-             if c.args["batch"] == batch and c.error is None and c.variant.startswith("peer_") == peers
-             and c.median(metric) is not None]
+             if c.args["batch"] == batch and c.error is None and c.is_peer == peers and c.runs_on == device
+             and _fp32(c) and c.median(metric) is not None]
     return (min if lowest else max)(found) if found else None
 
 
 def peer_ratios(cases: list[Case]) -> str:
-    """The sentence comparing the best dlbench backend with the best peer:
-    images/s at batch 64 and batch-1 median latency; "" without peers."""
-    parts = []
-    ours, theirs = _best(cases, False, 64, "items_per_second", False), _best(cases, True, 64, "items_per_second", False)
-    if ours and theirs:
-        parts.append(f"batch 64 images/s {ours[0] / theirs[0]:.2f}x (`{ours[1]}` {ours[0]:,.0f}, "
-                     f"`{theirs[1]}` {theirs[0]:,.0f})")
-    ours, theirs = _best(cases, False, 1, "latency_p50_us", True), _best(cases, True, 1, "latency_p50_us", True)
-    if ours and theirs:
-        parts.append(f"batch-1 latency {ours[0] / theirs[0]:.2f} of the peer's (`{ours[1]}` {ours[0]:.0f} us, "
-                     f"`{theirs[1]}` {theirs[0]:.0f} us)")
-    return "Best dlbench / best peer, same run: " + "; ".join(parts) + "." if parts else ""
+    """The sentences comparing the best fp32 dlbench backend with the best
+    fp32 peer on the same device: images/s at batch 64 and batch-1 median
+    latency; "" without peers."""
+    sentences = []
+    for device in ("cpu", "gpu"):
+        parts = []
+        ours = _best(cases, False, device, 64, "items_per_second", False)
+        theirs = _best(cases, True, device, 64, "items_per_second", False)
+        if ours and theirs:
+            parts.append(f"batch 64 images/s {ours[0] / theirs[0]:.2f}x (`{ours[1]}` {ours[0]:,.0f}, "
+                         f"`{theirs[1]}` {theirs[0]:,.0f})")
+        ours = _best(cases, False, device, 1, "latency_p50_us", True)
+        theirs = _best(cases, True, device, 1, "latency_p50_us", True)
+        if ours and theirs:
+            parts.append(f"batch-1 latency {ours[0] / theirs[0]:.2f} of the peer's (`{ours[1]}` {ours[0]:.0f} us, "
+                         f"`{theirs[1]}` {theirs[0]:.0f} us)")
+        if parts:
+            sentences.append(f"Best fp32 dlbench / best fp32 peer on the {device.upper()}, same run: "
+                             + "; ".join(parts) + ".")
+    return " ".join(sentences)
 
 
 def table(results: Results) -> str:

@@ -1,7 +1,7 @@
 """What reduced precision buys and costs on the networks: for every int8 and
 bf16 row of the network table (variants named *_s8, *_bf16, *_f16), its
 images/s at batch 64 over the best fp32 backend of the same device in the
-same run, against its accuracy drop on the 10,000 test images (PyTorch's
+same run (a peer's, such as peer_openvino_bf16, over the best fp32 peer), against its accuracy drop on the 10,000 test images (PyTorch's
 fp32 accuracy minus the row's, in points); one figure panel and one README
 table per network.
 
@@ -34,10 +34,11 @@ def rows(results: Results, network: str) -> list[dict]:
     for variant, c in sorted(at.items()):
         if not REDUCED.search(variant):
             continue
-        device = variant.split("_")[0]
+        # dlbench rows against dlbench's fp32 backends of the device, a peer
+        # (peer_openvino_bf16) against the fp32 peers of the device it runs on
         fp32 = [(o.median("items_per_second"), v) for v, o in at.items()
-                if v.split("_")[0] == device and not REDUCED.search(v) and "fakequant" not in v
-                and not v.startswith("peer_") and _ok(o)]
+                if o.device == c.device and o.runs_on == c.runs_on
+                and not REDUCED.search(v) and "fakequant" not in v and _ok(o)]
         best = max(fp32) if fp32 else None
         isa, peak = isa_of(c, results.context)
         rate = c.median("items_per_second") if _ok(c) else None
@@ -114,7 +115,8 @@ def table(results: Results) -> str:
             f"\n\nCPU: {ctx.get('cpu_model', '?')}, {ctx.get('cpu_vector_isa', '?')} with "
             f"{ctx.get('cpu_extensions', 'no extensions')}; oneDNN {ctx.get('onednn_version', '?')} dispatching "
             f"{ctx.get('onednn_isa', '?')}. "
-            "Over best fp32: this row's images/s over the fastest fp32 backend of the same device in the same run. "
+            "Over best fp32: this row's images/s over the fastest fp32 backend of the same device in the same run "
+            "(a peer row: over the fastest fp32 peer). "
             "ISA peak: the instruction set's peak multiply-accumulate rate over fp32 FMA. Drop: PyTorch's fp32 "
             "top-1 accuracy minus this row's, on the 10,000 test images (negative: this row classifies more "
             "correctly). max_rel_err: logits of PyTorch's 256 reference images against its fp32 logits.")

@@ -1,0 +1,134 @@
+"""dlbench against what users would run instead (scripts/peers): for every
+shape of the operator families and every network batch size that has both,
+the fastest dlbench variant and the fastest peer on the same device, and
+dlbench over peer (higher is better for dlbench). The README table lists
+them per family; the figure draws the ratios, one bar per shape.
+
+What meets what: the same op and shape (softmax and log_softmax apart), the
+same precision (a gemm variant's last word: f32 with f32, bf16 with bf16;
+the networks in fp32 only: reduced-precision rows and peers are compared in
+the precision table), the same device (a peer's device from its name,
+Case.runs_on). The rates are the families' own: GB/s (daxpy, softmax),
+GFLOP/s by the direct count (conv, gemm), images/s (networks)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+
+from dlbench.figures._common import GB, GFLOP
+from dlbench.isa import REDUCED
+from dlbench.results import Case, Results
+
+FAMILY = "peers"  # the README block; the cases are the families'
+NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
+DAXPY_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 25)
+NETWORK_BATCHES = (1, 16, 64, 256)
+SOFTMAX_DRAM, SOFTMAX_CACHE = 64 << 20, 1 << 20  # figures/softmax.py's regimes
+
+
+def _daxpy(c: Case):
+    n = c.args.get("n")
+    return ((n,), f"n = 2^{n.bit_length() - 1}") if n in DAXPY_SIZES else None
+
+
+def _softmax(c: Case):
+    rows, cols = c.args["rows"], c.args["cols"]
+    size = rows * cols * 4
+    where = "DRAM" if size >= SOFTMAX_DRAM else "cache" if size <= SOFTMAX_CACHE else f"rows {rows}"
+    return (c.op, size < SOFTMAX_DRAM, cols, rows), f"{c.op}, {where}, cols {cols}"
+
+
+def _conv(c: Case):
+    a = c.args
+    origin = str(c.runs[0].get("label", "")).split(";")[0].strip() if c.runs else ""
+    key = tuple(a.get(k, 0) for k in ("n", "c", "h", "w", "k", "r", "s", "stride", "pad"))
+    return key, f"{origin or 'conv'}, n{a['n']}"
+
+
+def _gemm(c: Case):
+    a = c.args
+    precision = c.variant.rsplit("_", 1)[1]
+    return (precision != "f32", precision, a["m"], a["n"], a["k"]), f"{a['m']}x{a['n']}x{a['k']} {precision}"
+
+
+def _network(c: Case):
+    b = c.args.get("batch")
+    if b not in NETWORK_BATCHES or REDUCED.search(c.variant) or "fakequant" in c.variant:
+        return None
+    return (NETWORKS.index(c.op), b), f"{c.op}, batch {b}"
+
+
+# family -> (ops, metric, scale, unit, shape_of)
+FAMILIES = {
+    "daxpy": (("daxpy",), "bytes_per_second", GB, "GB/s", _daxpy),
+    "softmax": (("softmax", "log_softmax"), "bytes_per_second", GB, "GB/s", _softmax),
+    "conv": (("conv",), "flops", GFLOP, "GFLOP/s", _conv),
+    "gemm": (("gemm",), "flops", GFLOP, "GFLOP/s", _gemm),
+    "networks": (NETWORKS, "items_per_second", 1.0, "images/s", _network),
+}
+
+
+def pairs(results: Results, family: str, device: str) -> list[tuple[str, tuple[float, str], tuple[float, str]]]:
+    """(shape label, (best dlbench rate, variant), (best peer rate, variant)) per
+    shape that has both on `device`, in the family's order."""
+    ops, metric, _, _, shape_of = FAMILIES[family]
+    best: dict[tuple, dict[bool, tuple[float, str]]] = {}
+    for c in (c for op in ops for c in results.family(op)):
+        value = c.median(metric) if c.error is None and c.runs_on == device else None
+        key = shape_of(c) if value else None
+        if key is None:
+            continue
+        sides = best.setdefault(key, {})
+        if value > sides.get(c.is_peer, (0.0, ""))[0]:
+            sides[c.is_peer] = (value, c.variant)
+    return [(label, sides[False], sides[True]) for (_, label), sides in sorted(best.items()) if len(sides) == 2]
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def table(results: Results) -> str:
+    blocks = []
+    for device in ("cpu", "gpu"):
+        for family, (_, _, scale, unit, _) in FAMILIES.items():
+            found = pairs(results, family, device)
+            if not found:
+                continue
+            ratios = [ours[0] / theirs[0] for _, ours, theirs in found]
+            lines = [f"**{family}** ({device.upper()}, {unit}; dlbench / peer: geometric mean "
+                     f"{_geomean(ratios):.2f}, {sum(r >= 1 for r in ratios)} of {len(ratios)} shapes >= 1)", "",
+                     f"| shape | best dlbench | {unit} | best peer | {unit} | dlbench / peer |",
+                     "|---|---|---:|---|---:|---:|"]
+            for (label, ours, theirs), ratio in zip(found, ratios):
+                lines.append(f"| {label} | `{ours[1]}` | {ours[0] / scale:,.1f} | `{theirs[1]}` | "
+                             f"{theirs[0] / scale:,.1f} | {ratio:.2f} |")
+            blocks.append("\n".join(lines))
+    if not blocks:
+        return ""
+    peers = results.context.get("peers", {})
+    listed = "; ".join(f"`{p}`: {what}" for p, what in sorted(peers.items()))
+    return ("\n\n".join(blocks) + "\n\nMedians of the repetitions, dlbench and peers from the same file. "
+            "Each peer's output was checked against the same reference with the family's tolerance before it "
+            "was timed. " + (f"Peers: {listed}." if listed else ""))
+
+
+def figures(results_list: list[Results]):
+    r = results_list[0]
+    rows = [(f"{family}: {label}", ours[0] / theirs[0], device)
+            for device in ("cpu", "gpu") for family in FAMILIES for label, ours, theirs in pairs(r, family, device)]
+    if not rows:
+        return {}
+    fig, ax = plt.subplots(figsize=(8.0, 0.18 * len(rows) + 1.6), layout="constrained")
+    y = list(range(len(rows)))[::-1]
+    colors = ["tab:green" if ratio >= 1 else "tab:red" for _, ratio, _ in rows]
+    ax.barh(y, [ratio - 1.0 for _, ratio, _ in rows], color=colors, left=1.0)  # from 1 to the ratio
+    ax.set_yticks(y, [f"{label} ({device})" for label, _, device in rows], fontsize=6)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xlabel("best dlbench / best peer (same device and precision; > 1: dlbench faster)")
+    ax.grid(True, axis="x", which="both", alpha=0.3)
+    ax.set_title(f"dlbench against the peers ({r.machine}, {r.context.get('cpu_extensions', '')})", fontsize=10)
+    return {"peers": fig}
