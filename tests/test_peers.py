@@ -224,6 +224,16 @@ class CommandLine(unittest.TestCase):
             self.assertTrue(quality(results).recorded)
             self.assertIn("peer_numpy", results.context["peers"])
             self.assertEqual(results.context["executable"], "scripts/peers")
+            self.assertRegex(results.context["peers_git_commit"], r"^[0-9a-f]{40}(-dirty)?$")
+            # the result scripts take it as they take bench's files
+            plotted = subprocess.run([sys.executable, str(ROOT / "scripts" / "plot.py"), str(out), "--out-dir", d],
+                                     capture_output=True, text=True)
+            self.assertEqual(plotted.returncode, 0, plotted.stderr)
+            self.assertTrue((Path(d) / "daxpy.png").exists())
+            compared = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare.py"), str(out), str(out)],
+                                      capture_output=True, text=True)
+            self.assertIn(compared.returncode, (0, 3), compared.stdout + compared.stderr)
+            self.assertIn("daxpy/peer_numpy/n:1024", compared.stdout)
 
     def test_list_tests_matches_bench_names(self):
         p = peers("--benchmark_list_tests", "--benchmark_filter=^(softmax|conv|gemm|daxpy)/")

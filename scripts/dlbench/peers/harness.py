@@ -3,7 +3,11 @@ against the reference before timing, the timing, the machine state around
 each repetition, and the Google Benchmark JSON entries.
 
 Timing, as bench does it:
-  CPU   a steady clock around each single call, after WARMUP_CALLS calls;
+  CPU   a steady clock around each single call, after a warm-up of at least
+        WARMUP_CALLS calls and WARMUP_SECONDS (long enough for the BLAS
+        threads of the float64 reference computed just before to stop
+        spinning: OpenBLAS's busy-wait otherwise takes a core from the first
+        repetition, which then reads as contention);
         calls are repeated until a repetition has lasted --benchmark_min_time;
         the repetition's time per call is its wall time over its calls.
         Each repetition records contention (PSI) and steal (/proc/stat) over
@@ -30,6 +34,7 @@ from typing import Callable
 import numpy as np
 
 WARMUP_CALLS = 3
+WARMUP_SECONDS = 0.3
 NOISY_CONTENTION = 0.05  # bench/machine_state.h kNoisyContention
 NOISY_STEAL = 0.05  # kNoisySteal
 MAX_LISTED = 10  # mismatches listed in an error message, as reference/compare.cpp
@@ -145,8 +150,11 @@ def _disturbance(before, after) -> tuple[float | None, float | None]:
 
 
 def time_cpu(run: Callable[[], object], repetitions: int, min_time: float) -> list[Repetition]:
-    for _ in range(WARMUP_CALLS):
+    start = time.perf_counter()
+    calls = 0
+    while calls < WARMUP_CALLS or time.perf_counter() - start < WARMUP_SECONDS:
         run()
+        calls += 1
     reps = []
     for _ in range(repetitions):
         singles = []
@@ -241,6 +249,14 @@ class Session:
             self._skipped.add((peer, reason))
             print(f"peers: {peer} skipped: {reason}", file=sys.stderr)
 
+    def prepare(self, peer: str, make: Callable, *args):
+        """make(*args), or None with the peer skipped (one line) where its package or device is missing."""
+        try:
+            return make(*args)
+        except PeerUnavailable as e:
+            self.skip(peer, str(e))
+            return None
+
     def fail(self, name: str, problem: str, gpu: bool = False) -> None:
         full = f"{name}/{self.suffix(gpu)}"
         self.entries.append({"name": full, "run_name": full, "run_type": "iteration", "error_occurred": True,
@@ -266,10 +282,13 @@ class Session:
     def measure(self, name: str, prepared: Prepared, *, gpu: bool = False, bytes_per_call: float | None = None,
                 flops_per_call: float | None = None, items_per_call: float | None = None,
                 counters: dict | None = None, latency: bool = False,
-                flush: Callable[[], object] | None = None) -> None:
+                flush: Callable[[], object] | None = None, describes: str | None = None) -> None:
         """Times a checked case and adds its repetitions: rates from the per-call
         counts (bytes_per_second, flops, items_per_second), the fixed counters,
-        batch-1 latency percentiles where asked, the machine state (CPU)."""
+        batch-1 latency percentiles where asked, the machine state (CPU). The
+        peer (the name's second part) is described in the context by
+        `describes`, else by the case's label."""
+        self.labels[name.split("/")[1]] = describes or prepared.label
         if gpu:
             reps = time_gpu(prepared.run, self.repetitions, self.min_time, flush)
         else:

@@ -336,10 +336,8 @@ def networks(session: Session) -> None:
             fresh = NETWORKS[network]()  # each peer its own copy: .to('cuda') and compile change a module
             fresh.load_state_dict(model.state_dict())
             fresh.eval()
-            try:
-                peer = make(fresh, test_x[:1], session.threads)
-            except PeerUnavailable as e:
-                session.skip(peer_name, str(e))
+            peer = session.prepare(peer_name, make, fresh, test_x[:1], session.threads)
+            if peer is None:
                 continue
             problem, counters = _validate(peer, precision, test_x, labels, ref_logits, ref_predictions)
             for b in (b for p, b in wanted if p == peer_name):
@@ -347,7 +345,6 @@ def networks(session: Session) -> None:
                 if problem:
                     session.fail(name, problem, gpu)
                     continue
-                session.labels[peer_name] = peer.label
                 x = np.ascontiguousarray(test_x[np.arange(b) % len(test_x)])
                 session.measure(name, Prepared(peer.timed(x), lambda: None, peer.label), gpu=gpu,
                                 items_per_call=float(b), flops_per_call=flops * b, counters=counters,

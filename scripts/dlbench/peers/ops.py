@@ -112,14 +112,11 @@ def daxpy(session: Session) -> None:
         expected = (np.longdouble(DAXPY_ALPHA) * x.astype(np.longdouble) + y0).astype(np.float64)
         for peer, (gpu, make) in wanted.items():
             name = f"daxpy/{peer}/n:{n}"
-            try:
-                prepared = make(x, y0, session)
-            except PeerUnavailable as e:
-                session.skip(peer, str(e))
+            prepared = session.prepare(peer, make, x, y0, session)
+            if prepared is None:
                 continue
             checked = session.check(name, prepared, expected, DAXPY_TOLERANCE, gpu=gpu)
             if checked:
-                session.labels[peer] = prepared.label
                 session.measure(name, prepared, gpu=gpu, bytes_per_call=24.0 * n,
                                 counters={"max_rel_err": checked.max_rel_err},
                                 flush=l2_flusher() if gpu else None)
@@ -270,15 +267,12 @@ def softmax(session: Session) -> None:
             expected = softmax_reference(x, log)
             for peer, (gpu, make, _) in wanted.items():
                 name = f"{op}/{peer}/rows:{rows}/cols:{cols}"
-                try:
-                    prepared = make(x, log, session)
-                except PeerUnavailable as e:
-                    session.skip(peer, str(e))
+                prepared = session.prepare(peer, make, x, log, session)
+                if prepared is None:
                     continue
                 checked = session.check(name, prepared, expected, SOFTMAX_TOLERANCE, block=cols, gpu=gpu,
                                         extra=_rows_sum_to_one(log, expected))
                 if checked:
-                    session.labels[peer] = prepared.label
                     session.measure(name, prepared, gpu=gpu, bytes_per_call=2.0 * rows * cols * 4,
                                     counters={"max_rel_err": checked.max_rel_err},
                                     flush=l2_flusher() if gpu else None)
@@ -364,17 +358,15 @@ def conv(session: Session) -> None:
         flops = 2.0 * expected.size * c * r * s
         for peer, (gpu, make) in wanted.items():
             name = f"conv/{peer}/{args}"
-            try:
-                prepared = make(x, w, shape, session)
-            except PeerUnavailable as e:
-                session.skip(peer, str(e))
+            prepared = session.prepare(peer, make, x, w, shape, session)
+            if prepared is None:
                 continue
             prepared.label = f"{origin}; {prepared.label}"  # bench's conv labels start with the origin
             checked = session.check(name, prepared, expected, CONV_TOLERANCE, gpu=gpu)
             if checked:
-                session.labels[peer] = prepared.label.split("; ", 1)[1]
                 session.measure(name, prepared, gpu=gpu, flops_per_call=flops,
-                                counters={"max_rel_err": checked.max_rel_err})
+                                counters={"max_rel_err": checked.max_rel_err},
+                                describes=prepared.label.split("; ", 1)[1])
 
 
 # ---- gemm -------------------------------------------------------------------------------------------------
@@ -449,17 +441,14 @@ def gemm(session: Session) -> None:
                 if bf16 is None:
                     bf16 = round_bf16(a).astype(np.float64) @ round_bf16(b).astype(np.float64)
                 expected = bf16
-            try:
-                prepared = make(a, b, precision, session)
-            except PeerUnavailable as e:
-                session.skip(peer, str(e))
+            prepared = session.prepare(peer, make, a, b, precision, session)
+            if prepared is None:
                 continue
             checked = session.check(name, prepared, expected, GEMM_TOLERANCE[precision], gpu=gpu)
             if checked:
                 counters = {"max_rel_err": checked.max_rel_err}
                 if precision != "f32":
                     counters["err_vs_f32"] = compare_err(prepared.result(), fp32)
-                session.labels[peer] = prepared.label
                 session.measure(name, prepared, gpu=gpu, flops_per_call=2.0 * m * n * k, counters=counters)
 
 
@@ -503,13 +492,11 @@ def copy(session: Session) -> None:
             name = f"copy/{peer}/bytes:{nbytes}"
             if not session.selected(name, gpu=True):
                 continue
-            try:
-                prepared, source = make(nbytes, session)
-            except PeerUnavailable as e:
-                session.skip(peer, str(e))
+            made = session.prepare(peer, make, nbytes, session)
+            if made is None:
                 continue
+            prepared, source = made
             if session.check(name, prepared, source, 0.0, gpu=True):
-                session.labels[peer] = prepared.label
                 session.measure(name, prepared, gpu=True, bytes_per_call=float(nbytes),
                                 counters={"max_rel_err": 0.0})
 
