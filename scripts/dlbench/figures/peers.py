@@ -70,19 +70,25 @@ FAMILIES = {
 }
 
 
-def pairs(results: Results, family: str, device: str) -> list[tuple[str, tuple[float, str], tuple[float, str]]]:
-    """(shape label, (best dlbench rate, variant), (best peer rate, variant)) per
-    shape that has both on `device`, in the family's order."""
+def _what(c: Case) -> str:
+    """What the case ran, from its label (a conv label's origin dropped)."""
+    label = str(c.runs[0].get("label", "")) if c.runs else ""
+    return label.split("; ", 1)[1] if c.op == "conv" and "; " in label else label
+
+
+def pairs(results: Results, family: str, device: str) -> list[tuple[str, tuple[float, str, str], tuple[float, str, str]]]:
+    """(shape label, (best dlbench rate, variant, what it ran), (the same for
+    the best peer)) per shape that has both on `device`, in the family's order."""
     ops, metric, _, _, shape_of = FAMILIES[family]
-    best: dict[tuple, dict[bool, tuple[float, str]]] = {}
+    best: dict[tuple, dict[bool, tuple[float, str, str]]] = {}
     for c in (c for op in ops for c in results.family(op)):
         value = c.median(metric) if c.error is None and c.runs_on == device else None
         key = shape_of(c) if value else None
         if key is None:
             continue
         sides = best.setdefault(key, {})
-        if value > sides.get(c.is_peer, (0.0, ""))[0]:
-            sides[c.is_peer] = (value, c.variant)
+        if value > sides.get(c.is_peer, (0.0, "", ""))[0]:
+            sides[c.is_peer] = (value, c.variant, _what(c))
     return [(label, sides[False], sides[True]) for (_, label), sides in sorted(best.items()) if len(sides) == 2]
 
 
@@ -105,14 +111,17 @@ def table(results: Results) -> str:
             for (label, ours, theirs), ratio in zip(found, ratios):
                 lines.append(f"| {label} | `{ours[1]}` | {ours[0] / scale:,.1f} | `{theirs[1]}` | "
                              f"{theirs[0] / scale:,.1f} | {ratio:.2f} |")
+            ran = {}
+            for _, _, (_, peer, what) in found:
+                ran.setdefault(peer, set()).add(what)
+            lines += ["", "Peers above: " + "; ".join(f"`{p}` {' / '.join(sorted(w))}" for p, w in sorted(ran.items()))
+                      + "."]
             blocks.append("\n".join(lines))
     if not blocks:
         return ""
-    peers = results.context.get("peers", {})
-    listed = "; ".join(f"`{p}`: {what}" for p, what in sorted(peers.items()))
     return ("\n\n".join(blocks) + "\n\nMedians of the repetitions, dlbench and peers from the same file. "
             "Each peer's output was checked against the same reference with the family's tolerance before it "
-            "was timed. " + (f"Peers: {listed}." if listed else ""))
+            "was timed.")
 
 
 def figures(results_list: list[Results]):

@@ -233,7 +233,7 @@ class Session:
         self.threads = threads
         self.gpu = gpu  # a CUDA device is usable: GPU peers are registered
         self.entries: list[dict] = []
-        self.labels: dict[str, str] = {}  # peer -> what it is (versions, settings), for the context
+        self.labels: dict[str, str] = {}  # '<op>/<peer>' -> what it is (versions, settings), for the context
         self._skipped: set[str] = set()
 
     @staticmethod
@@ -287,8 +287,9 @@ class Session:
         counts (bytes_per_second, flops, items_per_second), the fixed counters,
         batch-1 latency percentiles where asked, the machine state (CPU). The
         peer (the name's second part) is described in the context by
-        `describes`, else by the case's label."""
-        self.labels[name.split("/")[1]] = describes or prepared.label
+        `describes`, else by the case's label, under '<op>/<peer>' (peer_torch
+        is a different call in each family)."""
+        self.labels["/".join(name.split("/")[:2])] = describes or prepared.label
         if gpu:
             reps = time_gpu(prepared.run, self.repetitions, self.min_time, flush)
         else:
