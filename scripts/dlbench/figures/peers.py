@@ -17,7 +17,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from dlbench.figures._common import GB, GFLOP
+from dlbench.figures._common import GB, GFLOP, plain_numbers
 from dlbench.isa import REDUCED
 from dlbench.results import Case, Results
 
@@ -136,6 +136,7 @@ def figures(results_list: list[Results]):
     ax.barh(y, [ratio - 1.0 for _, ratio, _ in rows], color=colors, left=1.0)  # from 1 to the ratio
     ax.set_yticks(y, [f"{label} ({device})" for label, _, device in rows], fontsize=6)
     ax.set_xscale("log")
+    plain_numbers(ax.xaxis)
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xlabel("best dlbench / best peer (same device and precision; > 1: dlbench faster)")
     ax.grid(True, axis="x", which="both", alpha=0.3)

@@ -1,9 +1,10 @@
 """What reduced precision buys and costs on the networks: for every int8 and
 bf16 row of the network table (variants named *_s8, *_bf16, *_f16), its
 images/s at batch 64 over the best fp32 backend of the same device in the
-same run (a peer's, such as peer_openvino_bf16, over the best fp32 peer), against its accuracy drop on the 10,000 test images (PyTorch's
-fp32 accuracy minus the row's, in points); one figure panel and one README
-table per network.
+same run (a peer's, such as peer_openvino_bf16, over the best fp32 peer),
+against its accuracy drop on the 10,000 test images (PyTorch's fp32
+accuracy minus the row's, in points); one figure panel and one README table
+per network.
 
 Every ratio is shown next to the instruction set the row's kernels ran on
 and the peak multiply-accumulate rate that instruction set has over fp32
