@@ -269,6 +269,12 @@ class CommandLine(unittest.TestCase):
                       "--benchmark_min_time=0.01", f"--append-to={run}")
             self.assertEqual(p.returncode, 2)
             self.assertIn("is from machine 'elsewhere'", p.stderr)
+            self.assertNotIn("daxpy/peer_numpy/n:1024", p.stdout)  # refused before the peers ran
+            run.write_text("{not json")
+            p = peers("--benchmark_filter=^daxpy/peer_numpy/n:1024$", f"--append-to={run}")
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("not JSON", p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
 
     def test_bad_arguments_are_one_line_and_exit_2(self):
         for args, expected in ((["--benchmark_filter=("], "not a regular expression"),
