@@ -196,6 +196,19 @@ class PeerTable(unittest.TestCase):
         self.assertIn("| resnet20, batch 64 | `cpu_onednn` | 5,000.0 | `peer_ort` | 4,000.0 | 1.25 |", text)
         self.assertIn("**gemm** (GPU", text)
 
+    def test_plot_pairs_a_bench_file_with_a_peers_file(self):
+        from dlbench.figures import peers as table_module
+        from dlbench.results import Results
+        r = self.results()
+        ours = Results(Path("run.json"), {"machine": "m"}, {n: c for n, c in r.cases.items() if not c.is_peer})
+        theirs = Results(Path("peers.json"), {"machine": "m"}, {n: c for n, c in r.cases.items() if c.is_peer})
+        self.assertEqual(table_module.pairs(ours, "gemm", "cpu"), [])
+        both = table_module.combined([ours, theirs])
+        self.assertEqual(len(table_module.pairs(both, "gemm", "cpu")), 2)
+        self.assertIn("peers", table_module.figures([ours, theirs]))
+        elsewhere = Results(Path("x.json"), {"machine": "other"}, theirs.cases)
+        self.assertEqual(table_module.figures([ours, elsewhere]), {})
+
 
 @unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
 class CommandLine(unittest.TestCase):

@@ -2,7 +2,9 @@
 shape of the operator families and every network batch size that has both,
 the fastest dlbench variant and the fastest peer on the same device, and
 dlbench over peer (higher is better for dlbench). The README table lists
-them per family; the figure draws the ratios, one bar per shape.
+them per family (from one file: scripts/bench --peers, or scripts/peers
+--append-to); the figure draws the ratios, one bar per shape, and pairs
+the files given to plot.py that come from the same machine.
 
 What meets what: the same op and shape (softmax and log_softmax apart), the
 same precision (a gemm variant's last word: f32 with f32, bf16 with bf16;
@@ -124,8 +126,20 @@ def table(results: Results) -> str:
             "was timed.")
 
 
+def combined(results_list: list[Results]) -> Results:
+    """The cases of every file from the first file's machine as one run:
+    `scripts/plot.py RUN.json RUN-peers.json` pairs a bench run with a
+    separate scripts/peers file of the same machine."""
+    first = results_list[0]
+    cases = {}
+    for r in results_list:
+        if r.machine == first.machine:
+            cases.update(r.cases)
+    return Results(first.path, first.context, cases)
+
+
 def figures(results_list: list[Results]):
-    r = results_list[0]
+    r = combined(results_list)
     rows = [(f"{family}: {label}", ours[0] / theirs[0], device)
             for device in ("cpu", "gpu") for family in FAMILIES for label, ours, theirs in pairs(r, family, device)]
     if not rows:
