@@ -47,3 +47,14 @@ def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> 
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                         "-r", str(requirements)], check=True)
     os.execv(str(python), [str(python), *sys.argv])
+
+
+def unshadow_stdlib() -> None:
+    """Takes scripts/ off sys.path, for a script that has imported what it
+    needs from there: scripts/profile.py shadows the standard library's
+    profile module, which torch.compile and the optimizers import (through
+    torch._dynamo and cProfile); imported from scripts/, it would re-execute
+    the running command in .venv. Modules of the dlbench package imported
+    later still resolve, through the package."""
+    scripts = ROOT / "scripts"
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != scripts]
