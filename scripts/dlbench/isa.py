@@ -30,6 +30,11 @@ ISA_PEAKS = {
 }
 
 
+def is_fp32(variant: str) -> bool:
+    """An fp32 row: not int8/bf16/f16, and not fp32 simulating int8 (fakequant)."""
+    return not REDUCED.search(variant) and "fakequant" not in variant
+
+
 def precision_of(variant: str) -> str:
     m = REDUCED.search(variant)
     return m.group(1) if m else "f32"

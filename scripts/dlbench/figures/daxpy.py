@@ -9,6 +9,7 @@ from dlbench.results import Results
 
 FAMILY = "daxpy"
 CEILINGS = ("roofline/cpu_copy", "roofline/cpu_triad", "roofline/gpu_copy")
+TABLE_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 25)
 
 
 def figures(results_list: list[Results]):
@@ -43,7 +44,7 @@ def table(results: Results) -> str:
     if not cases:
         return ""
     sizes = sorted({c.args["n"] for c in cases})
-    shown = [n for n in sizes if n in (1 << 10, 1 << 16, 1 << 20, 1 << 25)]
+    shown = [n for n in sizes if n in TABLE_SIZES]
     lines = ["| variant | " + " | ".join(f"n = 2^{n.bit_length() - 1}" for n in shown) + " |",
              "|---|" + "---:|" * len(shown)]
     by_variant: dict[str, dict[int, float]] = {}

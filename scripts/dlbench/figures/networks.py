@@ -10,7 +10,7 @@ import math
 import matplotlib.pyplot as plt
 
 from dlbench.figures._common import label_for, many_machines, note_errors, plain_numbers, series
-from dlbench.isa import REDUCED
+from dlbench.isa import is_fp32
 from dlbench.results import Case, Results
 
 FAMILY = "networks"  # the README block; the cases are the three ops below
@@ -50,16 +50,12 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
 
 
-def _fp32(c: Case) -> bool:
-    return not REDUCED.search(c.variant) and "fakequant" not in c.variant
-
-
 def _best(cases: list[Case], peers: bool, device: str, batch: int, metric: str, lowest: bool):
     """(value, variant) of the best fp32 dlbench backend (peers=False) or fp32
     peer running on `device` at this batch."""
     found = [(c.median(metric), c.variant) for c in cases
              if c.args["batch"] == batch and c.error is None and c.is_peer == peers and c.runs_on == device
-             and _fp32(c) and c.median(metric) is not None]
+             and is_fp32(c.variant) and c.median(metric) is not None]
     return (min if lowest else max)(found) if found else None
 
 

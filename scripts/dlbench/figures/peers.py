@@ -19,47 +19,40 @@ import math
 
 import matplotlib.pyplot as plt
 
+from dlbench.figures import conv, daxpy, gemm, networks, softmax
 from dlbench.figures._common import GB, GFLOP, plain_numbers
-from dlbench.isa import REDUCED
+from dlbench.isa import is_fp32
 from dlbench.results import Case, Results
 
 FAMILY = "peers"  # the README block; the cases are the families'
-NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
-DAXPY_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 25)
 NETWORK_BATCHES = (1, 16, 64, 256)
-SOFTMAX_DRAM, SOFTMAX_CACHE = 64 << 20, 1 << 20  # figures/softmax.py's regimes
 
 
 def _daxpy(c: Case):
     n = c.args.get("n")
-    return ((n,), f"n = 2^{n.bit_length() - 1}") if n in DAXPY_SIZES else None
+    return ((n,), f"n = 2^{n.bit_length() - 1}") if n in daxpy.TABLE_SIZES else None
 
 
 def _softmax(c: Case):
-    rows, cols = c.args["rows"], c.args["cols"]
-    size = rows * cols * 4
-    where = "DRAM" if size >= SOFTMAX_DRAM else "cache" if size <= SOFTMAX_CACHE else f"rows {rows}"
-    return (c.op, size < SOFTMAX_DRAM, cols, rows), f"{c.op}, {where}, cols {cols}"
+    rows, cols, where = c.args["rows"], c.args["cols"], softmax.regime(c)
+    label = {"dram": "DRAM", "cache": "cache"}.get(where, f"rows {rows}")
+    return (c.op, where != "dram", cols, rows), f"{c.op}, {label}, cols {cols}"
 
 
 def _conv(c: Case):
-    a = c.args
-    origin = str(c.runs[0].get("label", "")).split(";")[0].strip() if c.runs else ""
-    key = tuple(a.get(k, 0) for k in ("n", "c", "h", "w", "k", "r", "s", "stride", "pad"))
-    return key, f"{origin or 'conv'}, n{a['n']}"
+    return conv.shape_key(c), f"{conv.origin(c) or 'conv'}, n{c.args['n']}"
 
 
 def _gemm(c: Case):
-    a = c.args
     precision = c.variant.rsplit("_", 1)[1]
-    return (precision != "f32", precision, a["m"], a["n"], a["k"]), f"{a['m']}x{a['n']}x{a['k']} {precision}"
+    return (precision != "f32", precision, c.args["m"], c.args["n"], c.args["k"]), f"{gemm.shape_label(c)} {precision}"
 
 
 def _network(c: Case):
     b = c.args.get("batch")
-    if b not in NETWORK_BATCHES or REDUCED.search(c.variant) or "fakequant" in c.variant:
+    if b not in NETWORK_BATCHES or not is_fp32(c.variant):
         return None
-    return (NETWORKS.index(c.op), b), f"{c.op}, batch {b}"
+    return (networks.NETWORKS.index(c.op), b), f"{c.op}, batch {b}"
 
 
 # family -> (ops, metric, scale, unit, shape_of)
@@ -68,7 +61,7 @@ FAMILIES = {
     "softmax": (("softmax", "log_softmax"), "bytes_per_second", GB, "GB/s", _softmax),
     "conv": (("conv",), "flops", GFLOP, "GFLOP/s", _conv),
     "gemm": (("gemm",), "flops", GFLOP, "GFLOP/s", _gemm),
-    "networks": (NETWORKS, "items_per_second", 1.0, "images/s", _network),
+    "networks": (networks.NETWORKS, "items_per_second", 1.0, "images/s", _network),
 }
 
 

@@ -16,7 +16,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from dlbench.isa import REDUCED, isa_of, precision_of
+from dlbench.isa import REDUCED, is_fp32, isa_of, precision_of
 from dlbench.results import Case, Results
 
 FAMILY = "precision"  # the README block; the cases are the networks'
@@ -39,7 +39,7 @@ def rows(results: Results, network: str) -> list[dict]:
         # (peer_openvino_bf16) against the fp32 peers of the device it runs on
         fp32 = [(o.median("items_per_second"), v) for v, o in at.items()
                 if o.device == c.device and o.runs_on == c.runs_on
-                and not REDUCED.search(v) and "fakequant" not in v and _ok(o)]
+                and is_fp32(v) and _ok(o)]
         best = max(fp32) if fp32 else None
         isa, peak = isa_of(c, results.context)
         rate = c.median("items_per_second") if _ok(c) else None
