@@ -42,8 +42,6 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 
 from dlbench.nets import FASHION_MEAN, FASHION_STD, NETWORKS, load_fashion, network_input  # noqa: E402
 
-venv.unshadow_stdlib()  # before an optimizer step imports cProfile (through torch._dynamo)
-
 REFERENCE_IMAGES = 256
 DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
 SEED = 20261123

@@ -29,13 +29,25 @@ def peers_venv() -> Path:
     return (ROOT / named) if named else PEERS_VENV
 
 
+def _unshadow_stdlib() -> None:
+    """Takes scripts/ off sys.path once the script runs in its environment
+    (it has imported dlbench; the package's modules still resolve through
+    it): scripts/profile.py shadows the standard library's profile, which
+    torch._dynamo imports through cProfile (torch.compile, an optimizer
+    step), and imported from scripts/ it would re-execute the running
+    command in .venv."""
+    scripts = ROOT / "scripts"
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != scripts]
+
+
 def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> None:
     """Re-executes this process's command line with `venv`'s Python, unless it
-    already runs there. A missing .venv is a one-line message naming
-    scripts/setup (exit 2); with `requirements`, a missing venv is created
-    from them instead."""
+    already runs there, where it takes scripts/ off sys.path. A missing
+    .venv is a one-line message naming scripts/setup (exit 2); with
+    `requirements`, a missing venv is created from them instead."""
     python = venv / "bin" / "python"
     if Path(sys.prefix).resolve() == venv.resolve():
+        _unshadow_stdlib()
         return
     if not python.exists():
         if requirements is None:
@@ -48,13 +60,3 @@ def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> 
                         "-r", str(requirements)], check=True)
     os.execv(str(python), [str(python), *sys.argv])
 
-
-def unshadow_stdlib() -> None:
-    """Takes scripts/ off sys.path, for a script that has imported what it
-    needs from there: scripts/profile.py shadows the standard library's
-    profile module, which torch.compile and the optimizers import (through
-    torch._dynamo and cProfile); imported from scripts/, it would re-execute
-    the running command in .venv. Modules of the dlbench package imported
-    later still resolve, through the package."""
-    scripts = ROOT / "scripts"
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != scripts]
