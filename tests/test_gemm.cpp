@@ -315,6 +315,119 @@ TEST(GemmVnniLayerOutput, RequantizesAsItsReference) {
   }
 }
 
+// The implicit GEMM over a shifted image (gemm_vnni.h) against the same
+// conv as patches gathered into rows of A: the same integer sums, so the
+// same codes and floats bit for bit. Images whose padded width and tiles do
+// not line up (7 x 9, 5 x 5 windows, one image and several), every panel
+// width, with and without a residual, u8 and fp32 outputs.
+TEST(GemmVnniShiftedImage, EqualsGatheredPatches) {
+  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  struct Conv {
+    std::int64_t images, rows, cols, channels, window, n;
+  };
+  int case_index = 0;
+  for (const Conv cv : {Conv{3, 7, 9, 16, 3, 16}, Conv{1, 32, 32, 4, 3, 16}, Conv{2, 8, 8, 32, 3, 32},
+                        Conv{2, 5, 6, 64, 3, 64}, Conv{2, 6, 11, 4, 5, 20}, Conv{1, 9, 3, 12, 3, 70}}) {
+    for (const bool residual : {false, true}) {
+      for (const bool u8_out : {true, false}) {
+        SCOPED_TRACE(testing::Message() << cv.images << "x" << cv.rows << "x" << cv.cols << "x" << cv.channels
+                                        << " window " << cv.window << " n " << cv.n << " residual " << residual
+                                        << " u8 " << u8_out);
+        const auto seed = static_cast<std::uint64_t>(++case_index) * 1000 + 7;
+        const std::int64_t pad = cv.window / 2, pitch = cv.cols + cv.window - 1,
+                           height = cv.rows + cv.window - 1;
+        const std::int64_t m = cv.images * cv.rows * cv.cols, k = cv.window * cv.window * cv.channels;
+        const std::uint8_t za = 37;  // the padding: the code of 0
+        std::vector<std::uint8_t> image(static_cast<std::size_t>(cv.images * height * pitch * cv.channels), za);
+        std::vector<std::uint8_t> pixels(static_cast<std::size_t>(m * cv.channels));
+        fill_random_int(std::span<std::uint8_t>(pixels), seed + 1, 0, 255);
+        for (std::int64_t i = 0; i < cv.images; ++i)
+          for (std::int64_t y = 0; y < cv.rows; ++y)
+            std::copy_n(pixels.begin() + ((i * cv.rows + y) * cv.cols) * cv.channels, cv.cols * cv.channels,
+                        image.begin() + ((i * height + y + pad) * pitch + pad) * cv.channels);
+        std::vector<std::int8_t> b(static_cast<std::size_t>(k * cv.n));
+        fill_random_int(std::span<std::int8_t>(b), seed + 2, -127, 127);
+        std::vector<std::uint8_t> res(static_cast<std::size_t>(m * cv.n));
+        fill_random_int(std::span<std::uint8_t>(res), seed + 3, 0, 255);
+        std::vector<float> c_scale(static_cast<std::size_t>(cv.n)), bias(c_scale.size());
+        fill_random(c_scale, seed + 4, {.lo = 2e-6, .hi = 1e-5, .outlier_fraction = 0});
+        fill_random(bias, seed + 5, {.lo = -0.5, .hi = 0.5, .outlier_fraction = 0});
+        GemmArgs g;
+        g.m = m;
+        g.n = cv.n;
+        g.k = k;
+        g.a_zero_point = za;
+        g.b_s8 = b.data();
+        g.c_scale = c_scale.data();
+        const auto run = [&](bool shifted) {
+          std::vector<std::uint8_t> out_u8(static_cast<std::size_t>(m * cv.n), 7);
+          std::vector<float> out_f32(out_u8.size(), -1);
+          VnniOutput o;
+          o.bias = bias.data();
+          o.residual = residual ? res.data() : nullptr;
+          o.residual_scale = 0.01f;
+          o.residual_zero_point = 120;
+          o.relu = true;
+          o.out_scale = 0.013f;
+          o.out_zero_point = 90;
+          if (u8_out) {
+            o.out_u8 = out_u8.data();
+          } else {
+            o.out_f32 = out_f32.data();
+          }
+          if (shifted) {
+            prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), cv.images, cv.rows, cv.cols, cv.channels,
+                                                        cv.window})();
+          } else {
+            // Row i of A: pixel (image, y, x)'s window rows of the padded image.
+            prepare_gemm_vnni_s8_out(g, o, [&](std::int64_t row0, int rows, std::uint8_t* dst) {
+              for (std::int64_t i = row0; i < row0 + rows; ++i) {
+                const std::int64_t x = i % cv.cols, y = i / cv.cols % cv.rows, n = i / (cv.cols * cv.rows);
+                for (std::int64_t s = 0; s < cv.window; ++s, dst += cv.window * cv.channels)
+                  std::copy_n(image.begin() + ((n * height + y + s) * pitch + x) * cv.channels,
+                              cv.window * cv.channels, dst);
+              }
+            })();
+          }
+          return std::make_pair(out_u8, out_f32);
+        };
+        const auto gathered = run(false);
+        const auto shifted = run(true);
+        EXPECT_EQ(shifted.first, gathered.first);
+        ASSERT_EQ(shifted.second.size(), gathered.second.size());
+        for (std::size_t i = 0; i < shifted.second.size(); ++i)
+          ASSERT_EQ(shifted.second[i], gathered.second[i]) << "at " << i;  // -1 where never written
+        if (u8_out) {  // and the comparison is not between two untouched buffers
+          EXPECT_LT(std::count(gathered.first.begin(), gathered.first.end(), std::uint8_t{7}),
+                    static_cast<long>(gathered.first.size() / 4));
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmVnniShiftedImage, MismatchedShapesAreAClearError) {
+  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::vector<std::uint8_t> image(4 * 4 * 3, 0), out(2 * 2 * 8);
+  std::vector<std::int8_t> b(27 * 8, 1);
+  std::vector<float> scale(8, 1), bias(8, 0);
+  GemmArgs g;
+  g.m = 4;
+  g.n = 8;
+  g.k = 27;
+  g.b_s8 = b.data();
+  g.c_scale = scale.data();
+  VnniOutput o;
+  o.bias = bias.data();
+  o.out_u8 = out.data();
+  // 3 channels: a window row of 9 bytes splits a group of 4.
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 2, 2, 3, 3}), Error);
+  g.k = 36;
+  // k = 3 * 3 * 4, but m is not 1 x 3 x 2.
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 3, 2, 4, 3}), Error);
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{nullptr, 1, 2, 2, 4, 3}), Error);
+}
+
 TEST(GemmBadInput, NonPositiveDimensionsAreAClearError) {
   for (const auto* v : variants()) {
     for (const Shape s : {Shape{0, 4, 4}, Shape{4, -3, 4}, Shape{4, 4, 0}}) {

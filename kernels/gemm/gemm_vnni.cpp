@@ -125,7 +125,22 @@ struct TileOut {
   const float* scales;        // c_scale of this panel [64]
   // The network layer's output stage (gemm_vnni.h), or null: C as above.
   const VnniOutput* layer = nullptr;
-  std::int64_t offset = 0;    // of that element in the layer's [m, n] arrays
+  std::int64_t row_offset = 0;              // of element (i0, 0) in the layer's [m, n] arrays
+  const std::int64_t* row_offsets = nullptr;  // or per row of the tile, -1: not stored
+  std::int64_t col0 = 0;                    // the panel's first column
+};
+
+// Where the rows of a tile of A are: `segments` runs of segment_groups * 4
+// bytes each (one run, with k % 4 bytes after it, for a plain A; a conv's
+// window rows for a shifted image), run s of row r at a + r * lda + s *
+// segment_stride.
+struct TileA {
+  const std::uint8_t* a;
+  std::int64_t lda;
+  std::int64_t segment_stride;
+  std::int64_t segments;
+  std::int64_t segment_groups;
+  int tail_bytes;  // k % 4 values after the last run (plain A only)
 };
 
 // The layer output stage of one vector of 16 columns of one row (gemm_vnni.h).
@@ -150,11 +165,9 @@ DLB_TARGET_VNNI inline void layer_store(const VnniOutput& o, std::int64_t at, st
   _mm512_mask_cvtepi32_storeu_epi8(o.out_u8 + at, mask, q);
 }
 
-// C[i0 : i0+Rows, panel] from A[i0 : i0+Rows, :] (rows lda bytes apart) and
-// one packed panel of B.
+// C[i0 : i0+Rows, panel] from rows of A and one packed panel of B.
 template <int V, int Rows>
-DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const std::int8_t* panel,
-                                 std::int64_t full_groups, int tail_bytes, const TileOut& out) {
+DLB_TARGET_VNNI void tile_kernel(const TileA& ta, const std::int8_t* panel, const TileOut& out) {
   constexpr int kPanelCols = kLanes * V;
   __m512i acc[Rows][V];
 #pragma GCC unroll 24
@@ -162,26 +175,29 @@ DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const 
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_si512();
 
-  for (std::int64_t g = 0; g < full_groups; ++g) {
-    const std::int8_t* b_group = panel + g * kPanelCols * kGroupBytes;
-    __m512i b[V];
+  const std::int8_t* b_group = panel;
+  for (std::int64_t s = 0; s < ta.segments; ++s) {
+    const std::uint8_t* a = ta.a + s * ta.segment_stride;
+    for (std::int64_t g = 0; g < ta.segment_groups; ++g, b_group += kPanelCols * kGroupBytes) {
+      __m512i b[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) b[v] = _mm512_load_si512(b_group + v * kLanes * kGroupBytes);
+      for (int v = 0; v < V; ++v) b[v] = _mm512_load_si512(b_group + v * kLanes * kGroupBytes);
 #pragma GCC unroll 24
-    for (int r = 0; r < Rows; ++r) {
-      std::int32_t four_bytes;
-      std::memcpy(&four_bytes, a + r * lda + g * kGroupBytes, sizeof four_bytes);
-      const __m512i a_group = _mm512_set1_epi32(four_bytes);
+      for (int r = 0; r < Rows; ++r) {
+        std::int32_t four_bytes;
+        std::memcpy(&four_bytes, a + r * ta.lda + g * kGroupBytes, sizeof four_bytes);
+        const __m512i a_group = _mm512_set1_epi32(four_bytes);
 #pragma GCC unroll 4
-      for (int v = 0; v < V; ++v) dpbusd(acc[r][v], a_group, b[v]);
+        for (int v = 0; v < V; ++v) dpbusd(acc[r][v], a_group, b[v]);
+      }
     }
   }
-  if (tail_bytes > 0) {  // k % 4 values left: B is zero-padded, A is read under a mask
-    const std::int8_t* b_group = panel + full_groups * kPanelCols * kGroupBytes;
-    const auto mask = static_cast<__mmask16>((1u << tail_bytes) - 1);
+  if (ta.tail_bytes > 0) {  // k % 4 values left: B is zero-padded, A is read under a mask
+    const std::uint8_t* a = ta.a + ta.segment_groups * kGroupBytes;
+    const auto mask = static_cast<__mmask16>((1u << ta.tail_bytes) - 1);
 #pragma GCC unroll 24
     for (int r = 0; r < Rows; ++r) {
-      const __m128i tail = _mm_maskz_loadu_epi8(mask, a + r * lda + full_groups * kGroupBytes);
+      const __m128i tail = _mm_maskz_loadu_epi8(mask, a + r * ta.lda);
       const __m512i a_group = _mm512_set1_epi32(_mm_cvtsi128_si32(tail));
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v)
@@ -203,8 +219,10 @@ DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const 
     for (int r = 0; r < Rows; ++r) {
       const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
       if (out.layer != nullptr) {
-        layer_store(*out.layer, out.offset + r * out.ldc + v * kLanes, out.offset % out.ldc + v * kLanes, mask,
-                    _mm512_mul_ps(sum, scale));
+        const std::int64_t row = out.row_offsets != nullptr ? out.row_offsets[r] : out.row_offset + r * out.ldc;
+        if (row < 0) continue;
+        const std::int64_t col = out.col0 + v * kLanes;
+        layer_store(*out.layer, row + col, col, mask, _mm512_mul_ps(sum, scale));
       } else {
         _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
       }
@@ -214,13 +232,29 @@ DLB_TARGET_VNNI void tile_kernel(const std::uint8_t* a, std::int64_t lda, const 
 
 // The tile kernel of panel width V for `rows` (1..tile_rows(V)) rows.
 template <int V, int Rows = tile_rows(V)>
-DLB_TARGET_VNNI void tile_kernel_rows(int rows, const std::uint8_t* a, std::int64_t lda, const std::int8_t* panel,
-                                      std::int64_t full_groups, int tail_bytes, const TileOut& out) {
+DLB_TARGET_VNNI void tile_kernel_rows(int rows, const TileA& ta, const std::int8_t* panel, const TileOut& out) {
   if (rows == Rows) {
-    tile_kernel<V, Rows>(a, lda, panel, full_groups, tail_bytes, out);
+    tile_kernel<V, Rows>(ta, panel, out);
   } else if constexpr (Rows > 1) {
-    tile_kernel_rows<V, Rows - 1>(rows, a, lda, panel, full_groups, tail_bytes, out);
+    tile_kernel_rows<V, Rows - 1>(rows, ta, panel, out);
   }
+}
+
+// The output stage of panel p of a tile whose first row is at row_offset
+// (or whose rows are at row_offsets).
+TileOut tile_out(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, std::int64_t i, std::int64_t p,
+                 const std::int64_t* row_offsets = nullptr) {
+  const std::int64_t first_col = p * b.cols();
+  return TileOut{layer != nullptr ? nullptr : args.c + i * b.n + first_col,
+                 b.n,
+                 static_cast<int>(std::min<std::int64_t>(b.cols(), b.n - first_col)),
+                 args.a_zero_point,
+                 b.column_sums.data() + first_col,
+                 b.scales.data() + first_col,
+                 layer,
+                 i * b.n,
+                 row_offsets,
+                 first_col};
 }
 
 // One work item: rows [row0, row1) of C against panels [panel0, panel1).
@@ -228,31 +262,50 @@ template <int V>
 DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, const VnniOutput* layer,
                                 const GatherRows* gather, std::int64_t row0, std::int64_t row1, std::int64_t panel0,
                                 std::int64_t panel1) {
-  constexpr int kPanelCols = kLanes * V;
-  const std::int64_t full_groups = b.k / kGroupBytes;
-  const int tail_bytes = static_cast<int>(b.k % kGroupBytes);
   thread_local std::vector<std::uint8_t> gathered;
   if (gather != nullptr) gathered.resize(static_cast<std::size_t>(tile_rows(V) * b.k));
+  TileA ta{nullptr, b.k, 0, 1, b.k / kGroupBytes, static_cast<int>(b.k % kGroupBytes)};
   for (std::int64_t i = row0; i < row1; i += tile_rows(V)) {
     const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows(V), row1 - i));
-    const std::uint8_t* a = args.a_u8 + i * b.k;
+    ta.a = args.a_u8 + i * b.k;
     if (gather != nullptr) {
       (*gather)(i, rows, gathered.data());
-      a = gathered.data();
+      ta.a = gathered.data();
     }
-    for (std::int64_t p = panel0; p < panel1; ++p) {
-      const auto first_col = static_cast<std::size_t>(p * kPanelCols);
-      const TileOut out{layer != nullptr ? nullptr : args.c + i * b.n + p * kPanelCols,
-                        b.n,
-                        static_cast<int>(std::min<std::int64_t>(kPanelCols, b.n - p * kPanelCols)),
-                        args.a_zero_point,
-                        b.column_sums.data() + first_col,
-                        b.scales.data() + first_col,
-                        layer,
-                        i * b.n + p * kPanelCols};
-      tile_kernel_rows<V>(rows, a, b.k, b.data.data() + p * b.panel_bytes(), full_groups, tail_bytes,
-                       out);
+    for (std::int64_t p = panel0; p < panel1; ++p)
+      tile_kernel_rows<V>(rows, ta, b.data.data() + p * b.panel_bytes(), tile_out(args, b, layer, i, p));
+  }
+}
+
+// The padded width of a shifted image, and the rows of A it runs over per
+// image: every pixel of the padded rows but the last row's padding.
+std::int64_t shifted_pitch(const ShiftedImage& im) { return im.cols + im.window - 1; }
+std::int64_t shifted_rows(const ShiftedImage& im) { return (im.rows - 1) * shifted_pitch(im) + im.cols; }
+
+// One work item of a shifted image: rows [v0, v1) of `image` over the padded
+// width (gemm_vnni.h) against panels [panel0, panel1).
+template <int V>
+DLB_TARGET_VNNI void shifted_block(const GemmArgs& args, const PackedB& b, const VnniOutput& layer,
+                                   const ShiftedImage& im, std::int64_t image, std::int64_t v0, std::int64_t v1,
+                                   std::int64_t panel0, std::int64_t panel1) {
+  const std::int64_t pitch = shifted_pitch(im);
+  const std::uint8_t* base = im.data + image * (im.rows + im.window - 1) * pitch * im.channels;
+  const std::int64_t first_pixel = image * im.rows * im.cols;
+  TileA ta{nullptr, im.channels, pitch * im.channels, im.window, im.window * im.channels / kGroupBytes, 0};
+  std::int64_t row_offsets[tile_rows(V)];
+  std::int64_t y = v0 / pitch, x = v0 % pitch;
+  for (std::int64_t v = v0; v < v1; v += tile_rows(V)) {
+    const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows(V), v1 - v));
+    for (int r = 0; r < rows; ++r) {
+      row_offsets[r] = x < im.cols ? (first_pixel + y * im.cols + x) * b.n : -1;
+      if (++x == pitch) {
+        x = 0;
+        ++y;
+      }
     }
+    ta.a = base + v * im.channels;
+    for (std::int64_t p = panel0; p < panel1; ++p)
+      tile_kernel_rows<V>(rows, ta, b.data.data() + p * b.panel_bytes(), tile_out(args, b, &layer, 0, p, row_offsets));
   }
 }
 
@@ -262,10 +315,15 @@ std::int64_t column_block_budget() {
   return (l2 > 0 ? l2 : 1 << 21) / 2;
 }
 
+// Columns in blocks of whole panels whose packed B fits in half the L2.
+std::int64_t column_block_panels(const PackedB& b) {
+  return std::clamp<std::int64_t>(column_block_budget() / b.panel_bytes(), 1, b.panels);
+}
+
 template <int V>
 void gemm_vnni_v(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, const GatherRows* gather) {
   constexpr std::int64_t kBlockRows = block_rows(V);
-  const std::int64_t block_panels = std::clamp<std::int64_t>(column_block_budget() / b.panel_bytes(), 1, b.panels);
+  const std::int64_t block_panels = column_block_panels(b);
   const std::int64_t col_blocks = (b.panels + block_panels - 1) / block_panels;
   const std::int64_t row_blocks = (args.m + kBlockRows - 1) / kBlockRows;
   // Below ~10^6 multiply-adds (a few microseconds) waking the other threads
@@ -280,6 +338,28 @@ void gemm_vnni_v(const GemmArgs& args, const PackedB& b, const VnniOutput* layer
   }
 }
 
+// The same over a shifted image: work items are (column block, image, block
+// of rows of that image).
+template <int V>
+void shifted_vnni_v(const GemmArgs& args, const PackedB& b, const VnniOutput& layer, const ShiftedImage& im) {
+  constexpr std::int64_t kBlockRows = block_rows(V);
+  const std::int64_t block_panels = column_block_panels(b);
+  const std::int64_t col_blocks = (b.panels + block_panels - 1) / block_panels;
+  const std::int64_t rows = shifted_rows(im);
+  const std::int64_t row_blocks = (rows + kBlockRows - 1) / kBlockRows;
+  const bool parallel =
+      col_blocks * im.images * row_blocks > 1 && im.images * rows * args.n * args.k >= kParallelMinMacs;
+#pragma omp parallel for collapse(3) schedule(static) if (parallel)
+  for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
+    for (std::int64_t image = 0; image < im.images; ++image) {
+      for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
+        shifted_block<V>(args, b, layer, im, image, rb * kBlockRows, std::min(rows, (rb + 1) * kBlockRows),
+                         cb * block_panels, std::min(b.panels, (cb + 1) * block_panels));
+      }
+    }
+  }
+}
+
 void gemm_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput* layer = nullptr,
                const GatherRows* gather = nullptr) {
   switch (b.vectors) {
@@ -287,6 +367,20 @@ void gemm_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput* layer =
     case 2: return gemm_vnni_v<2>(args, b, layer, gather);
     default: return gemm_vnni_v<4>(args, b, layer, gather);
   }
+}
+
+void shifted_vnni(const GemmArgs& args, const PackedB& b, const VnniOutput& layer, const ShiftedImage& im) {
+  switch (b.vectors) {
+    case 1: return shifted_vnni_v<1>(args, b, layer, im);
+    case 2: return shifted_vnni_v<2>(args, b, layer, im);
+    default: return shifted_vnni_v<4>(args, b, layer, im);
+  }
+}
+
+void check_layer_output(const GemmArgs& args, const VnniOutput& out) {
+  DLB_REQUIRE(args.k <= kGemmS8MaxK, "gemm vnni: k too large for exact int32 sums");
+  DLB_REQUIRE(out.bias != nullptr && (out.out_u8 == nullptr) != (out.out_f32 == nullptr) && out.out_scale > 0,
+              "gemm vnni: a layer output stage needs a bias and one output (u8 with a positive scale, or fp32)");
 }
 
 }  // namespace
@@ -298,12 +392,24 @@ Run prepare_gemm_vnni_s8(const GemmArgs& args, const Exec&) {
 }
 
 Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, GatherRows gather) {
-  DLB_REQUIRE(args.k <= kGemmS8MaxK, "gemm vnni: k too large for exact int32 sums");
-  DLB_REQUIRE(out.bias != nullptr && (out.out_u8 == nullptr) != (out.out_f32 == nullptr) && out.out_scale > 0,
-              "gemm vnni: a layer output stage needs a bias and one output (u8 with a positive scale, or fp32)");
-  std::shared_ptr<const PackedB> packed = pack_b(args);
+  check_layer_output(args, out);
   DLB_REQUIRE(args.a_u8 != nullptr || gather, "gemm vnni: A neither given nor gathered");
+  std::shared_ptr<const PackedB> packed = pack_b(args);
   return [args, packed, out, gather = std::move(gather)] { gemm_vnni(args, *packed, &out, gather ? &gather : nullptr); };
+}
+
+Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, const ShiftedImage& image) {
+  check_layer_output(args, out);
+  DLB_REQUIRE(image.data != nullptr && image.images >= 1 && image.rows >= 1 && image.cols >= 1 &&
+                  image.channels >= 1 && image.window >= 1,
+              "gemm vnni: a shifted image needs data and positive dimensions");
+  DLB_REQUIRE(image.window * image.channels % kGroupBytes == 0,
+              "gemm vnni: a shifted image needs window * channels divisible by 4");
+  DLB_REQUIRE(args.m == image.images * image.rows * image.cols &&
+                  args.k == image.window * image.window * image.channels,
+              "gemm vnni: m or k does not match the shifted image");
+  std::shared_ptr<const PackedB> packed = pack_b(args);
+  return [args, packed, out, image] { shifted_vnni(args, *packed, out, image); };
 }
 
 }  // namespace dlb

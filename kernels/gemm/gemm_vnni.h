@@ -37,8 +37,28 @@ struct VnniOutput {
 // meets every panel of B: the patches never go to memory.
 using GatherRows = std::function<void(std::int64_t row0, int rows, std::uint8_t* dst)>;
 
-// As prepare_gemm_vnni_s8 (B packed now, A read or gathered at each call);
-// requires AVX-512 VNNI (cpu_has_avx512_vnni()).
+// A as overlapping views of a padded NHWC image: the implicit GEMM of a
+// stride-1 conv, with no patch matrix at all, not even a tile of one. The
+// image is [images][rows + window - 1][cols + window - 1][channels] u8,
+// padded around with the code of 0. Row i of A is output pixel (image, y, x)
+// (NHWC order: m = images * rows * cols), and its window x window x channels
+// patch is `window` runs of window * channels contiguous bytes, run s
+// starting at pixel (y + s, x) of the padded image; B's rows are in the same
+// order, ((s * window + t) * channels + c). Requires window * channels % 4
+// == 0 (a group of 4 bytes of k never straddles two runs).
+// How: the GEMM runs over the padded width, so that the rows of a tile are
+// `channels` bytes apart in every run; the window - 1 rows of each image row
+// that fall on the padding are computed and not stored.
+struct ShiftedImage {
+  const std::uint8_t* data = nullptr;
+  std::int64_t images = 0, rows = 0, cols = 0, channels = 0;
+  std::int64_t window = 0;
+};
+
+// As prepare_gemm_vnni_s8 (B packed now, A read, gathered or viewed at each
+// call); requires AVX-512 VNNI (cpu_has_avx512_vnni()). With an image,
+// GemmArgs::a_u8 is not used.
 Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, GatherRows gather = {});
+Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, const ShiftedImage& image);
 
 }  // namespace dlb

@@ -9,13 +9,21 @@
 //   NCHW -> u8 NHWC).
 // - Conv and fc: weights s8, symmetric, one scale per output channel
 //   (max|w| / 127), quantized and packed once in prepare. The layer is one
-//   u8 x s8 -> s32 GEMM [pixels, r*r*c] x [r*r*c, k] (the patches gathered
-//   tile by tile inside the GEMM into a buffer that stays in L1, padding
-//   with the input's zero point, which is the code of 0; a 1x1 stride-1
-//   conv reads its input in place), whose output
-//   stage in registers scales the int32 sums back, adds the bias and the
-//   dequantized residual, applies ReLU and requantizes to the next tensor's
-//   u8 (gemm_vnni.h). fc weights are permuted once to the NHWC flattening.
+//   u8 x s8 -> s32 GEMM [pixels, r*r*c] x [r*r*c, k] whose output stage in
+//   registers scales the int32 sums back, adds the bias and the dequantized
+//   residual, applies ReLU and requantizes to the next tensor's u8
+//   (gemm_vnni.h). Where A's rows come from:
+//   - a stride-1 conv: implicit GEMM, A's rows are views of the input
+//     padded with its zero point (the code of 0), gemm_vnni.h's
+//     ShiftedImage: the input is copied into the padded buffer first (read
+//     in place where the conv has no padding). Channels are rounded up to a
+//     multiple of 4 with zero weights where a window row would otherwise
+//     split a group of 4 bytes (the first conv's 1 or 3 channels; the
+//     network input is quantized straight into that buffer);
+//   - a strided conv: the patches gathered tile by tile inside the GEMM
+//     into a buffer that stays in L1, padding with the input's zero point;
+//   - a 1x1 stride-1 conv and fc: the input in place.
+//   fc weights are permuted once to the NHWC flattening.
 // - Max pool and global average pool on the u8 codes (max commutes with
 //   the monotonic quantization, the mean with the affine one): the output
 //   keeps its input's scale and zero point, as in oneDNN's int8 pooling.
@@ -44,13 +52,26 @@ namespace {
 
 // Everything a prepared pass touches, owned by its calls.
 struct State {
-  HostBuffer<std::uint8_t> input;                    // the quantized network input, NHWC
+  std::vector<HostBuffer<std::uint8_t>> padded;      // per layer: its padded input (shifted convs), or empty
   std::vector<HostBuffer<std::uint8_t>> u8;          // per layer: its u8 output (NHWC), or empty
   std::vector<HostBuffer<float>> f32;                // per layer: its fp32 output if not y, or empty
   std::vector<AffineU8> params;                      // per layer: its output's quantization
 };
 
-void quantize_input(const NetArgs& args, AffineU8 q, std::uint8_t* out) {
+// An NHWC u8 image inside a buffer of `pad` more pixels on every side and
+// `channels` >= its own channels per pixel: where pixel (n, y, x) starts.
+struct PaddedLayout {
+  std::int64_t h = 0, w = 0, pad = 0, channels = 0;
+  std::int64_t pitch() const { return w + 2 * pad; }
+  std::int64_t image_bytes() const { return (h + 2 * pad) * pitch() * channels; }
+  std::int64_t at(std::int64_t n, std::int64_t y, std::int64_t x) const {
+    return n * image_bytes() + ((y + pad) * pitch() + x + pad) * channels;
+  }
+};
+
+// The fp32 NCHW network input quantized to u8 NHWC, into `out` laid out as
+// `to` (the padding and the channels past the input's are not written).
+void quantize_input(const NetArgs& args, AffineU8 q, const PaddedLayout& to, std::uint8_t* out) {
   const Network& net = *args.net;
   const std::int64_t plane = net.h * net.w;
   const float inv = 1.0f / q.scale;
@@ -58,10 +79,21 @@ void quantize_input(const NetArgs& args, AffineU8 q, std::uint8_t* out) {
   for (std::int64_t n = 0; n < args.batch; ++n)
     for (std::int64_t c = 0; c < net.c; ++c) {
       const float* x = args.x + (n * net.c + c) * plane;
-      std::uint8_t* y = out + n * plane * net.c + c;
-      for (std::int64_t p = 0; p < plane; ++p)
-        y[p * net.c] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(x[p] * inv) + q.zero_point, 0.0f, 255.0f));
+      for (std::int64_t y = 0; y < net.h; ++y) {
+        std::uint8_t* row = out + to.at(n, y, 0) + c;
+        for (std::int64_t p = 0; p < net.w; ++p)
+          row[p * to.channels] = static_cast<std::uint8_t>(
+              std::clamp(std::nearbyint(x[y * net.w + p] * inv) + q.zero_point, 0.0f, 255.0f));
+      }
     }
+}
+
+// An NHWC u8 tensor copied into the interior of its padded layout.
+void pad_image(const std::uint8_t* in, std::int64_t batch, const PaddedLayout& to, std::uint8_t* out) {
+  const std::int64_t row_bytes = to.w * to.channels;
+#pragma omp parallel for
+  for (std::int64_t ny = 0; ny < batch * to.h; ++ny)
+    std::memcpy(out + to.at(ny / to.h, ny % to.h, 0), in + ny * row_bytes, static_cast<std::size_t>(row_bytes));
 }
 
 // memcpy of n bytes, inlined for the sizes of the networks' patch rows
@@ -116,17 +148,19 @@ void patch_rows(const Layer& l, const std::uint8_t* x, std::uint8_t pad_code, st
   }
 }
 
-// The layer's quantized weights as B [r*r*c (or the fc's NHWC-flattened
-// input), k]: row (a * r + b) * c + ci for a conv; (y * w + x) * c + ci for an
-// fc whose input is an image (PyTorch flattens NCHW: ci * h * w + y * w + x).
-std::vector<std::int8_t> weights_as_b(const Layer& l, const std::vector<std::int8_t>& w) {
+// The layer's quantized weights as B [r*r*channels (or the fc's
+// NHWC-flattened input), k]: row (a * r + b) * channels + ci for a conv (rows
+// of channels ci >= c zero); (y * w + x) * c + ci for an fc whose input is an
+// image (PyTorch flattens NCHW: ci * h * w + y * w + x).
+std::vector<std::int8_t> weights_as_b(const Layer& l, const std::vector<std::int8_t>& w, std::int64_t channels) {
   const std::int64_t plane = l.kind == LayerKind::conv ? l.window * l.window : l.h * l.w;
-  const std::int64_t rows = plane * l.c;
-  std::vector<std::int8_t> b(static_cast<std::size_t>(rows * l.k));
+  const std::int64_t rows = plane * channels;
+  std::vector<std::int8_t> b(static_cast<std::size_t>(rows * l.k), 0);
   for (std::int64_t k = 0; k < l.k; ++k)
     for (std::int64_t ci = 0; ci < l.c; ++ci)
       for (std::int64_t p = 0; p < plane; ++p)
-        b[static_cast<std::size_t>((p * l.c + ci) * l.k + k)] = w[static_cast<std::size_t>((k * l.c + ci) * plane + p)];
+        b[static_cast<std::size_t>((p * channels + ci) * l.k + k)] =
+            w[static_cast<std::size_t>((k * l.c + ci) * plane + p)];
   return b;
 }
 
@@ -153,17 +187,27 @@ void max_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, std:
 }
 
 // The mean of each channel's codes, rounded: the output keeps the input's
-// scale and zero point (the mean of x / s + z is mean(x) / s + z).
+// scale and zero point (the mean of x / s + z is mean(x) / s + z). Pixels
+// outer, channels inner: the sums of one image are a vector of c int32 that
+// the pixels' contiguous channel bytes are added to.
 void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* x, std::uint8_t* y) {
   const std::int64_t plane = l.h * l.w;
   const float inv = 1.0f / static_cast<float>(plane);
-#pragma omp parallel for
-  for (std::int64_t n = 0; n < batch; ++n)
-    for (std::int64_t c = 0; c < l.c; ++c) {
-      std::int32_t sum = 0;
-      for (std::int64_t p = 0; p < plane; ++p) sum += x[(n * plane + p) * l.c + c];
-      y[n * l.c + c] = static_cast<std::uint8_t>(std::nearbyint(static_cast<float>(sum) * inv));
+#pragma omp parallel
+  {
+    std::vector<std::int32_t> sums(static_cast<std::size_t>(l.c));
+#pragma omp for
+    for (std::int64_t n = 0; n < batch; ++n) {
+      std::fill(sums.begin(), sums.end(), 0);
+      for (std::int64_t p = 0; p < plane; ++p) {
+        const std::uint8_t* pixel = x + (n * plane + p) * l.c;
+        for (std::int64_t c = 0; c < l.c; ++c) sums[static_cast<std::size_t>(c)] += pixel[c];
+      }
+      for (std::int64_t c = 0; c < l.c; ++c)
+        y[n * l.c + c] =
+            static_cast<std::uint8_t>(std::nearbyint(static_cast<float>(sums[static_cast<std::size_t>(c)]) * inv));
     }
+  }
 }
 
 Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
@@ -172,8 +216,8 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
   const std::int64_t batch = args.batch;
   const auto& layers = net.layers;
   auto st = std::make_shared<State>();
-  st->input = HostBuffer<std::uint8_t>(static_cast<std::size_t>(batch * net.in_size()));
   const AffineU8 input_q = quant.input;
+  st->padded.resize(layers.size());
   st->u8.resize(layers.size());
   st->f32.resize(layers.size());
   st->params.resize(layers.size());
@@ -185,7 +229,7 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     const bool last = i + 1 == layers.size();
     const auto from = static_cast<std::size_t>(l.input);
     const AffineU8 in_q = l.input < 0 ? input_q : st->params[from];
-    const std::uint8_t* in = l.input < 0 ? st->input.data() : st->u8[from].data();
+    const std::uint8_t* in = l.input < 0 ? nullptr : st->u8[from].data();
     st->params[i] = quant.outputs[i];
     const auto out_elements = static_cast<std::size_t>(batch * l.out_size());
     if (f32 && !last) st->f32[i] = HostBuffer<float>(out_elements);
@@ -214,18 +258,37 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
 
     // conv or fc: one GEMM with the layer's output stage.
     const bool conv = l.kind == LayerKind::conv;
+    // Where A comes from (the header): the shifted padded input, gathered
+    // patches, or the input in place.
+    // The shifted view runs over the padded width and throws away window - 1
+    // rows of every ow + window - 1: a sixth or more (ResNet20's 8 x 8 stage,
+    // 20%) costs more than gathering the patches does.
+    const bool implicit = conv && l.stride == 1 && l.window > 1 && 6 * (l.window - 1) < l.ow + l.window - 1;
+    std::int64_t channels = l.c;
+    if (implicit && l.input < 0)
+      while (l.window * channels % 4 != 0) ++channels;
+    const bool shifted = implicit && l.window * channels % 4 == 0;
+    const bool gather = conv && !shifted && !(l.window == 1 && l.stride == 1 && l.pad == 0);
+    const bool quantize = l.input < 0;
+    const PaddedLayout layout{l.h, l.w, shifted ? l.pad : 0, channels};
+    const bool own_copy = quantize || (shifted && l.pad > 0);  // else A is the previous layer's output
+    if (own_copy) {
+      st->padded[i] = HostBuffer<std::uint8_t>(static_cast<std::size_t>(batch * layout.image_bytes()));
+      std::fill(st->padded[i].span().begin(), st->padded[i].span().end(), static_cast<std::uint8_t>(in_q.zero_point));
+    }
+    std::uint8_t* copy = own_copy ? st->padded[i].data() : nullptr;
+    const std::uint8_t* a = own_copy ? copy : in;
     const std::int64_t m = conv ? batch * l.oh * l.ow : batch;
-    const std::int64_t k = conv ? l.window * l.window * l.c : l.in_size();
-    const bool gather = conv && !(l.window == 1 && l.stride == 1 && l.pad == 0);
+    const std::int64_t k = conv ? l.window * l.window * channels : l.in_size();
     const S8Weights w = quantize_weights(l, weight_scales);
-    const std::vector<std::int8_t> b_q = weights_as_b(l, w.values);
+    const std::vector<std::int8_t> b_q = weights_as_b(l, w.values, channels);
     std::vector<float> c_scale(w.scales.size());
     for (std::size_t j = 0; j < c_scale.size(); ++j) c_scale[j] = in_q.scale * w.scales[j];
     GemmArgs g;
     g.m = m;
     g.n = l.k;
     g.k = k;
-    g.a_u8 = gather ? nullptr : in;
+    g.a_u8 = gather || shifted ? nullptr : a;
     g.a_zero_point = in_q.zero_point;
     g.b_s8 = b_q.data();
     g.c_scale = c_scale.data();
@@ -242,18 +305,24 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     o.out_scale = st->params[i].scale;
     o.out_zero_point = st->params[i].zero_point;
     o.out_f32 = out_f32;
-    GatherRows patches;
-    if (gather) {
-      patches = [&l, in, pad = static_cast<std::uint8_t>(in_q.zero_point)](std::int64_t row0, int rows,
-                                                                           std::uint8_t* dst) {
-        patch_rows(l, in, pad, row0, rows, dst);
-      };
-    }
     // Packs B now; b_q and c_scale are not kept.
-    Run gemm = prepare_gemm_vnni_s8_out(g, o, std::move(patches));
-    const bool quantize = l.input < 0;
-    calls.push_back([st, args, gemm = std::move(gemm), quantize, in_q] {
-      if (quantize) quantize_input(args, in_q, st->input.data());
+    Run gemm;
+    if (shifted) {
+      gemm = prepare_gemm_vnni_s8_out(g, o, ShiftedImage{a, batch, l.oh, l.ow, channels, l.window});
+    } else if (gather) {
+      gemm = prepare_gemm_vnni_s8_out(g, o, [&l, a, pad = static_cast<std::uint8_t>(in_q.zero_point)](
+                                                std::int64_t row0, int rows, std::uint8_t* dst) {
+        patch_rows(l, a, pad, row0, rows, dst);
+      });
+    } else {
+      gemm = prepare_gemm_vnni_s8_out(g, o);
+    }
+    calls.push_back([st, args, gemm = std::move(gemm), quantize, in_q, in, batch, layout, copy] {
+      if (quantize) {
+        quantize_input(args, in_q, layout, copy);
+      } else if (copy != nullptr) {
+        pad_image(in, batch, layout, copy);
+      }
       gemm();
     });
   }
