@@ -17,10 +17,14 @@
 namespace {
 
 // results/<machine>/ folder name: the GPU when there is one, else the CPU
-// model and the cores this process may use.
+// model, its microarchitecture (CPUID: "AMD EPYC" alone has named a Zen 4
+// and a CPU with twice its FMA rate) and the cores this process may use.
 std::string machine_slug(const dlb::GpuInfo& gpu) {
   std::string raw = gpu.count > 0 ? gpu.name : dlb::cpu_model();
-  if (gpu.count == 0) raw.append(" ").append(std::to_string(dlb::cpu_cores_usable())).append("c");
+  if (gpu.count == 0) {
+    raw.append(" ").append(dlb::cpu_microarchitecture(dlb::cpu_id()));
+    raw.append(" ").append(std::to_string(dlb::cpu_cores_usable())).append("c");
+  }
   std::string slug;
   for (char c : raw) {
     if (std::isalnum(static_cast<unsigned char>(c))) {
@@ -55,6 +59,8 @@ void add_context(const dlb::GpuInfo& gpu) {
   AddCustomContext("cuda_compiler", dlb::build::cuda_compiler());
   AddCustomContext("cuda_architectures", dlb::build::cuda_architectures());
   AddCustomContext("cpu_model", dlb::cpu_model());
+  AddCustomContext("cpu_id", dlb::cpu_id_text(dlb::cpu_id()));
+  AddCustomContext("cpu_microarchitecture", dlb::cpu_microarchitecture(dlb::cpu_id()));
   AddCustomContext("cpu_cores", std::to_string(dlb::cpu_cores_usable()));
   AddCustomContext("omp_threads", std::to_string(dlb::cpu_threads()));
   AddCustomContext("cpu_vector_isa", dlb::cpu_vector_isa());

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <limits>
 #include <vector>
 
@@ -183,6 +185,39 @@ TEST(CpuInfo, SeesTheMachine) {
   EXPECT_GE(cpu_cores_usable(), 1);
   EXPECT_GE(cpu_threads(), 1);
   EXPECT_FALSE(cpu_model().empty());
+  const CpuId id = cpu_id();
+  EXPECT_EQ(id.vendor.size(), 12u) << id.vendor;
+  EXPECT_GE(id.family, 1);
+  EXPECT_NE(cpu_id_text(id).find("family " + std::to_string(id.family) + " model "), std::string::npos);
+  EXPECT_FALSE(cpu_microarchitecture(id).empty());
+}
+
+// The family/model table, and CPUID leaf 1's encoding as /proc/cpuinfo
+// decodes it (this machine's "cpu family" and "model" lines).
+TEST(CpuInfo, MicroarchitectureFromFamilyAndModel) {
+  EXPECT_EQ(cpu_microarchitecture({"AuthenticAMD", 25, 17, 1}), "zen4");    // EPYC 9004
+  EXPECT_EQ(cpu_microarchitecture({"AuthenticAMD", 25, 1, 1}), "zen3");     // EPYC 7003
+  EXPECT_EQ(cpu_microarchitecture({"AuthenticAMD", 26, 2, 0}), "zen5");     // EPYC 9005
+  EXPECT_EQ(cpu_microarchitecture({"AuthenticAMD", 23, 49, 0}), "zen2");    // EPYC 7002
+  EXPECT_EQ(cpu_microarchitecture({"GenuineIntel", 6, 143, 8}), "sapphire-rapids");
+  EXPECT_EQ(cpu_microarchitecture({"GenuineIntel", 6, 207, 2}), "emerald-rapids");
+  EXPECT_EQ(cpu_microarchitecture({"GenuineIntel", 6, 85, 7}), "skylake-sp");
+  EXPECT_EQ(cpu_microarchitecture({"GenuineIntel", 6, 999, 0}), "f6m999");
+  EXPECT_EQ(cpu_microarchitecture({"AuthenticAMD", 6, 143, 0}), "f6m143");  // the vendor counts
+
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  int family = -1, model = -1;
+  while (std::getline(in, line) && (family < 0 || model < 0)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    if (key == "cpu family") family = std::stoi(line.substr(colon + 1));
+    if (key == "model") model = std::stoi(line.substr(colon + 1));
+  }
+  if (family < 0 || model < 0) GTEST_SKIP() << "/proc/cpuinfo has no cpu family / model lines";
+  EXPECT_EQ(cpu_id().family, family);
+  EXPECT_EQ(cpu_id().model, model);
 }
 
 }  // namespace

@@ -162,6 +162,21 @@ class Inputs(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("CROSS-MACHINE", p.stdout)
 
+    def test_other_microarchitecture_refused(self):
+        # Same model string, different CPUID family/model: two machines.
+        def zen(name):
+            def edit(data):
+                data["context"]["cpu_microarchitecture"] = name
+            return edit
+        p = run(edited(BASE, zen("zen4")), edited(AA_NEW, zen("zen5")))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cpu_microarchitecture: 'zen4' vs 'zen5'", p.stderr)
+        p = run(edited(BASE, zen("zen4")), AA_NEW)  # a run from before it was recorded
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot be confirmed", p.stderr)
+        p = run(edited(BASE, zen("zen4")), edited(AA_NEW, zen("zen4")))
+        self.assertNotEqual(p.returncode, 2, p.stderr)
+
     def test_single_process_is_warned_about(self):
         def first_process(data):
             data["benchmarks"] = [e for e in data["benchmarks"] if e.get("process_index", 0) == 0]

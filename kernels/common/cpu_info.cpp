@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 
 #if DLB_HAVE_ONEDNN
@@ -59,6 +60,64 @@ std::string cpu_model() {
     }
   }
   return "unknown";
+}
+
+CpuId cpu_id() {
+  CpuId id;
+  const CpuidBits v = cpuid(0, 0);
+  char vendor[13] = {};
+  std::memcpy(vendor, &v.ebx, 4);
+  std::memcpy(vendor + 4, &v.edx, 4);
+  std::memcpy(vendor + 8, &v.ecx, 4);
+  id.vendor = vendor;
+  // Intel SDM vol. 2A, CPUID leaf 1 EAX: the displayed family adds the
+  // extended family where the base is 15; the displayed model puts the
+  // extended model above the base where the family is 6 or 15.
+  const unsigned eax = cpuid(1, 0).eax;
+  const int base_family = static_cast<int>((eax >> 8) & 0xf), base_model = static_cast<int>((eax >> 4) & 0xf);
+  id.family = base_family == 0xf ? base_family + static_cast<int>((eax >> 20) & 0xff) : base_family;
+  id.model = base_family == 0x6 || base_family == 0xf ? (static_cast<int>((eax >> 16) & 0xf) << 4) + base_model
+                                                      : base_model;
+  id.stepping = static_cast<int>(eax & 0xf);
+  return id;
+}
+
+std::string cpu_id_text(const CpuId& id) {
+  return "family " + std::to_string(id.family) + " model " + std::to_string(id.model) + " stepping " +
+         std::to_string(id.stepping) + " (" + id.vendor + ")";
+}
+
+std::string cpu_microarchitecture(const CpuId& id) {
+  struct Range {
+    const char* vendor;
+    int family, model_lo, model_hi;
+    const char* name;
+  };
+  // Server parts (and their desktop siblings of the same core), from the
+  // vendors' family/model assignments.
+  static constexpr Range kKnown[] = {
+      {"AuthenticAMD", 0x17, 0x00, 0x2f, "zen"},  // Zen, Zen+ (Naples)
+      {"AuthenticAMD", 0x17, 0x30, 0xff, "zen2"},  // Rome and later family 17h
+      {"AuthenticAMD", 0x19, 0x00, 0x0f, "zen3"},  // Milan
+      {"AuthenticAMD", 0x19, 0x10, 0x1f, "zen4"},  // Genoa, Bergamo (0xa0-0xaf)
+      {"AuthenticAMD", 0x19, 0x20, 0x5f, "zen3"},
+      {"AuthenticAMD", 0x19, 0x60, 0xaf, "zen4"},
+      {"AuthenticAMD", 0x1a, 0x00, 0xff, "zen5"},  // Turin
+      {"GenuineIntel", 6, 0x55, 0x55, "skylake-sp"},  // also Cascade Lake, Cooper Lake
+      {"GenuineIntel", 6, 0x6a, 0x6a, "ice-lake-sp"},
+      {"GenuineIntel", 6, 0x8f, 0x8f, "sapphire-rapids"},
+      {"GenuineIntel", 6, 0xcf, 0xcf, "emerald-rapids"},
+      {"GenuineIntel", 6, 0xad, 0xad, "granite-rapids"},
+      {"GenuineIntel", 6, 0xaf, 0xaf, "sierra-forest"},
+  };
+  for (const Range& r : kKnown)
+    if (id.vendor == r.vendor && id.family == r.family && id.model >= r.model_lo && id.model <= r.model_hi)
+      return r.name;
+  // Appended, not "f" + std::to_string(...): that trips GCC 12's false
+  // -Wrestrict (GCC bug 105329).
+  std::string name("f");
+  name.append(std::to_string(id.family)).append("m").append(std::to_string(id.model));
+  return name;
 }
 
 int cpu_cores_usable() {

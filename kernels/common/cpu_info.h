@@ -7,6 +7,20 @@
 namespace dlb {
 
 std::string cpu_model();          // "Intel(R) Xeon(R) Processor", from /proc/cpuinfo
+
+// What CPUID says the processor is. A VM's model string can be as generic as
+// "AMD EPYC", which two VMs with a 2x different FMA rate have both reported
+// here; the family and model tell such CPUs apart.
+struct CpuId {
+  std::string vendor;  // "GenuineIntel", "AuthenticAMD"
+  int family = 0, model = 0, stepping = 0;  // as Linux's /proc/cpuinfo shows them (extended fields added)
+};
+CpuId cpu_id();
+// "family 25 model 17 stepping 1 (AuthenticAMD)"
+std::string cpu_id_text(const CpuId& id);
+// The microarchitecture of a vendor/family/model, for the server parts this
+// tool meets ("zen4", "sapphire-rapids"), else "f<family>m<model>".
+std::string cpu_microarchitecture(const CpuId& id);
 int cpu_cores_usable();           // CPUs in this process's affinity mask
 int cpu_threads();                // what OpenMP regions will use (omp_get_max_threads)
 bool cpu_has_avx2_fma();

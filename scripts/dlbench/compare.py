@@ -57,7 +57,9 @@ from dlbench.results import Case, Results, relative_mad
 DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_EFFECT = 0.10
 DEFAULT_NOISE_FACTOR = 3.0
-MACHINE_KEYS = ("cpu_model", "cpu_cores", "gpu_name")
+# cpu_microarchitecture: CPUID's family/model, for VMs whose model string is
+# as generic as "AMD EPYC" (two CPUs 2x apart in FMA rate both said so).
+MACHINE_KEYS = ("cpu_model", "cpu_microarchitecture", "cpu_cores", "gpu_name")
 
 # Which roofline ceiling normalizes a case: by device and by what it counts.
 CEILINGS = {
@@ -110,6 +112,8 @@ def check_machines(base: Results, new: Results, cross_machine: bool) -> str | No
     if a == b:
         return None
     diff = ", ".join(f"{k}: {a[k]!r} vs {b[k]!r}" for k in MACHINE_KEYS if a[k] != b[k])
+    if "?" in (a["cpu_microarchitecture"], b["cpu_microarchitecture"]) and a["cpu_microarchitecture"] != b["cpu_microarchitecture"]:
+        diff += " ('?': a run from before bench recorded the CPU's family and model, so the CPU cannot be confirmed)"
     if not cross_machine:
         raise CompareError(f"runs from different machines ({diff}); times are comparable only on one "
                            "machine. Pass --cross-machine to compare anyway.")
