@@ -25,6 +25,9 @@
 #include "kernels/common/random.h"
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/dataset.h"
+#if DLB_HAVE_ONEDNN
+#include "kernels/nn/onednn_plan.h"
+#endif
 #include "kernels/nn/safetensors.h"
 #include "reference/nn.h"
 #include "tests/test_device.h"
@@ -610,6 +613,39 @@ TEST_P(BackendTest, MatchesReferenceAndPyTorch) {
   EXPECT_FALSE(c.report().implementation.empty());
   EXPECT_EQ(c.report().layer_calls.size(), c.network().layers.size());
 }
+
+#if DLB_HAVE_ONEDNN
+// cpu_onednn keeps the faster of two layout policies, and per 3x3 conv the
+// faster of Winograd and direct (timed in prepare, so any of them may be
+// what the other tests see): each policy, with Winograd where it is faster
+// and wherever oneDNN has it (resnet20's residual convs then join after
+// Winograd), against the reference, with the layer calls making the pass.
+TEST(CpuOnednnLayouts, BothPoliciesMatchTheReference) {
+  for (const std::string name : {"resnet20", "mnist_cnn"}) {
+    const nn::Network& net = nn::network(name);
+    auto x = test_input(net, kReferenceImages);
+    for (const auto& [blocked, winograd] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+      SCOPED_TRACE(name + (blocked ? " nChw16c from 32 channels" : " oneDNN's layouts") +
+                   (winograd ? ", Winograd always" : ""));
+      std::vector<float> y(static_cast<std::size_t>(kReferenceImages * net.classes));
+      nn::NetReport report;
+      const dlb::Run pass = nn::prepare_cpu_onednn_fp32(
+          nn::NetArgs{&net, kReferenceImages, x.data(), y.data(), &report}, blocked, winograd);
+      if (blocked && winograd && name == "resnet20") {  // the join is what this case is for
+        EXPECT_NE(report.implementation.find("jit_wino"), std::string::npos) << report.implementation;
+      }
+      poison_nan(std::span<float>(y));
+      pass();
+      const auto c = ref::compare(y, reference_outputs(name), 1e-5);
+      EXPECT_TRUE(c.ok) << c.summary();
+      poison_nan(std::span<float>(y));
+      for (const auto& call : report.layer_calls) call();
+      const auto by_layer = ref::compare(y, reference_outputs(name), 1e-5);
+      EXPECT_TRUE(by_layer.ok) << by_layer.summary();
+    }
+  }
+}
+#endif
 
 class LayerCallsTest : public ::testing::TestWithParam<BackendParam> {};
 

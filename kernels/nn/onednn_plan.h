@@ -21,20 +21,29 @@
 
 namespace dlb::nn {
 
+// cpu_onednn's fp32 pass with one of its two layout policies (oneDNN's
+// layouts, or nChw16c from 32 channels), not the faster of them that the
+// variant keeps; with winograd_always, Winograd wherever oneDNN has it for a
+// layer, not where it was faster: the tests hold each to the reference.
+Run prepare_cpu_onednn_fp32(const NetArgs& args, bool blocked_wide, bool winograd_always = false);
+
 struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, dnnl::memory> args;
 };
 
-// One layer's work: an optional reorder before (the network input), the
-// primitive, an optional reorder after (the network output).
+// One layer's work: an optional reorder before (the network input, or
+// into a Winograd layout), the primitive, an optional join (a residual sum
+// the primitive could not fuse), an optional reorder after (the network
+// output).
 struct LayerPlan {
-  std::optional<Step> before, after;
+  std::optional<Step> before, join, after;
   Step main;
   void run() {
     auto& stream = onednn_stream();
     if (before) before->primitive.execute(stream, before->args);
     main.primitive.execute(stream, main.args);
+    if (join) join->primitive.execute(stream, join->args);
     if (after) after->primitive.execute(stream, after->args);
     stream.wait();
   }
