@@ -20,6 +20,11 @@
 // A [m,k] u8 is read in place, inside the timed call: per step 4 bytes of a
 // row broadcast to every lane; the last group of a row whose k is not a
 // multiple of 4 is read with a masked load, so no byte past A is touched.
+// For a network layer (gemm_vnni.h) the rows of a tile may instead be
+// gathered into a buffer first, or be views of a padded image: each row then
+// is `window` runs of k / window bytes (TileA), the tile's rows `channels`
+// bytes apart in every run, and the output stage stores each row where its
+// pixel is (or not at all, for the padding columns the view runs over).
 //
 // Micro-kernel: a tile of 6 rows x 64 columns of C in 24 zmm accumulators
 // (+4 registers for B, 1 for A): per step 4 loads of B and 6 broadcasts feed
