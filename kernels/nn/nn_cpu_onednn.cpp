@@ -57,13 +57,15 @@ std::vector<Step> conv_steps(const ConvChoice& c, const memory& src, const std::
   // With a join, the conv writes a buffer of its own and the join adds it
   // into the shortcut.
   memory conv_out = dst && !c.join ? *dst : memory(c.pd.dst_desc(), onednn_engine());
+  const memory::desc user_weights(w_dims, f32, tag::oihw);
   steps.push_back(Step{dnnl::convolution_forward(c.pd),
                        {{DNNL_ARG_SRC, in},
-                        {DNNL_ARG_WEIGHTS, weights_in(c.pd.weights_desc(), memory::desc(w_dims, f32, memory::format_tag::oihw), l.weight)},
+                        {DNNL_ARG_WEIGHTS, weights_in(c.pd.weights_desc(), user_weights, l.weight)},
                         {DNNL_ARG_BIAS, owned_copy(c.pd.bias_desc(), l.bias)},
                         {DNNL_ARG_DST, conv_out}}});
   if (c.join) {
-    steps.push_back(Step{dnnl::binary(*c.join), {{DNNL_ARG_SRC_0, *dst}, {DNNL_ARG_SRC_1, conv_out}, {DNNL_ARG_DST, *dst}}});
+    steps.push_back(
+        Step{dnnl::binary(*c.join), {{DNNL_ARG_SRC_0, *dst}, {DNNL_ARG_SRC_1, conv_out}, {DNNL_ARG_DST, *dst}}});
   }
   if (out != nullptr) *out = c.join ? *dst : conv_out;
   return steps;
@@ -304,7 +306,8 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
   const int keep = best[1] < best[0] ? 1 : 0;
   if (args.report != nullptr) {
     *args.report = reports[keep];
-    args.report->implementation += keep == 1 ? "; nChw16c from 32 channels (faster here)" : "; oneDNN's layouts (faster here)";
+    args.report->implementation +=
+        keep == 1 ? "; nChw16c from 32 channels (faster here)" : "; oneDNN's layouts (faster here)";
   }
   return runs[keep];
 }

@@ -112,7 +112,8 @@ def check_machines(base: Results, new: Results, cross_machine: bool) -> str | No
     if a == b:
         return None
     diff = ", ".join(f"{k}: {a[k]!r} vs {b[k]!r}" for k in MACHINE_KEYS if a[k] != b[k])
-    if "?" in (a["cpu_microarchitecture"], b["cpu_microarchitecture"]) and a["cpu_microarchitecture"] != b["cpu_microarchitecture"]:
+    uarch = (a["cpu_microarchitecture"], b["cpu_microarchitecture"])
+    if "?" in uarch and uarch[0] != uarch[1]:
         diff += " ('?': a run from before bench recorded the CPU's family and model, so the CPU cannot be confirmed)"
     if not cross_machine:
         raise CompareError(f"runs from different machines ({diff}); times are comparable only on one "
