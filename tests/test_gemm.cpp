@@ -212,8 +212,8 @@ TEST(GemmTable, HasEveryVariantOfThisDevice) {
 
 // The VNNI GEMM's network-layer output stage (gemm_vnni.h), for the int8
 // networks: the integer sums exact, then the fp32 steps in the kernel's
-// order reproduced here bit for bit (scale, bias, dequantized residual by
-// fused multiply-add, ReLU, multiply by 1 / out_scale, round to nearest
+// order reproduced here bit for bit (scale and bias by one fused
+// multiply-add, dequantized residual by another, ReLU, multiply by 1 / out_scale, round to nearest
 // even, zero point, saturate), and within one code of the same arithmetic
 // in double precision. Shapes with every panel width (n = 10, 30, 70), rows
 // gathered on demand and read in place, with and without residual and ReLU,
@@ -276,8 +276,7 @@ TEST(GemmVnniLayerOutput, RequantizesAsItsReference) {
                        b[static_cast<std::size_t>(p * s.n + j)];
               const auto at = static_cast<std::size_t>(i * s.n + j);
               const auto col = static_cast<std::size_t>(j);
-              float v = static_cast<float>(acc) * c_scale[col];
-              v = v + bias[col];
+              float v = std::fma(static_cast<float>(acc), c_scale[col], bias[col]);
               double d = static_cast<double>(acc) * c_scale[col] + bias[col];
               if (residual) {
                 const auto r = static_cast<float>(static_cast<int>(res[at]) - o.residual_zero_point);

@@ -148,10 +148,14 @@ struct TileA {
   int tail_bytes;  // k % 4 values after the last run (plain A only)
 };
 
-// The layer output stage of one vector of 16 columns of one row (gemm_vnni.h).
+// The layer output stage of one vector of 16 columns of one row (gemm_vnni.h),
+// from the sums in fp32 and their scales. The scale and the bias are one
+// explicit fused multiply-add: written as a multiply and an add, GCC
+// (gnu++20's -ffp-contract=fast) fused them or not by the inlining context,
+// and two kernels with the same integer sums gave outputs one ulp apart.
 DLB_TARGET_VNNI inline void layer_store(const VnniOutput& o, std::int64_t at, std::int64_t col, __mmask16 mask,
-                                        __m512 v) {
-  v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, o.bias + col));
+                                        __m512 sum, __m512 scale) {
+  __m512 v = _mm512_fmadd_ps(sum, scale, _mm512_maskz_loadu_ps(mask, o.bias + col));
   if (o.residual != nullptr) {
     const __m512i codes = _mm512_maskz_cvtepu8_epi32(mask, _mm_maskz_loadu_epi8(mask, o.residual + at));
     const __m512 r = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(codes, _mm512_set1_epi32(o.residual_zero_point)));
@@ -227,7 +231,7 @@ DLB_TARGET_VNNI void tile_kernel(const TileA& ta, const std::int8_t* panel, cons
         const std::int64_t row = out.row_offsets != nullptr ? out.row_offsets[r] : out.row_offset + r * out.ldc;
         if (row < 0) continue;
         const std::int64_t col = out.col0 + v * kLanes;
-        layer_store(*out.layer, row + col, col, mask, _mm512_mul_ps(sum, scale));
+        layer_store(*out.layer, row + col, col, mask, sum, scale);
       } else {
         _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
       }

@@ -2,7 +2,7 @@
 // quantized network layer fused into its register tiles, for the int8
 // networks (kernels/nn): per output element, with acc the exact integer
 // product of GemmArgs (zero point compensated),
-//     v = fp32(acc) * c_scale[j] + bias[j]
+//     v = fma(fp32(acc), c_scale[j], bias[j])                       (one rounding)
 //     v += (residual[i,j] - residual_zero_point) * residual_scale   (if residual)
 //     v = max(v, 0)                                                  (if relu)
 // then either stored as fp32 into out_f32[i,j], or requantized to the next
