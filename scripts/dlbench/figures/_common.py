@@ -20,6 +20,12 @@ def label_for(results: Results, variant: str, many_machines: bool) -> str:
     return f"{variant} ({results.machine})" if many_machines else variant
 
 
+def tables_with_note(blocks: list[str], note: str) -> str:
+    """A family's README block: its tables, then the note that explains
+    them; nothing if there is no table."""
+    return "\n\n".join(blocks) + "\n\n" + note if blocks else ""
+
+
 def many_machines(results_list: list[Results]) -> bool:
     return len({r.machine for r in results_list}) > 1
 

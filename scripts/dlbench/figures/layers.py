@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from dlbench.figures._common import ceiling, note_errors
+from dlbench.figures._common import ceiling, note_errors, tables_with_note
 from dlbench.results import Case, Results
 
 FAMILY = "layers"  # the README block; the cases are <net>_layer
@@ -224,9 +224,8 @@ def table(results: Results) -> str:
             body = top10_table(results, network, v)
             if body:
                 blocks.append(f"**{network}, `{v}`**\n\n{body}")
-    if not blocks:
-        return ""
-    return ("\n\n".join(blocks) + "\n\nTimes per pass, medians of the repetitions; % of the summed layer times; "
-            "each op is a fused layer (conv with its bias, residual add and ReLU), so an op's self time is its "
-            "total. Gap: median whole pass (called as a user calls it, result waited for) minus the median sum "
-            "of its layers timed in the same case.")
+    return tables_with_note(
+        blocks, "Times per pass, medians of the repetitions; % of the summed layer times; "
+        "each op is a fused layer (conv with its bias, residual add and ReLU), so an op's self time is its "
+        "total. Gap: median whole pass (called as a user calls it, result waited for) minus the median sum "
+        "of its layers timed in the same case.")

@@ -9,7 +9,8 @@ import math
 
 import matplotlib.pyplot as plt
 
-from dlbench.figures._common import label_for, many_machines, note_errors, plain_numbers, series
+from dlbench.figures._common import (label_for, many_machines, note_errors, plain_numbers, series,
+                                      tables_with_note)
 from dlbench.isa import is_fp32
 from dlbench.results import Case, Results
 
@@ -128,8 +129,7 @@ def table(results: Results) -> str:
         if ratios:
             lines.append(ratios)
         blocks.append("\n".join(lines))
-    if not blocks:
-        return ""
-    return ("\n\n".join(blocks) + "\n\nImages/s: median of the repetitions. Latency: median of single batch-1 calls. "
-            "Accuracy: top-1 on the 10,000 Fashion-MNIST test images. max_rel_err: largest over the batch sizes, "
-            "outputs of PyTorch's 256 reference images against PyTorch's own.")
+    return tables_with_note(
+        blocks, "Images/s: median of the repetitions. Latency: median of single batch-1 calls. "
+        "Accuracy: top-1 on the 10,000 Fashion-MNIST test images. max_rel_err: largest over the batch sizes, "
+        "outputs of PyTorch's 256 reference images against PyTorch's own.")

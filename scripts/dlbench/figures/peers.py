@@ -20,7 +20,7 @@ import math
 import matplotlib.pyplot as plt
 
 from dlbench.figures import conv, daxpy, gemm, networks, softmax
-from dlbench.figures._common import GB, GFLOP, plain_numbers
+from dlbench.figures._common import GB, GFLOP, plain_numbers, tables_with_note
 from dlbench.isa import is_fp32
 from dlbench.results import Case, Results
 
@@ -112,11 +112,10 @@ def table(results: Results) -> str:
             lines += ["", "Peers above: " + "; ".join(f"`{p}` {' / '.join(sorted(w))}" for p, w in sorted(ran.items()))
                       + "."]
             blocks.append("\n".join(lines))
-    if not blocks:
-        return ""
-    return ("\n\n".join(blocks) + "\n\nMedians of the repetitions, dlbench and peers from the same file. "
-            "Each peer's output was checked against the same reference with the family's tolerance before it "
-            "was timed.")
+    return tables_with_note(
+        blocks, "Medians of the repetitions, dlbench and peers from the same file. "
+        "Each peer's output was checked against the same reference with the family's tolerance before it "
+        "was timed.")
 
 
 def combined(results_list: list[Results]) -> Results:

@@ -16,6 +16,7 @@ import math
 
 import matplotlib.pyplot as plt
 
+from dlbench.figures._common import tables_with_note
 from dlbench.isa import REDUCED, is_fp32, isa_of, precision_of
 from dlbench.results import Case, Results
 
@@ -109,15 +110,13 @@ def table(results: Results) -> str:
                          f"{peak} | {_fmt(x['accuracy'], '.4f')} | {_fmt(x['drop_points'], '+.2f')} | "
                          f"{_fmt(x['max_rel_err'], '.1e')} |")
         blocks.append("\n".join(lines))
-    if not blocks:
-        return ""
     ctx = results.context
-    return ("\n\n".join(blocks) +
-            f"\n\nCPU: {ctx.get('cpu_model', '?')}, {ctx.get('cpu_vector_isa', '?')} with "
-            f"{ctx.get('cpu_extensions', 'no extensions')}; oneDNN {ctx.get('onednn_version', '?')} dispatching "
-            f"{ctx.get('onednn_isa', '?')}. "
-            "Over best fp32: this row's images/s over the fastest fp32 backend of the same device in the same run "
-            "(a peer row: over the fastest fp32 peer). "
-            "ISA peak: the instruction set's peak multiply-accumulate rate over fp32 FMA. Drop: PyTorch's fp32 "
-            "top-1 accuracy minus this row's, on the 10,000 test images (negative: this row classifies more "
-            "correctly). max_rel_err: logits of PyTorch's 256 reference images against its fp32 logits.")
+    return tables_with_note(
+        blocks, f"CPU: {ctx.get('cpu_model', '?')}, {ctx.get('cpu_vector_isa', '?')} with "
+        f"{ctx.get('cpu_extensions', 'no extensions')}; oneDNN {ctx.get('onednn_version', '?')} dispatching "
+        f"{ctx.get('onednn_isa', '?')}. "
+        "Over best fp32: this row's images/s over the fastest fp32 backend of the same device in the same run "
+        "(a peer row: over the fastest fp32 peer). "
+        "ISA peak: the instruction set's peak multiply-accumulate rate over fp32 FMA. Drop: PyTorch's fp32 "
+        "top-1 accuracy minus this row's, on the 10,000 test images (negative: this row classifies more "
+        "correctly). max_rel_err: logits of PyTorch's 256 reference images against its fp32 logits.")
