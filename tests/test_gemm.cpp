@@ -316,26 +316,30 @@ TEST(GemmVnniLayerOutput, RequantizesAsItsReference) {
 
 // The implicit GEMM over a shifted image (gemm_vnni.h) against the same
 // conv as patches gathered into rows of A: the same integer sums, so the
-// same codes and floats bit for bit. Images whose padded width and tiles do
-// not line up (7 x 9, 5 x 5 windows, one image and several), every panel
-// width, with and without a residual, u8 and fp32 outputs.
+// same codes and floats bit for bit. Rows that tiles do not divide (9, 11,
+// 26 and 3 pixels, for tiles of 6, 12 and 24 rows), r x r windows of 3 and
+// 5 and r x 1 ones (an input expanded to window rows), one image and
+// several, every panel width, with and without a residual, u8 and fp32
+// outputs.
 TEST(GemmVnniShiftedImage, EqualsGatheredPatches) {
   if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
   struct Conv {
-    std::int64_t images, rows, cols, channels, window, n;
+    std::int64_t images, rows, cols, channels, window, window_cols, n;
   };
   int case_index = 0;
-  for (const Conv cv : {Conv{3, 7, 9, 16, 3, 16}, Conv{1, 32, 32, 4, 3, 16}, Conv{2, 8, 8, 32, 3, 32},
-                        Conv{2, 5, 6, 64, 3, 64}, Conv{2, 6, 11, 4, 5, 20}, Conv{1, 9, 3, 12, 3, 70}}) {
+  for (const Conv cv : {Conv{3, 7, 9, 16, 3, 3, 16}, Conv{1, 32, 32, 4, 3, 3, 16}, Conv{2, 8, 8, 32, 3, 3, 32},
+                        Conv{2, 5, 6, 64, 3, 3, 64}, Conv{2, 6, 11, 4, 5, 5, 20}, Conv{1, 9, 3, 12, 3, 3, 70},
+                        Conv{2, 5, 26, 4, 3, 1, 32}, Conv{1, 6, 24, 8, 5, 1, 20}}) {
     for (const bool residual : {false, true}) {
       for (const bool u8_out : {true, false}) {
         SCOPED_TRACE(testing::Message() << cv.images << "x" << cv.rows << "x" << cv.cols << "x" << cv.channels
-                                        << " window " << cv.window << " n " << cv.n << " residual " << residual
+                                        << " window " << cv.window << "x" << cv.window_cols << " n " << cv.n
+                                        << " residual " << residual
                                         << " u8 " << u8_out);
         const auto seed = static_cast<std::uint64_t>(++case_index) * 1000 + 7;
-        const std::int64_t pad = cv.window / 2, pitch = cv.cols + cv.window - 1,
+        const std::int64_t pad = cv.window / 2, pad_cols = cv.window_cols / 2, pitch = cv.cols + cv.window_cols - 1,
                            height = cv.rows + cv.window - 1;
-        const std::int64_t m = cv.images * cv.rows * cv.cols, k = cv.window * cv.window * cv.channels;
+        const std::int64_t m = cv.images * cv.rows * cv.cols, k = cv.window * cv.window_cols * cv.channels;
         const std::uint8_t za = 37;  // the padding: the code of 0
         std::vector<std::uint8_t> image(static_cast<std::size_t>(cv.images * height * pitch * cv.channels), za);
         std::vector<std::uint8_t> pixels(static_cast<std::size_t>(m * cv.channels));
@@ -343,7 +347,7 @@ TEST(GemmVnniShiftedImage, EqualsGatheredPatches) {
         for (std::int64_t i = 0; i < cv.images; ++i)
           for (std::int64_t y = 0; y < cv.rows; ++y)
             std::copy_n(pixels.begin() + ((i * cv.rows + y) * cv.cols) * cv.channels, cv.cols * cv.channels,
-                        image.begin() + ((i * height + y + pad) * pitch + pad) * cv.channels);
+                        image.begin() + ((i * height + y + pad) * pitch + pad_cols) * cv.channels);
         std::vector<std::int8_t> b(static_cast<std::size_t>(k * cv.n));
         fill_random_int(std::span<std::int8_t>(b), seed + 2, -127, 127);
         std::vector<std::uint8_t> res(static_cast<std::size_t>(m * cv.n));
@@ -376,15 +380,15 @@ TEST(GemmVnniShiftedImage, EqualsGatheredPatches) {
           }
           if (shifted) {
             prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), cv.images, cv.rows, cv.cols, cv.channels,
-                                                        cv.window})();
+                                                        cv.window, cv.window_cols})();
           } else {
             // Row i of A: pixel (image, y, x)'s window rows of the padded image.
             prepare_gemm_vnni_s8_out(g, o, [&](std::int64_t row0, int rows, std::uint8_t* dst) {
               for (std::int64_t i = row0; i < row0 + rows; ++i) {
                 const std::int64_t x = i % cv.cols, y = i / cv.cols % cv.rows, n = i / (cv.cols * cv.rows);
-                for (std::int64_t s = 0; s < cv.window; ++s, dst += cv.window * cv.channels)
+                for (std::int64_t s = 0; s < cv.window; ++s, dst += cv.window_cols * cv.channels)
                   std::copy_n(image.begin() + ((n * height + y + s) * pitch + x) * cv.channels,
-                              cv.window * cv.channels, dst);
+                              cv.window_cols * cv.channels, dst);
               }
             })();
           }
@@ -420,11 +424,14 @@ TEST(GemmVnniShiftedImage, MismatchedShapesAreAClearError) {
   o.bias = bias.data();
   o.out_u8 = out.data();
   // 3 channels: a window row of 9 bytes splits a group of 4.
-  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 2, 2, 3, 3}), Error);
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 2, 2, 3, 3, 3}), Error);
   g.k = 36;
+  EXPECT_NO_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 2, 2, 4, 3, 3}));
   // k = 3 * 3 * 4, but m is not 1 x 3 x 2.
-  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 3, 2, 4, 3}), Error);
-  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{nullptr, 1, 2, 2, 4, 3}), Error);
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 3, 2, 4, 3, 3}), Error);
+  // A window of no columns.
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{image.data(), 1, 2, 2, 4, 9, 0}), Error);
+  EXPECT_THROW(prepare_gemm_vnni_s8_out(g, o, ShiftedImage{nullptr, 1, 2, 2, 4, 3, 3}), Error);
 }
 
 TEST(GemmBadInput, NonPositiveDimensionsAreAClearError) {

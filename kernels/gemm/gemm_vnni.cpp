@@ -23,8 +23,7 @@
 // For a network layer (gemm_vnni.h) the rows of a tile may instead be
 // gathered into a buffer first, or be views of a padded image: each row then
 // is `window` runs of k / window bytes (TileA), the tile's rows `channels`
-// bytes apart in every run, and the output stage stores each row where its
-// pixel is (or not at all, for the padding columns the view runs over).
+// bytes apart in every run (a tile of a shifted image is pixels of one row).
 //
 // Micro-kernel: a tile of 6 rows x 64 columns of C in 24 zmm accumulators
 // (+4 registers for B, 1 for A): per step 4 loads of B and 6 broadcasts feed
@@ -131,7 +130,6 @@ struct TileOut {
   // The network layer's output stage (gemm_vnni.h), or null: C as above.
   const VnniOutput* layer = nullptr;
   std::int64_t row_offset = 0;              // of element (i0, 0) in the layer's [m, n] arrays
-  const std::int64_t* row_offsets = nullptr;  // or per row of the tile, -1: not stored
   std::int64_t col0 = 0;                    // the panel's first column
 };
 
@@ -148,18 +146,47 @@ struct TileA {
   int tail_bytes;  // k % 4 values after the last run (plain A only)
 };
 
-// The layer output stage of one vector of 16 columns of one row (gemm_vnni.h),
-// from the sums in fp32 and their scales. The scale and the bias are one
-// explicit fused multiply-add: written as a multiply and an add, GCC
-// (gnu++20's -ffp-contract=fast) fused them or not by the inlining context,
-// and two kernels with the same integer sums gave outputs one ulp apart.
-DLB_TARGET_VNNI inline void layer_store(const VnniOutput& o, std::int64_t at, std::int64_t col, __mmask16 mask,
-                                        __m512 sum, __m512 scale) {
-  __m512 v = _mm512_fmadd_ps(sum, scale, _mm512_maskz_loadu_ps(mask, o.bias + col));
+// The layer output stage (gemm_vnni.h), what it needs of VnniOutput in
+// registers and locals, read once per tile: the u8 stores may alias anything,
+// so fields read through the VnniOutput pointer were loaded again after every
+// store, and the bias once per row (mnist_cnn's first conv, k = 36, spent as
+// long in its output stage as in its sums).
+struct LayerStage {
+  const float* bias;
+  const std::uint8_t* residual;
+  __m512 residual_scale;
+  __m512i residual_zero_point;
+  bool relu;
+  std::uint8_t* out_u8;
+  __m512 inv_out_scale;
+  __m512i out_zero_point;
+  float* out_f32;
+};
+
+DLB_TARGET_VNNI inline LayerStage layer_stage(const VnniOutput& o) {
+  return LayerStage{o.bias,
+                    o.residual,
+                    _mm512_set1_ps(o.residual_scale),
+                    _mm512_set1_epi32(o.residual_zero_point),
+                    o.relu,
+                    o.out_u8,
+                    _mm512_set1_ps(1.0f / o.out_scale),
+                    _mm512_set1_epi32(o.out_zero_point),
+                    o.out_f32};
+}
+
+// One vector of 16 columns of one row, from the sums in fp32, their scales
+// and the bias. The scale and the bias are one explicit fused multiply-add:
+// written as a multiply and an add, GCC (gnu++20's -ffp-contract=fast) fused
+// them or not by the inlining context, and two kernels with the same integer
+// sums gave outputs one ulp apart.
+DLB_TARGET_VNNI inline void layer_store(const LayerStage& o, std::int64_t at, __mmask16 mask, __m512 sum,
+                                        __m512 scale, __m512 bias) {
+  __m512 v = _mm512_fmadd_ps(sum, scale, bias);
   if (o.residual != nullptr) {
     const __m512i codes = _mm512_maskz_cvtepu8_epi32(mask, _mm_maskz_loadu_epi8(mask, o.residual + at));
-    const __m512 r = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(codes, _mm512_set1_epi32(o.residual_zero_point)));
-    v = _mm512_fmadd_ps(r, _mm512_set1_ps(o.residual_scale), v);
+    const __m512 r = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(codes, o.residual_zero_point));
+    v = _mm512_fmadd_ps(r, o.residual_scale, v);
   }
   if (o.relu) v = _mm512_maskz_max_ps(mask, v, _mm512_setzero_ps());
   if (o.out_u8 == nullptr) {
@@ -168,8 +195,8 @@ DLB_TARGET_VNNI inline void layer_store(const VnniOutput& o, std::int64_t at, st
   }
   // Round to nearest even (the MXCSR default), then saturate into [0, 255].
   // Masked forms throughout: see the GCC note in tile_kernel.
-  __m512i q = _mm512_maskz_cvtps_epi32(mask, _mm512_mul_ps(v, _mm512_set1_ps(1.0f / o.out_scale)));
-  q = _mm512_add_epi32(q, _mm512_set1_epi32(o.out_zero_point));
+  __m512i q = _mm512_maskz_cvtps_epi32(mask, _mm512_mul_ps(v, o.inv_out_scale));
+  q = _mm512_add_epi32(q, o.out_zero_point);
   q = _mm512_maskz_min_epi32(mask, _mm512_maskz_max_epi32(mask, q, _mm512_setzero_si512()), _mm512_set1_epi32(255));
   _mm512_mask_cvtepi32_storeu_epi8(o.out_u8 + at, mask, q);
 }
@@ -218,6 +245,26 @@ DLB_TARGET_VNNI void tile_kernel(const TileA& ta, const std::int8_t* panel, cons
   // unmasked _mm512_cvtepi32_ps and _mm512_broadcastd_epi32 trip GCC 12's
   // false -Wuninitialized on their undefined pass-through (GCC bug 105593).
   const __m512i zero_point = _mm512_set1_epi32(out.zero_point);
+  if (out.layer != nullptr) {
+    const LayerStage stage = layer_stage(*out.layer);
+    const std::int64_t row_offset = out.row_offset, ldc = out.ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const int cols = std::clamp(out.cols - v * kLanes, 0, kLanes);
+      const auto mask = static_cast<__mmask16>((1u << cols) - 1);
+      const __m512i compensation = _mm512_mullo_epi32(zero_point, _mm512_load_si512(out.sums + v * kLanes));
+      const __m512 scale = _mm512_load_ps(out.scales + v * kLanes);
+      const std::int64_t col = out.col0 + v * kLanes;
+      const __m512 bias = _mm512_maskz_loadu_ps(mask, stage.bias + col);
+#pragma GCC unroll 24
+      for (int r = 0; r < Rows; ++r) {
+        const std::int64_t row = row_offset + r * ldc;
+        const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
+        layer_store(stage, row + col, mask, sum, scale, bias);
+      }
+    }
+    return;
+  }
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
     const int cols = std::clamp(out.cols - v * kLanes, 0, kLanes);
@@ -227,14 +274,7 @@ DLB_TARGET_VNNI void tile_kernel(const TileA& ta, const std::int8_t* panel, cons
 #pragma GCC unroll 24
     for (int r = 0; r < Rows; ++r) {
       const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
-      if (out.layer != nullptr) {
-        const std::int64_t row = out.row_offsets != nullptr ? out.row_offsets[r] : out.row_offset + r * out.ldc;
-        if (row < 0) continue;
-        const std::int64_t col = out.col0 + v * kLanes;
-        layer_store(*out.layer, row + col, col, mask, sum, scale);
-      } else {
-        _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
-      }
+      _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
     }
   }
 }
@@ -249,10 +289,8 @@ DLB_TARGET_VNNI void tile_kernel_rows(int rows, const TileA& ta, const std::int8
   }
 }
 
-// The output stage of panel p of a tile whose first row is at row_offset
-// (or whose rows are at row_offsets).
-TileOut tile_out(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, std::int64_t i, std::int64_t p,
-                 const std::int64_t* row_offsets = nullptr) {
+// The output stage of panel p of a tile whose first row is row i of C.
+TileOut tile_out(const GemmArgs& args, const PackedB& b, const VnniOutput* layer, std::int64_t i, std::int64_t p) {
   const std::int64_t first_col = p * b.cols();
   return TileOut{layer != nullptr ? nullptr : args.c + i * b.n + first_col,
                  b.n,
@@ -262,7 +300,6 @@ TileOut tile_out(const GemmArgs& args, const PackedB& b, const VnniOutput* layer
                  b.scales.data() + first_col,
                  layer,
                  i * b.n,
-                 row_offsets,
                  first_col};
 }
 
@@ -286,35 +323,37 @@ DLB_TARGET_VNNI void gemm_block(const GemmArgs& args, const PackedB& b, const Vn
   }
 }
 
-// The padded width of a shifted image, and the rows of A it runs over per
-// image: every pixel of the padded rows but the last row's padding.
-std::int64_t shifted_pitch(const ShiftedImage& im) { return im.cols + im.window - 1; }
-std::int64_t shifted_rows(const ShiftedImage& im) { return (im.rows - 1) * shifted_pitch(im) + im.cols; }
+// The padded width of a shifted image.
+std::int64_t shifted_pitch(const ShiftedImage& im) { return im.cols + im.window_cols - 1; }
 
-// One work item of a shifted image: rows [v0, v1) of `image` over the padded
-// width (gemm_vnni.h) against panels [panel0, panel1).
+// One work item of a shifted image: output rows [y0, y1) of `image` against
+// panels [panel0, panel1). Tiles never cross an image row (they would run
+// over its window_cols - 1 padding pixels: 8% more sums for mnist_cnn's 24-pixel
+// rows, 20% for ResNet20's 8-pixel ones); a row of cols pixels is cut into
+// ceil(cols / tile_rows) tiles of equal size (a 26-pixel row and 12-row
+// tiles: 9, 9 and 8, not 12, 12 and 2, whose 4 accumulators would wait on
+// the latency of vpdpbusd).
 template <int V>
 DLB_TARGET_VNNI void shifted_block(const GemmArgs& args, const PackedB& b, const VnniOutput& layer,
-                                   const ShiftedImage& im, std::int64_t image, std::int64_t v0, std::int64_t v1,
+                                   const ShiftedImage& im, std::int64_t image, std::int64_t y0, std::int64_t y1,
                                    std::int64_t panel0, std::int64_t panel1) {
   const std::int64_t pitch = shifted_pitch(im);
-  const std::uint8_t* base = im.data + image * (im.rows + im.window - 1) * pitch * im.channels;
+  const std::uint8_t* base = im.data + image * (im.rows + im.window_rows - 1) * pitch * im.channels;
   const std::int64_t first_pixel = image * im.rows * im.cols;
-  TileA ta{nullptr, im.channels, pitch * im.channels, im.window, im.window * im.channels / kGroupBytes, 0};
-  std::int64_t row_offsets[tile_rows(V)];
-  std::int64_t y = v0 / pitch, x = v0 % pitch;
-  for (std::int64_t v = v0; v < v1; v += tile_rows(V)) {
-    const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows(V), v1 - v));
-    for (int r = 0; r < rows; ++r) {
-      row_offsets[r] = x < im.cols ? (first_pixel + y * im.cols + x) * b.n : -1;
-      if (++x == pitch) {
-        x = 0;
-        ++y;
-      }
+  const std::int64_t tiles = (im.cols + tile_rows(V) - 1) / tile_rows(V);
+  const std::int64_t tile_base = im.cols / tiles, longer = im.cols % tiles;  // the first `longer` get one more
+  TileA ta{nullptr, im.channels, pitch * im.channels, im.window_rows, im.window_cols * im.channels / kGroupBytes,
+           0};
+  for (std::int64_t y = y0; y < y1; ++y) {
+    std::int64_t x = 0;
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const int rows = static_cast<int>(tile_base + (t < longer ? 1 : 0));
+      ta.a = base + (y * pitch + x) * im.channels;
+      for (std::int64_t p = panel0; p < panel1; ++p)
+        tile_kernel_rows<V>(rows, ta, b.data.data() + p * b.panel_bytes(),
+                            tile_out(args, b, &layer, first_pixel + y * im.cols + x, p));
+      x += rows;
     }
-    ta.a = base + v * im.channels;
-    for (std::int64_t p = panel0; p < panel1; ++p)
-      tile_kernel_rows<V>(rows, ta, b.data.data() + p * b.panel_bytes(), tile_out(args, b, &layer, 0, p, row_offsets));
   }
 }
 
@@ -348,21 +387,19 @@ void gemm_vnni_v(const GemmArgs& args, const PackedB& b, const VnniOutput* layer
 }
 
 // The same over a shifted image: work items are (column block, image, block
-// of rows of that image).
+// of output rows of that image), a block about block_rows(V) pixels.
 template <int V>
 void shifted_vnni_v(const GemmArgs& args, const PackedB& b, const VnniOutput& layer, const ShiftedImage& im) {
-  constexpr std::int64_t kBlockRows = block_rows(V);
   const std::int64_t block_panels = column_block_panels(b);
   const std::int64_t col_blocks = (b.panels + block_panels - 1) / block_panels;
-  const std::int64_t rows = shifted_rows(im);
-  const std::int64_t row_blocks = (rows + kBlockRows - 1) / kBlockRows;
-  const bool parallel =
-      col_blocks * im.images * row_blocks > 1 && im.images * rows * args.n * args.k >= kParallelMinMacs;
+  const std::int64_t rows_per_block = std::max<std::int64_t>(1, block_rows(V) / im.cols);
+  const std::int64_t row_blocks = (im.rows + rows_per_block - 1) / rows_per_block;
+  const bool parallel = col_blocks * im.images * row_blocks > 1 && args.m * args.n * args.k >= kParallelMinMacs;
 #pragma omp parallel for collapse(3) schedule(static) if (parallel)
   for (std::int64_t cb = 0; cb < col_blocks; ++cb) {
     for (std::int64_t image = 0; image < im.images; ++image) {
       for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
-        shifted_block<V>(args, b, layer, im, image, rb * kBlockRows, std::min(rows, (rb + 1) * kBlockRows),
+        shifted_block<V>(args, b, layer, im, image, rb * rows_per_block, std::min(im.rows, (rb + 1) * rows_per_block),
                          cb * block_panels, std::min(b.panels, (cb + 1) * block_panels));
       }
     }
@@ -410,12 +447,12 @@ Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, Gather
 Run prepare_gemm_vnni_s8_out(const GemmArgs& args, const VnniOutput& out, const ShiftedImage& image) {
   check_layer_output(args, out);
   DLB_REQUIRE(image.data != nullptr && image.images >= 1 && image.rows >= 1 && image.cols >= 1 &&
-                  image.channels >= 1 && image.window >= 1,
+                  image.channels >= 1 && image.window_rows >= 1 && image.window_cols >= 1,
               "gemm vnni: a shifted image needs data and positive dimensions");
-  DLB_REQUIRE(image.window * image.channels % kGroupBytes == 0,
-              "gemm vnni: a shifted image needs window * channels divisible by 4");
+  DLB_REQUIRE(image.window_cols * image.channels % kGroupBytes == 0,
+              "gemm vnni: a shifted image needs window_cols * channels divisible by 4");
   DLB_REQUIRE(args.m == image.images * image.rows * image.cols &&
-                  args.k == image.window * image.window * image.channels,
+                  args.k == image.window_rows * image.window_cols * image.channels,
               "gemm vnni: m or k does not match the shifted image");
   std::shared_ptr<const PackedB> packed = pack_b(args);
   return [args, packed, out, image] { shifted_vnni(args, *packed, out, image); };

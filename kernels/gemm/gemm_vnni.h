@@ -39,20 +39,23 @@ using GatherRows = std::function<void(std::int64_t row0, int rows, std::uint8_t*
 
 // A as overlapping views of a padded NHWC image: the implicit GEMM of a
 // stride-1 conv, with no patch matrix at all, not even a tile of one. The
-// image is [images][rows + window - 1][cols + window - 1][channels] u8,
+// window is window_rows x window_cols pixels; the image is
+// [images][rows + window_rows - 1][cols + window_cols - 1][channels] u8,
 // padded around with the code of 0. Row i of A is output pixel (image, y, x)
-// (NHWC order: m = images * rows * cols), and its window x window x channels
-// patch is `window` runs of window * channels contiguous bytes, run s
-// starting at pixel (y + s, x) of the padded image; B's rows are in the same
-// order, ((s * window + t) * channels + c). Requires window * channels % 4
-// == 0 (a group of 4 bytes of k never straddles two runs).
-// How: the GEMM runs over the padded width, so that the rows of a tile are
-// `channels` bytes apart in every run; the window - 1 rows of each image row
-// that fall on the padding are computed and not stored.
+// (NHWC order: m = images * rows * cols), and its patch is `window_rows`
+// runs of window_cols * channels contiguous bytes, run s starting at pixel
+// (y + s, x) of the padded image; B's rows are in the same order,
+// ((s * window_cols + t) * channels + c). Requires window_cols * channels %
+// 4 == 0 (a group of 4 bytes of k never straddles two runs).
+// A conv's r x r window is r x r here; an image whose pixels already hold
+// the r horizontal taps of their window row (a 1-channel input expanded to
+// 4 bytes a pixel) is r x 1.
+// How: a tile's rows are consecutive pixels of one output row, so they are
+// `channels` bytes apart in every run.
 struct ShiftedImage {
   const std::uint8_t* data = nullptr;
   std::int64_t images = 0, rows = 0, cols = 0, channels = 0;
-  std::int64_t window = 0;
+  std::int64_t window_rows = 0, window_cols = 0;
 };
 
 // As prepare_gemm_vnni_s8 (B packed now, A read, gathered or viewed at each

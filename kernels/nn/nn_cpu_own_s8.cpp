@@ -13,15 +13,19 @@
 //   registers scales the int32 sums back, adds the bias and the dequantized
 //   residual, applies ReLU and requantizes to the next tensor's u8
 //   (gemm_vnni.h). Where A's rows come from:
-//   - a stride-1 conv: implicit GEMM, A's rows are views of the input
-//     padded with its zero point (the code of 0), gemm_vnni.h's
-//     ShiftedImage: the input is copied into the padded buffer first (read
-//     in place where the conv has no padding). Channels are rounded up to a
-//     multiple of 4 with zero weights where a window row would otherwise
-//     split a group of 4 bytes (the first conv's 1 or 3 channels; the
-//     network input is quantized straight into that buffer);
-//   - a strided conv: the patches gathered tile by tile inside the GEMM
-//     into a buffer that stays in L1, padding with the input's zero point;
+//   - a stride-1 conv with output rows of 16 pixels or more: implicit
+//     GEMM, A's rows are views of the input padded with its zero point (the
+//     code of 0), gemm_vnni.h's ShiftedImage: the input is copied into the
+//     padded buffer first (read in place where the conv has no padding).
+//     The network input is quantized straight into that buffer, its
+//     channels rounded up to a multiple of 4 with zero weights where a
+//     window row would otherwise split a group of 4 bytes (ResNet20's 3
+//     channels), or, where that makes k smaller, its pixels expanded to
+//     hold their whole window row, rounded up to 4 bytes (1 channel: k = 12
+//     instead of 36 for 3 x 3, 40 instead of 100 for 5 x 5);
+//   - a strided conv, or shorter rows: the patches gathered tile by tile
+//     inside the GEMM into a buffer that stays in L1, padding with the
+//     input's zero point;
 //   - a 1x1 stride-1 conv and fc: the input in place.
 //   fc weights are permuted once to the NHWC flattening.
 // - Max pool and global average pool on the u8 codes (max commutes with
@@ -37,6 +41,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/common/buffer.h"
@@ -53,6 +59,7 @@ namespace {
 // Everything a prepared pass touches, owned by its calls.
 struct State {
   std::vector<HostBuffer<std::uint8_t>> padded;      // per layer: its padded input (shifted convs), or empty
+  std::vector<HostBuffer<std::uint8_t>> expanded;    // per layer: its input expanded to window rows, or empty
   std::vector<HostBuffer<std::uint8_t>> u8;          // per layer: its u8 output (NHWC), or empty
   std::vector<HostBuffer<float>> f32;                // per layer: its fp32 output if not y, or empty
   std::vector<AffineU8> params;                      // per layer: its output's quantization
@@ -69,31 +76,71 @@ struct PaddedLayout {
   }
 };
 
-// The fp32 NCHW network input quantized to u8 NHWC, into `out` laid out as
-// `to` (the padding and the channels past the input's are not written).
-void quantize_input(const NetArgs& args, AffineU8 q, const PaddedLayout& to, std::uint8_t* out) {
-  const Network& net = *args.net;
-  const std::int64_t plane = net.h * net.w;
-  const float inv = 1.0f / q.scale;
-#pragma omp parallel for
-  for (std::int64_t n = 0; n < args.batch; ++n)
-    for (std::int64_t c = 0; c < net.c; ++c) {
-      const float* x = args.x + (n * net.c + c) * plane;
-      for (std::int64_t y = 0; y < net.h; ++y) {
-        std::uint8_t* row = out + to.at(n, y, 0) + c;
-        for (std::int64_t p = 0; p < net.w; ++p)
-          row[p * to.channels] = static_cast<std::uint8_t>(
-              std::clamp(std::nearbyint(x[y * net.w + p] * inv) + q.zero_point, 0.0f, 255.0f));
-      }
-    }
-}
-
 // An NHWC u8 tensor copied into the interior of its padded layout.
 void pad_image(const std::uint8_t* in, std::int64_t batch, const PaddedLayout& to, std::uint8_t* out) {
   const std::int64_t row_bytes = to.w * to.channels;
 #pragma omp parallel for
   for (std::int64_t ny = 0; ny < batch * to.h; ++ny)
     std::memcpy(out + to.at(ny / to.h, ny % to.h, 0), in + ny * row_bytes, static_cast<std::size_t>(row_bytes));
+}
+
+// Image n of the fp32 NCHW network input quantized to u8 NHWC, into `out`
+// laid out as `to` (the padding and the channels past the input's are not
+// written).
+void quantize_image(const NetArgs& args, AffineU8 q, const PaddedLayout& to, std::int64_t n, std::uint8_t* out) {
+  const Network& net = *args.net;
+  const std::int64_t plane = net.h * net.w;
+  const float inv = 1.0f / q.scale;
+  for (std::int64_t c = 0; c < net.c; ++c) {
+    const float* x = args.x + (n * net.c + c) * plane;
+    for (std::int64_t y = 0; y < net.h; ++y) {
+      std::uint8_t* row = out + to.at(n, y, 0) + c;
+      for (std::int64_t p = 0; p < net.w; ++p)
+        row[p * to.channels] = static_cast<std::uint8_t>(
+            std::clamp(std::nearbyint(x[y * net.w + p] * inv) + q.zero_point, 0.0f, 255.0f));
+    }
+  }
+}
+
+// Image n of the padded image `from` (laid out as `layout`) expanded for a
+// window of r rows x 1 column: pixel (n, y, x) of `out` ([batch][h + 2 pad]
+// [ow][bytes]: padded rows, unpadded columns) holds the r x c bytes of
+// pixels (y, x) .. (y, x + r - 1) of `from`, then bytes - r * c bytes of
+// what follows them in the row, or zeros past its end (they meet zero
+// weights).
+void expand_image(const std::uint8_t* from, const PaddedLayout& layout, std::int64_t n, std::int64_t ow,
+                  std::int64_t bytes, std::uint8_t* out) {
+  const std::int64_t rows = layout.h + 2 * layout.pad, row_bytes = layout.pitch() * layout.channels;
+  const auto copy = [&](auto pixel_bytes) {  // a compile-time width: one load and one store a pixel
+    const auto width = static_cast<std::int64_t>(pixel_bytes);
+    for (std::int64_t row = n * rows; row < (n + 1) * rows; ++row) {
+      const std::uint8_t* src = from + row * row_bytes;
+      std::uint8_t* dst = out + row * ow * width;
+      std::int64_t x = 0;
+      for (; x < ow && x * layout.channels + width <= row_bytes; ++x)
+        std::memcpy(dst + x * width, src + x * layout.channels, pixel_bytes);
+      for (; x < ow; ++x) {  // the row ends before `bytes` do
+        std::memset(dst + x * width, 0, pixel_bytes);
+        std::memcpy(dst + x * width, src + x * layout.channels,
+                    static_cast<std::size_t>(row_bytes - x * layout.channels));
+      }
+    }
+  };
+  if (bytes == 4) return copy(std::integral_constant<std::size_t, 4>{});
+  if (bytes == 8) return copy(std::integral_constant<std::size_t, 8>{});
+  copy(static_cast<std::size_t>(bytes));
+}
+
+// The network input quantized into `out` laid out as `to`, and expanded
+// into `expanded` (if not null) for an r x 1 window: one parallel region,
+// an image per iteration.
+void quantize_input(const NetArgs& args, AffineU8 q, const PaddedLayout& to, std::uint8_t* out,
+                    std::uint8_t* expanded, std::int64_t ow, std::int64_t expanded_bytes) {
+#pragma omp parallel for
+  for (std::int64_t n = 0; n < args.batch; ++n) {
+    quantize_image(args, q, to, n, out);
+    if (expanded != nullptr) expand_image(out, to, n, ow, expanded_bytes, expanded);
+  }
 }
 
 // memcpy of n bytes, inlined for the sizes of the networks' patch rows
@@ -148,19 +195,25 @@ void patch_rows(const Layer& l, const std::uint8_t* x, std::uint8_t pad_code, st
   }
 }
 
-// The layer's quantized weights as B [r*r*channels (or the fc's
-// NHWC-flattened input), k]: row (a * r + b) * channels + ci for a conv (rows
-// of channels ci >= c zero); (y * w + x) * c + ci for an fc whose input is an
-// image (PyTorch flattens NCHW: ci * h * w + y * w + x).
-std::vector<std::int8_t> weights_as_b(const Layer& l, const std::vector<std::int8_t>& w, std::int64_t channels) {
-  const std::int64_t plane = l.kind == LayerKind::conv ? l.window * l.window : l.h * l.w;
-  const std::int64_t rows = plane * channels;
+// The layer's quantized weights as B [rows, k]: weight (ci, a, b) of a
+// conv's window (row a, column b) or of an fc's input image (pixel (a, b))
+// in row a * row_stride + b * tap_stride + ci, the other rows zero. For A
+// as r x r x channels patches row_stride is r * channels and tap_stride
+// channels (channels >= c); for an image expanded to window rows
+// (expand_image) row_stride is its bytes a pixel and tap_stride c; for an fc
+// whose input is an image, the NHWC flattening (PyTorch flattens NCHW: ci *
+// h * w + a * w + b), row_stride w * c and tap_stride c.
+std::vector<std::int8_t> weights_as_b(const Layer& l, const std::vector<std::int8_t>& w, std::int64_t rows,
+                                      std::int64_t row_stride, std::int64_t tap_stride) {
+  const bool conv = l.kind == LayerKind::conv;
+  const std::int64_t height = conv ? l.window : l.h, width = conv ? l.window : l.w;
   std::vector<std::int8_t> b(static_cast<std::size_t>(rows * l.k), 0);
   for (std::int64_t k = 0; k < l.k; ++k)
     for (std::int64_t ci = 0; ci < l.c; ++ci)
-      for (std::int64_t p = 0; p < plane; ++p)
-        b[static_cast<std::size_t>((p * channels + ci) * l.k + k)] =
-            w[static_cast<std::size_t>((k * l.c + ci) * plane + p)];
+      for (std::int64_t a = 0; a < height; ++a)
+        for (std::int64_t t = 0; t < width; ++t)
+          b[static_cast<std::size_t>((a * row_stride + t * tap_stride + ci) * l.k + k)] =
+              w[static_cast<std::size_t>(((k * l.c + ci) * height + a) * width + t)];
   return b;
 }
 
@@ -238,6 +291,7 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
   auto st = std::make_shared<State>();
   const AffineU8 input_q = quant.input;
   st->padded.resize(layers.size());
+  st->expanded.resize(layers.size());
   st->u8.resize(layers.size());
   st->f32.resize(layers.size());
   st->params.resize(layers.size());
@@ -280,14 +334,21 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     const bool conv = l.kind == LayerKind::conv;
     // Where A comes from (the header): the shifted padded input, gathered
     // patches, or the input in place.
-    // The shifted view runs over the padded width and throws away window - 1
-    // rows of every ow + window - 1: a sixth or more (ResNet20's 8 x 8 stage,
-    // 20%) costs more than gathering the patches does.
-    const bool implicit = conv && l.stride == 1 && l.window > 1 && 6 * (l.window - 1) < l.ow + l.window - 1;
+    // A tile of the shifted view is pixels of one output row: rows of fewer
+    // than 16 pixels make short tiles (ResNet20's 8 x 8 stage, 64 channels:
+    // two of 4 rows; 460 us per layer at batch 64, gathered 400).
+    const bool implicit = conv && l.stride == 1 && l.window > 1 && l.ow >= 16;
     std::int64_t channels = l.c;
     if (implicit && l.input < 0)
       while (l.window * channels % 4 != 0) ++channels;
-    const bool shifted = implicit && l.window * channels % 4 == 0;
+    // The network input's conv: with its pixels expanded to hold their window
+    // row (expand_image) k is r x (r * c rounded up to 4), where rounding the
+    // channels up gives r x r x 4 for 1 channel: 12 against 36 for a 3 x 3
+    // window, 40 against 100 for 5 x 5 (3 channels: 36 either way).
+    const std::int64_t row_bytes = (l.window * l.c + 3) / 4 * 4;
+    const bool expand = implicit && l.input < 0 && row_bytes < l.window * channels;
+    if (expand) channels = l.c;
+    const bool shifted = implicit && (expand || l.window * channels % 4 == 0);
     const bool gather = conv && !shifted && !(l.window == 1 && l.stride == 1 && l.pad == 0);
     const bool quantize = l.input < 0;
     const PaddedLayout layout{l.h, l.w, shifted ? l.pad : 0, channels};
@@ -297,11 +358,18 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
       std::fill(st->padded[i].span().begin(), st->padded[i].span().end(), static_cast<std::uint8_t>(in_q.zero_point));
     }
     std::uint8_t* copy = own_copy ? st->padded[i].data() : nullptr;
-    const std::uint8_t* a = own_copy ? copy : in;
+    if (expand) {
+      const std::int64_t rows = l.h + 2 * l.pad;
+      st->expanded[i] = HostBuffer<std::uint8_t>(static_cast<std::size_t>(batch * rows * l.ow * row_bytes));
+    }
+    std::uint8_t* expanded = expand ? st->expanded[i].data() : nullptr;
+    const std::uint8_t* a = expand ? expanded : own_copy ? copy : in;
     const std::int64_t m = conv ? batch * l.oh * l.ow : batch;
-    const std::int64_t k = conv ? l.window * l.window * channels : l.in_size();
+    const std::int64_t k = !conv ? l.in_size() : expand ? l.window * row_bytes : l.window * l.window * channels;
     const S8Weights w = quantize_weights(l, weight_scales);
-    const std::vector<std::int8_t> b_q = weights_as_b(l, w.values, channels);
+    const std::vector<std::int8_t> b_q = !conv    ? weights_as_b(l, w.values, k, l.w * l.c, l.c)
+                                         : expand ? weights_as_b(l, w.values, k, row_bytes, l.c)
+                                                  : weights_as_b(l, w.values, k, l.window * channels, channels);
     std::vector<float> c_scale(w.scales.size());
     for (std::size_t j = 0; j < c_scale.size(); ++j) c_scale[j] = in_q.scale * w.scales[j];
     GemmArgs g;
@@ -327,8 +395,10 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     o.out_f32 = out_f32;
     // Packs B now; b_q and c_scale are not kept.
     Run gemm;
-    if (shifted) {
-      gemm = prepare_gemm_vnni_s8_out(g, o, ShiftedImage{a, batch, l.oh, l.ow, channels, l.window});
+    if (expand) {
+      gemm = prepare_gemm_vnni_s8_out(g, o, ShiftedImage{a, batch, l.oh, l.ow, row_bytes, l.window, 1});
+    } else if (shifted) {
+      gemm = prepare_gemm_vnni_s8_out(g, o, ShiftedImage{a, batch, l.oh, l.ow, channels, l.window, l.window});
     } else if (gather) {
       gemm = prepare_gemm_vnni_s8_out(g, o, [&l, a, pad = static_cast<std::uint8_t>(in_q.zero_point)](
                                                 std::int64_t row0, int rows, std::uint8_t* dst) {
@@ -337,9 +407,10 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     } else {
       gemm = prepare_gemm_vnni_s8_out(g, o);
     }
-    calls.push_back([st, args, gemm = std::move(gemm), quantize, in_q, in, batch, layout, copy] {
+    calls.push_back([st, args, gemm = std::move(gemm), quantize, in_q, in, batch, layout, copy, expanded, ow = l.ow,
+                     row_bytes] {
       if (quantize) {
-        quantize_input(args, in_q, layout, copy);
+        quantize_input(args, in_q, layout, copy, expanded, ow, row_bytes);
       } else if (copy != nullptr) {
         pad_image(in, batch, layout, copy);
       }
