@@ -91,13 +91,19 @@ void quantize_image(const NetArgs& args, AffineU8 q, const PaddedLayout& to, std
   const Network& net = *args.net;
   const std::int64_t plane = net.h * net.w;
   const float inv = 1.0f / q.scale;
+  const auto code = [inv, zero_point = static_cast<float>(q.zero_point)](float v) {
+    return static_cast<std::uint8_t>(std::clamp(std::nearbyint(v * inv) + zero_point, 0.0f, 255.0f));
+  };
   for (std::int64_t c = 0; c < net.c; ++c) {
     const float* x = args.x + (n * net.c + c) * plane;
     for (std::int64_t y = 0; y < net.h; ++y) {
       std::uint8_t* row = out + to.at(n, y, 0) + c;
-      for (std::int64_t p = 0; p < net.w; ++p)
-        row[p * to.channels] = static_cast<std::uint8_t>(
-            std::clamp(std::nearbyint(x[y * net.w + p] * inv) + q.zero_point, 0.0f, 255.0f));
+      const float* in = x + y * net.w;
+      if (to.channels == 1) {  // contiguous: vectorized
+        for (std::int64_t p = 0; p < net.w; ++p) row[p] = code(in[p]);
+      } else {
+        for (std::int64_t p = 0; p < net.w; ++p) row[p * to.channels] = code(in[p]);
+      }
     }
   }
 }
