@@ -411,8 +411,8 @@ TEST(GemmVnniShiftedImage, EqualsGatheredPatches) {
 
 TEST(GemmVnniShiftedImage, MismatchedShapesAreAClearError) {
   if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  std::vector<std::uint8_t> image(4 * 4 * 3, 0), out(2 * 2 * 8);
-  std::vector<std::int8_t> b(27 * 8, 1);
+  std::vector<std::uint8_t> image(4 * 4 * 4, 0), out(2 * 2 * 8);  // 2 x 2 padded by 1, 4 channels
+  std::vector<std::int8_t> b(36 * 8, 1);  // k = 36 at most
   std::vector<float> scale(8, 1), bias(8, 0);
   GemmArgs g;
   g.m = 4;

@@ -245,36 +245,29 @@ DLB_TARGET_VNNI void tile_kernel(const TileA& ta, const std::int8_t* panel, cons
   // unmasked _mm512_cvtepi32_ps and _mm512_broadcastd_epi32 trip GCC 12's
   // false -Wuninitialized on their undefined pass-through (GCC bug 105593).
   const __m512i zero_point = _mm512_set1_epi32(out.zero_point);
-  if (out.layer != nullptr) {
-    const LayerStage stage = layer_stage(*out.layer);
-    const std::int64_t row_offset = out.row_offset, ldc = out.ldc;
-#pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) {
-      const int cols = std::clamp(out.cols - v * kLanes, 0, kLanes);
-      const auto mask = static_cast<__mmask16>((1u << cols) - 1);
-      const __m512i compensation = _mm512_mullo_epi32(zero_point, _mm512_load_si512(out.sums + v * kLanes));
-      const __m512 scale = _mm512_load_ps(out.scales + v * kLanes);
-      const std::int64_t col = out.col0 + v * kLanes;
-      const __m512 bias = _mm512_maskz_loadu_ps(mask, stage.bias + col);
-#pragma GCC unroll 24
-      for (int r = 0; r < Rows; ++r) {
-        const std::int64_t row = row_offset + r * ldc;
-        const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
-        layer_store(stage, row + col, mask, sum, scale, bias);
-      }
-    }
-    return;
-  }
+  const bool layer = out.layer != nullptr;
+  const LayerStage stage = layer ? layer_stage(*out.layer) : LayerStage{};
+  const std::int64_t row_offset = out.row_offset, ldc = out.ldc;
 #pragma GCC unroll 4
   for (int v = 0; v < V; ++v) {
     const int cols = std::clamp(out.cols - v * kLanes, 0, kLanes);
     const auto mask = static_cast<__mmask16>((1u << cols) - 1);
     const __m512i compensation = _mm512_mullo_epi32(zero_point, _mm512_load_si512(out.sums + v * kLanes));
     const __m512 scale = _mm512_load_ps(out.scales + v * kLanes);
+    if (layer) {
+      const std::int64_t col = out.col0 + v * kLanes;
+      const __m512 bias = _mm512_maskz_loadu_ps(mask, stage.bias + col);
+#pragma GCC unroll 24
+      for (int r = 0; r < Rows; ++r) {
+        const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
+        layer_store(stage, row_offset + r * ldc + col, mask, sum, scale, bias);
+      }
+      continue;
+    }
 #pragma GCC unroll 24
     for (int r = 0; r < Rows; ++r) {
       const __m512 sum = _mm512_maskz_cvtepi32_ps(mask, _mm512_sub_epi32(acc[r][v], compensation));
-      _mm512_mask_storeu_ps(out.c + r * out.ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
+      _mm512_mask_storeu_ps(out.c + r * ldc + v * kLanes, mask, _mm512_mul_ps(sum, scale));
     }
   }
 }
