@@ -321,11 +321,15 @@ std::int64_t shifted_pitch(const ShiftedImage& im) { return im.cols + im.window_
 
 // One work item of a shifted image: output rows [y0, y1) of `image` against
 // panels [panel0, panel1). Tiles never cross an image row (they would run
-// over its window_cols - 1 padding pixels: 8% more sums for mnist_cnn's 24-pixel
-// rows, 20% for ResNet20's 8-pixel ones); a row of cols pixels is cut into
-// ceil(cols / tile_rows) tiles of equal size (a 26-pixel row and 12-row
-// tiles: 9, 9 and 8, not 12, 12 and 2, whose 4 accumulators would wait on
-// the latency of vpdpbusd).
+// over its window_cols - 1 padding pixels: 8% more sums for mnist_cnn's
+// 24-pixel rows, 20% for ResNet20's 8-pixel ones). A row of cols pixels is
+// ceil(cols / tile_rows) tiles: full ones and a shorter last one for
+// 16-column panels, tiles of equal size for wider ones. Measured per conv at
+// batch 64 (own int8 ResNet20, 3 alternations of two builds, Zen 4): its
+// 32-pixel rows of 16 channels 474-558 us as 24 + 8 against 541-648 as
+// 16 + 16; its 16-pixel rows of 32 channels 416-464 us as 8 + 8 against
+// 447-501 as 12 + 4 (not explained; mnist_cnn's first conv, 26 pixels, took
+// the same time as 9, 9, 8 and as 12, 12, 2).
 template <int V>
 DLB_TARGET_VNNI void shifted_block(const GemmArgs& args, const PackedB& b, const VnniOutput& layer,
                                    const ShiftedImage& im, std::int64_t image, std::int64_t y0, std::int64_t y1,
@@ -334,13 +338,15 @@ DLB_TARGET_VNNI void shifted_block(const GemmArgs& args, const PackedB& b, const
   const std::uint8_t* base = im.data + image * (im.rows + im.window_rows - 1) * pitch * im.channels;
   const std::int64_t first_pixel = image * im.rows * im.cols;
   const std::int64_t tiles = (im.cols + tile_rows(V) - 1) / tile_rows(V);
-  const std::int64_t tile_base = im.cols / tiles, longer = im.cols % tiles;  // the first `longer` get one more
+  // Equal tiles: the first `longer` of them one row longer.
+  const std::int64_t tile_base = im.cols / tiles, longer = im.cols % tiles;
   TileA ta{nullptr, im.channels, pitch * im.channels, im.window_rows, im.window_cols * im.channels / kGroupBytes,
            0};
   for (std::int64_t y = y0; y < y1; ++y) {
     std::int64_t x = 0;
     for (std::int64_t t = 0; t < tiles; ++t) {
-      const int rows = static_cast<int>(tile_base + (t < longer ? 1 : 0));
+      const int rows = static_cast<int>(V == 1 ? std::min<std::int64_t>(tile_rows(V), im.cols - x)
+                                                : tile_base + (t < longer ? 1 : 0));
       ta.a = base + (y * pitch + x) * im.channels;
       for (std::int64_t p = panel0; p < panel1; ++p)
         tile_kernel_rows<V>(rows, ta, b.data.data() + p * b.panel_bytes(),
