@@ -232,10 +232,12 @@ inline void max_bytes(std::uint8_t* __restrict out, const std::uint8_t* __restri
 // A 2x2 window's four channel vectors into out, stored once. The general
 // loop below stores out after each input and loads it again; with it,
 // mnist_cnn's pool (batch 64) took 110 us in some processes and 520-600 us
-// in others (the whole pass 2.43 against 2.90 ms), which is what a load
-// waiting on a store to an address equal in its low 12 bits (4 KiB
-// aliasing, by where the buffers happen to lie) looks like. This one: 160 us
-// in every process tried (pass 2.45-2.48 ms).
+// in others (the whole pass 2.43 against 2.90 ms). This one took 160 us in
+// every process tried then; later, on the same VM and with the same binary,
+// 160-180 us for a while and 33-45 us after, in every process (a standalone
+// copy of the loop: 16-19 us, 87 us from DRAM, whatever the offset between
+// input and output modulo 4 KiB). What moves it is the machine's state, not
+// where the buffers lie, as far as that was looked at.
 inline void max4_bytes(std::uint8_t* __restrict out, const std::uint8_t* __restrict a,
                        const std::uint8_t* __restrict b, const std::uint8_t* __restrict c,
                        const std::uint8_t* __restrict d, std::int64_t n) {
@@ -344,16 +346,17 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     // than 16 pixels make short tiles (ResNet20's 8 x 8 stage, 64 channels:
     // two of 4 rows; 460 us per layer at batch 64, gathered 400).
     const bool implicit = conv && l.stride == 1 && l.window > 1 && l.ow >= 16;
-    std::int64_t channels = l.c;
-    if (implicit && l.input < 0)
-      while (l.window * channels % 4 != 0) ++channels;
-    // The network input's conv: with its pixels expanded to hold their window
-    // row (expand_image) k is r x (r * c rounded up to 4), where rounding the
-    // channels up gives r x r x 4 for 1 channel: 12 against 36 for a 3 x 3
-    // window, 40 against 100 for 5 x 5 (3 channels: 36 either way).
+    // The network input's conv, two ways to keep a group of 4 bytes of k
+    // inside one window row: its channels rounded up (zero weights), or its
+    // pixels expanded to hold their whole window row (expand_image), k = r x
+    // (r * c rounded up to 4), whichever k is smaller: 12 against 36 for a
+    // 3 x 3 window of 1 channel, 40 against 100 for 5 x 5 (3 channels: 36
+    // either way, channels rounded).
+    std::int64_t rounded = l.c;
+    while (l.window * rounded % 4 != 0) ++rounded;
     const std::int64_t row_bytes = (l.window * l.c + 3) / 4 * 4;
-    const bool expand = implicit && l.input < 0 && row_bytes < l.window * channels;
-    if (expand) channels = l.c;
+    const bool expand = implicit && l.input < 0 && row_bytes < l.window * rounded;
+    const std::int64_t channels = implicit && l.input < 0 && !expand ? rounded : l.c;
     const bool shifted = implicit && (expand || l.window * channels % 4 == 0);
     const bool gather = conv && !shifted && !(l.window == 1 && l.stride == 1 && l.pad == 0);
     const bool quantize = l.input < 0;
