@@ -36,6 +36,11 @@ const ConvShape kOddShapes[] = {
     {1, 2, 1, 1, 3, 3, 3, 1, 1},     // a 1x1 image under a 3x3 filter
     {1, 1, 3, 3, 1, 3, 3, 1, 0},     // one output element
     {1, 16, 33, 33, 17, 3, 3, 1, 1}, // 33x33, k = 17
+    // Channels in multiples of 16 (what cpu_winograd_nhwc takes):
+    {3, 16, 7, 9, 32, 3, 3, 1, 0},   // 5x7 output: 4x4 tiles clipped, 6 tiles (a block not full)
+    {2, 32, 5, 13, 16, 3, 3, 1, 2},  // pad 2, h != w
+    {1, 16, 1, 1, 16, 3, 3, 1, 1},   // a 1x1 image
+    {1, 64, 11, 11, 48, 3, 3, 1, 1}, // 3 blocks of 16 output channels
 };
 
 struct Param {
@@ -92,7 +97,7 @@ TEST(ConvTable, HasEveryVariantOfThisDevice) {
   for (const auto* v : variants()) names.emplace_back(v->name);
   const auto has = [&](const char* name) { return std::find(names.begin(), names.end(), name) != names.end(); };
   if (test::kDevice == Device::cpu) {
-    for (const char* name : {"cpu_direct", "cpu_winograd"}) EXPECT_TRUE(has(name)) << name;
+    for (const char* name : {"cpu_direct", "cpu_winograd", "cpu_winograd_nhwc"}) EXPECT_TRUE(has(name)) << name;
 #if DLB_HAVE_EIGEN
     EXPECT_TRUE(has("cpu_im2col"));
 #endif
@@ -120,23 +125,28 @@ TEST(ConvCudnn, HeuristicAndImplicitGemmRun) {
 }
 #endif
 
-#if DLB_HAVE_ONEDNN
-// The _blocked case times the convolution alone and validates it converted
-// to NCHW: the timed call must leave y alone, and the validated call still
-// match after any number of timed calls.
+// The _blocked and _nhwc cases time the convolution alone, in their layout,
+// and validate it converted to NCHW: the timed call must leave y alone, and
+// the validated call still match after any number of timed calls.
 TEST(ConvBlocked, TimedCallIsTheConvolutionAloneAndStaysValid) {
-  if (test::kDevice != Device::cpu) GTEST_SKIP() << "a CPU variant";
+  if (test::kDevice != Device::cpu) GTEST_SKIP() << "CPU variants";
   const auto all = variants();
-  const auto it = std::find_if(all.begin(), all.end(), [](const ConvVariant* v) { return v->name == "cpu_onednn_auto_blocked"; });
-  ASSERT_NE(it, all.end());
-  ConvCase c(**it, parse_conv_descriptor("n2c16h9w9k32r3pad1"));
-  ASSERT_TRUE(static_cast<bool>(c.report().timed_call));
-  EXPECT_NE(c.report().implementation.find("no reorders timed"), std::string::npos) << c.report().implementation;
-  EXPECT_TRUE(c.validate().ok);
-  for (int i = 0; i < 3; ++i) c.run();
-  EXPECT_TRUE(c.validate().ok);
-}
+  std::vector<std::pair<std::string, std::string>> cases = {{"cpu_winograd_nhwc", "no transposes timed"}};
+#if DLB_HAVE_ONEDNN
+  cases.emplace_back("cpu_onednn_auto_blocked", "no reorders timed");
 #endif
+  for (const auto& [name, says] : cases) {
+    SCOPED_TRACE(name);
+    const auto it = std::find_if(all.begin(), all.end(), [&](const ConvVariant* v) { return v->name == name; });
+    ASSERT_NE(it, all.end());
+    ConvCase c(**it, parse_conv_descriptor("n2c16h9w9k32r3pad1"));
+    ASSERT_TRUE(static_cast<bool>(c.report().timed_call));
+    EXPECT_NE(c.report().implementation.find(says), std::string::npos) << c.report().implementation;
+    EXPECT_TRUE(c.validate().ok);
+    for (int i = 0; i < 3; ++i) c.run();
+    EXPECT_TRUE(c.validate().ok);
+  }
+}
 
 TEST(ConvTable, WinogradAcceptsOnly3x3Stride1) {
   const ConvShape three{1, 3, 7, 7, 5, 3, 3, 1, 0};

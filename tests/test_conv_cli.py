@@ -73,7 +73,9 @@ class ConvFlag(unittest.TestCase):
             runs = json.loads(out.read_text())["benchmarks"]
         names = {r["run_name"] for r in runs}
         expected = "/n:3/c:5/h:9/w:11/k:7/r:3/s:3/stride:1/pad:1/real_time"
-        self.assertEqual(names, {f"conv/{variant}{expected}" for variant in variants})
+        # cpu_winograd_nhwc takes channels in multiples of 16 only: not registered for c = 5, k = 7.
+        self.assertIn("cpu_winograd_nhwc", variants)
+        self.assertEqual(names, {f"conv/{variant}{expected}" for variant in variants - {"cpu_winograd_nhwc"}})
         self.assertTrue(all(n.endswith(expected) for n in names), names)  # the defaults are replaced
         for r in runs:
             if r.get("error_occurred"):

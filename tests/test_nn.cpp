@@ -649,6 +649,40 @@ TEST(CpuOnednnLayouts, BothPoliciesMatchTheReference) {
 }
 #endif
 
+#if DLB_HAVE_ONEDNN
+// cpu_onednn_ownwino keeps the own Winograd where it was faster (timed in
+// prepare): here on every layer it takes, at the reference batch and at 3
+// images (partial blocks of tiles), against the reference, with the layer
+// calls making the pass. On AVX-512, oneDNN's convs are nhwc, so it must
+// take ResNet20's 3x3 convs past the first and mnist_cnn's second conv.
+TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
+  for (const std::string name : {"resnet20", "mnist_cnn"}) {
+    const nn::Network& net = nn::network(name);
+    for (const std::int64_t batch : {kReferenceImages, std::int64_t{3}}) {
+      SCOPED_TRACE(name + " batch " + std::to_string(batch));
+      auto x = test_input(net, batch);
+      std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
+      nn::NetReport report;
+      const dlb::Run pass = nn::prepare_cpu_onednn_ownwino(nn::NetArgs{&net, batch, x.data(), y.data(), &report}, true);
+      if (cpu_has_avx512f()) {
+        EXPECT_NE(report.implementation.find("own F(4x4, 3x3) Winograd NHWC"), std::string::npos)
+            << report.implementation;
+      }
+      const auto& expected = reference_outputs(name);
+      const std::size_t checked = std::min(y.size(), expected.size());
+      poison_nan(std::span<float>(y));
+      pass();
+      const auto c = ref::compare(std::span<const float>(y).first(checked), std::span<const double>(expected).first(checked), 1e-5);
+      EXPECT_TRUE(c.ok) << c.summary();
+      poison_nan(std::span<float>(y));
+      for (const auto& call : report.layer_calls) call();
+      const auto by_layer = ref::compare(std::span<const float>(y).first(checked), std::span<const double>(expected).first(checked), 1e-5);
+      EXPECT_TRUE(by_layer.ok) << by_layer.summary();
+    }
+  }
+}
+#endif
+
 class LayerCallsTest : public ::testing::TestWithParam<BackendParam> {};
 
 TEST_P(LayerCallsTest, LayerCallsMakeThePass) {

@@ -2,8 +2,10 @@
 //   y[n][k][oh][ow] = sum_{c,r,s} x[n][c][oh*stride + r - pad][ow*stride + s - pad] * w[k][c][r][s]
 // with zero padding. NCHW input, OIHW weights, NCHW output on both sides of
 // every variant; a variant that computes in another layout converts inside
-// the timed call (said per row below), except the one named _blocked, whose
-// timed call stays in oneDNN's layout (it is validated converted to NCHW).
+// the timed call (said per row below), except cpu_winograd_nhwc and the one
+// named _blocked, whose timed calls stay in their layout (NHWC, oneDNN's) as
+// a network keeping that layout between layers runs them (they are
+// validated converted to NCHW).
 // Weights are repacked in prepare, outside the timed call, where a variant
 // wants them in another order: a framework does that once per model.
 //
@@ -18,6 +20,10 @@
 //                           in blocks of 96, input transform from NCHW x, 16 GEMMs in registers and
 //                           output transform into NCHW y per block in cache; weight transform
 //                           G g G^T in prepare
+//   cpu_winograd_nhwc       own Winograd F(4x4, 3x3) on NHWC (conv_winograd_nhwc.h), 3x3 stride 1
+//                           with c and k multiples of 16: 8 tiles at a time, input transform, 36
+//                           GEMMs in registers, output transform in cache; x transposed to NHWC in
+//                           prepare, the timed call the kernel alone (ConvReport::timed_call)
 //   cpu_onednn_direct       oneDNN convolution_direct; the layouts it prefers (format_tag::any), the
 //                           NCHW -> blocked and blocked -> NCHW reorders inside the timed call
 //   cpu_onednn_winograd     oneDNN convolution_winograd, same layout handling; skipped with
@@ -124,6 +130,9 @@ bool conv_is_3x3_stride1(const ConvArgs& args);
 Run prepare_conv_direct(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_im2col(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_winograd(const ConvArgs& args, const Exec& exec);
+// Shapes of cpu_winograd_nhwc: 3x3 at stride 1, c and k multiples of 16.
+bool conv_winograd_nhwc_accepts(const ConvArgs& args);
+Run prepare_conv_winograd_nhwc(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_direct(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_winograd(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_auto(const ConvArgs& args, const Exec& exec);

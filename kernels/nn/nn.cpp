@@ -49,6 +49,7 @@ static const NetVariant kNetworkVariants[] = {
     {"cpu_fakequant_s8", Device::cpu, prepare_net_cpu_fakequant_s8, kInt8Tolerance},
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_net_cpu_onednn, kNetworkTolerance},
+    {"cpu_onednn_ownwino", Device::cpu, prepare_net_cpu_onednn_ownwino, kNetworkTolerance},
     {"cpu_onednn_bf16", Device::cpu, prepare_net_cpu_onednn_bf16, kBf16Tolerance},
     {"cpu_onednn_mixed_bf16", Device::cpu, prepare_net_cpu_onednn_mixed_bf16, kBf16Tolerance},
     {"cpu_onednn_s8", Device::cpu, prepare_net_cpu_onednn_s8, kInt8Tolerance},

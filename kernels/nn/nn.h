@@ -20,6 +20,12 @@
 //               buffer (in place) and ReLU as an eltwise post-op; per 3x3 stride-1 conv without
 //               the residual sum, oneDNN's Winograd where it is faster (timed in prepare); fc as
 //               inner_product with ReLU post-op; pooling, softmax_v2 (log)
+//   cpu_onednn_ownwino  cpu_onednn's chain with oneDNN's layouts (nhwc on this kind of CPU), and
+//               per 3x3 stride-1 conv past the first with channels in multiples of 16 the conv
+//               family's own cpu_winograd_nhwc (F(4x4, 3x3)) with bias, residual sum and ReLU fused
+//               into its output transform, where it ran the layer faster than oneDNN's
+//               convolution_auto (timed in prepare): what a framework gains by taking one own
+//               kernel into oneDNN's pipeline
 //   cpu_onednn_bf16  cpu_onednn's chain in bf16 (activations and weights; fp32 accumulation
 //               inside oneDNN's kernels, fp32 biases, the network's input rounded by the first
 //               reorder, fp32 logits and log-softmax): AVX512-BF16 or AMX where present
@@ -99,6 +105,7 @@ std::string_view precision_name(NetPrecision precision);
 
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);
+Run prepare_net_cpu_onednn_ownwino(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_bf16(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_mixed_bf16(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn_s8(const NetArgs& args, const Exec& exec);

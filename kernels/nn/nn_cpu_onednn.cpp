@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -25,6 +26,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/conv/conv_winograd_nhwc.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/nn.h"
 #include "kernels/nn/onednn_plan.h"
@@ -76,24 +78,44 @@ std::vector<Step> conv_steps(const ConvChoice& c, const memory& src, const std::
 // these kernels, and zeros are never denormal): the best of five runs each,
 // a and b alternating, after a warm-up of each, so that a moment of a busy
 // machine does not fall on one of them only.
-bool faster_of_two(const ConvChoice& a, const ConvChoice& b, const memory& src, const std::optional<memory>& dst,
-                   const Layer& l, const memory::dims& w_dims) {
-  std::vector<Step> steps[2] = {conv_steps(a, src, dst, l, w_dims), conv_steps(b, src, dst, l, w_dims)};
+// The same for two calls of any kind, `zero` clearing what they read and
+// write before each timed run.
+bool first_is_faster(const std::function<void()>& zero, const std::function<void()>& a,
+                     const std::function<void()>& b) {
+  const std::function<void()>* calls[2] = {&a, &b};
   double best[2] = {1e30, 1e30};
   for (int round = 0; round < 6; ++round) {
     for (int i = 0; i < 2; ++i) {
-      for (const auto& step : steps[i])
-        for (const auto& [arg, m] : step.args)
-          if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_SRC_0 || arg == DNNL_ARG_FROM || arg == DNNL_ARG_DST)
-            std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
+      zero();
       const auto start = std::chrono::steady_clock::now();
-      for (const auto& step : steps[i]) step.primitive.execute(onednn_stream(), step.args);
-      onednn_stream().wait();
+      (*calls[i])();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (round > 0) best[i] = std::min(best[i], seconds);
     }
   }
   return best[0] < best[1];
+}
+
+void zero_activations(const std::vector<Step>& steps) {
+  for (const auto& step : steps)
+    for (const auto& [arg, m] : step.args)
+      if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_SRC_0 || arg == DNNL_ARG_FROM || arg == DNNL_ARG_DST)
+        std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
+}
+
+void run_steps(const std::vector<Step>& steps) {
+  for (const auto& step : steps) step.primitive.execute(onednn_stream(), step.args);
+  onednn_stream().wait();
+}
+
+bool faster_of_two(const ConvChoice& a, const ConvChoice& b, const memory& src, const std::optional<memory>& dst,
+                   const Layer& l, const memory::dims& w_dims) {
+  const std::vector<Step> steps[2] = {conv_steps(a, src, dst, l, w_dims), conv_steps(b, src, dst, l, w_dims)};
+  return first_is_faster([&] {
+                           zero_activations(steps[0]);
+                           zero_activations(steps[1]);
+                         },
+                         [&] { run_steps(steps[0]); }, [&] { run_steps(steps[1]); });
 }
 
 // The whole network in `act`: activations and weights in that data type
@@ -105,11 +127,17 @@ bool faster_of_two(const ConvChoice& a, const ConvChoice& b, const memory& src, 
 // log-softmax reads; a layer whose input is in the other type reorders it.
 // The activations' layouts: oneDNN's choice for every layer, or nChw16c
 // for the fp32 convs of 32 or more output channels (in blocks of 16).
-enum class Layouts { picked, blocked_wide };
+// own_winograd: oneDNN's layouts (nhwc for its brgconv kernels), and each
+// 3x3 stride-1 conv past the first whose channels are multiples of 16 run by
+// dlbench's own Winograd F(4x4, 3x3) on NHWC (conv_winograd_nhwc.h, its
+// bias, residual sum and ReLU fused) where that ran it faster than oneDNN's
+// convolution_auto (timed once, here).
+enum class Layouts { picked, blocked_wide, own_winograd };
 bool blocked_when_wide(const Layer& l) { return l.kind == LayerKind::conv && l.k >= 32 && l.k % 16 == 0; }
 
-// winograd: where it has one for the layer (and a jit join), always
-// instead of when faster (tests).
+// winograd_always: oneDNN's Winograd where it has one for the layer (and a
+// jit join), or with own_winograd the own one where it takes the layer,
+// always instead of when faster (tests).
 Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = false,
                    Layouts layouts = Layouts::picked, bool winograd_always = false) {
   const Network& net = *args.net;
@@ -187,6 +215,31 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = fals
         ConvChoice choice{not_reference(
             [&](const memory::desc& from) { return conv_pd(dnnl::algorithm::convolution_auto, from); }, src_desc),
                           std::nullopt};
+        if (layouts == Layouts::own_winograd && !first && act == f32 &&
+            WinogradNhwc::accepts(l.c, l.k, l.window, l.window, l.stride)) {
+          // Own Winograd reads and writes NHWC: where oneDNN's choice has the
+          // same layouts (its input, its output or the shortcut it adds
+          // into), the two are timed on the same memories and the faster kept.
+          const memory::desc nhwc_in(src_desc.dims(), f32, tag::nhwc), nhwc_out(dst_dims, f32, tag::nhwc);
+          if (choice.pd.src_desc() == nhwc_in && src.get_desc() == nhwc_in && choice.pd.dst_desc() == nhwc_out) {
+            const memory y = dst ? *dst : memory(nhwc_out, engine);
+            auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c);
+            auto bias = std::make_shared<std::vector<float>>(l.bias);
+            const std::int64_t h = l.h, w = l.w, pad = l.pad;
+            const bool accumulate = l.residual >= 0, relu = l.relu;
+            std::function<void()> own = [kernel, bias, src, y, n, h, w, pad, accumulate, relu] {
+              (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
+                        relu, static_cast<float*>(y.get_data_handle()));
+            };
+            const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
+            if (winograd_always || first_is_faster([&] { zero_activations(theirs); }, own, [&] { run_steps(theirs); })) {
+              plan.own = std::move(own);
+              kernels.insert("own F(4x4, 3x3) Winograd NHWC");
+              out[i] = y;
+              break;
+            }
+          }
+        }
         // Past the first layer, oneDNN's Winograd where it has one for the
         // shape, in the layout it wants: Winograd plus the reorder into that
         // layout is timed against convolution_auto once, here, and the
@@ -311,6 +364,12 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
   }
   return runs[keep];
 }
+
+Run prepare_cpu_onednn_ownwino(const NetArgs& args, bool own_always) {
+  return prepare_onednn(args, f32, false, Layouts::own_winograd, own_always);
+}
+
+Run prepare_net_cpu_onednn_ownwino(const NetArgs& args, const Exec&) { return prepare_cpu_onednn_ownwino(args, false); }
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -26,6 +27,10 @@ namespace dlb::nn {
 // variant keeps; with winograd_always, Winograd wherever oneDNN has it for a
 // layer, not where it was faster: the tests hold each to the reference.
 Run prepare_cpu_onednn_fp32(const NetArgs& args, bool blocked_wide, bool winograd_always = false);
+// cpu_onednn_ownwino's pass; with own_always, the own Winograd on every
+// layer it takes (where oneDNN's kernel for it reads and writes NHWC), not
+// only where it was faster.
+Run prepare_cpu_onednn_ownwino(const NetArgs& args, bool own_always);
 
 struct Step {
   dnnl::primitive primitive;
@@ -36,13 +41,21 @@ struct Step {
 // into a Winograd layout), the primitive, an optional join (a residual sum
 // the primitive could not fuse), an optional reorder after (the network
 // output).
+// Or, in place of the primitive, `own`: a dlbench kernel on the same
+// memories (run after the stream has finished the reorder before it).
 struct LayerPlan {
   std::optional<Step> before, join, after;
   Step main;
+  std::function<void()> own;
   void run() {
     auto& stream = onednn_stream();
     if (before) before->primitive.execute(stream, before->args);
-    main.primitive.execute(stream, main.args);
+    if (own) {
+      stream.wait();
+      own();
+    } else {
+      main.primitive.execute(stream, main.args);
+    }
     if (join) join->primitive.execute(stream, join->args);
     if (after) after->primitive.execute(stream, after->args);
     stream.wait();

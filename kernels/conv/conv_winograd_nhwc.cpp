@@ -1,0 +1,252 @@
+// cpu_winograd_nhwc: see conv_winograd_nhwc.h for the kernel. The conv
+// family's row is that kernel as a framework keeping NHWC activations runs
+// it: x transposed into NHWC once in prepare (as if the layer before had left
+// it so), the timed call the kernel alone (ConvReport::timed_call), and the
+// validated call the kernel plus the transpose of its output into NCHW y.
+#include "kernels/conv/conv_winograd_nhwc.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/common/error.h"
+#include "kernels/conv/conv.h"
+#include "kernels/conv/conv_simd.h"
+#include "kernels/conv/conv_threads.h"
+
+namespace dlb {
+namespace {
+
+using simd::fmadd;
+using simd::kLanes;
+using simd::load;
+using simd::splat;
+using simd::store;
+using simd::vfloat;
+
+constexpr int kXi = 36;     // elements of a transformed 6x6 tile
+constexpr int kTiles = 8;   // tiles per block: the GEMM's accumulators in registers
+
+// o = B^T d for one 6-vector (d[j] are whole vectors of 16 channels):
+//   B^T = [4  0 -5  0 1 0; 0 -4 -4  1 1 0; 0 4 -4 -1 1 0;
+//          0 -2 -1  2 1 0; 0  2 -1 -2 1 0; 0 4  0 -5 0 1]
+inline void input_transform6(const vfloat (&d)[6], vfloat (&o)[6]) {
+  const vfloat a = fmadd(splat(-4.0f), d[2], d[4]);  // d4 - 4 d2
+  const vfloat q = fmadd(splat(4.0f), d[1], -d[3]);  // 4 d1 - d3
+  const vfloat b = d[4] - d[2], e = d[1] - d[3];
+  o[0] = fmadd(splat(4.0f), d[0], fmadd(splat(-5.0f), d[2], d[4]));
+  o[1] = a - q;
+  o[2] = a + q;
+  o[3] = fmadd(splat(-2.0f), e, b);
+  o[4] = fmadd(splat(2.0f), e, b);
+  o[5] = fmadd(splat(4.0f), d[1], fmadd(splat(-5.0f), d[3], d[5]));
+}
+
+// o = A^T m for one 6-vector:
+//   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+inline void output_transform6(const vfloat (&m)[6], vfloat (&o)[4]) {
+  const vfloat s12 = m[1] + m[2], d12 = m[1] - m[2], s34 = m[3] + m[4], d34 = m[3] - m[4];
+  o[0] = m[0] + s12 + s34;
+  o[1] = fmadd(splat(2.0f), d34, d12);
+  o[2] = fmadd(splat(4.0f), s34, s12);
+  o[3] = fmadd(splat(8.0f), d34, d12) + m[5];
+}
+
+struct Geometry {
+  std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
+  std::int64_t tiles() const { return n * th * tw; }
+};
+
+// V[xi][t][c] of block slot t: the input tile of tile `tile`, with zeros
+// where it lies in the padding. (Slots past the last tile are left as they
+// are: their GEMM results are never stored.)
+void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t, float* v) {
+  const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
+  const std::int64_t y0 = 4 * ty - g.pad, x0 = 4 * tx - g.pad;
+  const float* img = x + image * g.h * g.w * g.c;
+  for (std::int64_t cb = 0; cb < g.c; cb += kLanes) {
+    vfloat rows[6][6];
+    for (int i = 0; i < 6; ++i) {
+      const std::int64_t row = y0 + i;
+      vfloat d[6];
+      for (int j = 0; j < 6; ++j) {
+        const std::int64_t col = x0 + j;
+        d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(img + (row * g.w + col) * g.c + cb) : vfloat{};
+      }
+      input_transform6(d, rows[i]);
+    }
+    for (int b = 0; b < 6; ++b) {
+      const vfloat column[6] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b], rows[4][b], rows[5][b]};
+      vfloat o[6];
+      input_transform6(column, o);
+      for (int a = 0; a < 6; ++a) store(v + ((a * 6 + b) * kTiles + t) * g.c + cb, o[a]);
+    }
+  }
+}
+
+// M[xi][t][16] = sum_c V[xi][t][c] * U[xi][kb][c][16] for the first T
+// tiles of the block (8, or 4 where no more exist), their accumulators in
+// registers.
+template <int T>
+void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, float* m) {
+  const std::int64_t kblocks = g.k / kLanes;
+  for (int xi = 0; xi < kXi; ++xi) {
+    const float* vx = v + xi * kTiles * g.c;
+    const float* ux = u + (xi * kblocks + kb) * g.c * kLanes;
+    vfloat acc[T] = {};
+    for (std::int64_t cc = 0; cc < g.c; ++cc) {
+      const vfloat filter = load(ux + cc * kLanes);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[t] = fmadd(splat(vx[t * g.c + cc]), filter, acc[t]);
+    }
+    for (int t = 0; t < T; ++t) store(m + (xi * kTiles + t) * kLanes, acc[t]);
+  }
+}
+
+// The 4x4 outputs of tile `tile` for output channels [16 kb, 16 kb + 16)
+// from M, with the epilogue, stored where they lie inside the output.
+void transform_output(const Geometry& g, const float* m, std::int64_t tile, int t, std::int64_t kb,
+                      const float* bias, bool accumulate, bool relu, float* y) {
+  const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
+  vfloat rows[6][4];
+  for (int a = 0; a < 6; ++a) {
+    vfloat row[6];
+    for (int b = 0; b < 6; ++b) row[b] = load(m + ((a * 6 + b) * kTiles + t) * kLanes);
+    output_transform6(row, rows[a]);
+  }
+  const vfloat b = bias != nullptr ? load(bias + kb * kLanes) : vfloat{};
+  for (int j = 0; j < 4; ++j) {
+    const std::int64_t ox = 4 * tx + j;
+    const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
+    vfloat o[4];
+    output_transform6(column, o);
+    for (int i = 0; i < 4; ++i) {
+      const std::int64_t oy = 4 * ty + i;
+      if (oy >= g.oh || ox >= g.ow) continue;
+      float* out = y + ((image * g.oh + oy) * g.ow + ox) * g.k + kb * kLanes;
+      vfloat r = o[i] + b;
+      if (accumulate) r += load(out);
+      if (relu) r = r > 0.0f ? r : vfloat{};
+      store(out, r);
+    }
+  }
+}
+
+}  // namespace
+
+bool WinogradNhwc::accepts(std::int64_t c, std::int64_t k, std::int64_t r, std::int64_t s, std::int64_t stride) {
+  return r == 3 && s == 3 && stride == 1 && c > 0 && k > 0 && c % kLanes == 0 && k % kLanes == 0;
+}
+
+WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
+    : k_(k), c_(c), u_(static_cast<std::size_t>(kXi * k * c)) {
+  if (!accepts(c, k, 3, 3, 1))
+    throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs input and output channels in multiples of 16");
+  // U = G g G^T per (output, input) channel pair, in double, rounded once.
+  //   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+  static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
+                                     {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                     {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                     {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                     {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                     {0, 0, 1}};
+  const std::int64_t kblocks = k / kLanes;
+  for (std::int64_t o = 0; o < k; ++o) {
+    for (std::int64_t i = 0; i < c; ++i) {
+      const float* g = w + (o * c + i) * 9;
+      double gg[6][3];  // G g
+      for (int a = 0; a < 6; ++a)
+        for (int s = 0; s < 3; ++s) gg[a][s] = G[a][0] * g[s] + G[a][1] * g[3 + s] + G[a][2] * g[6 + s];
+      for (int a = 0; a < 6; ++a)
+        for (int b = 0; b < 6; ++b) {
+          const double value = gg[a][0] * G[b][0] + gg[a][1] * G[b][1] + gg[a][2] * G[b][2];
+          u_[static_cast<std::size_t>((((a * 6 + b) * kblocks + o / kLanes) * c + i) * kLanes + o % kLanes)] =
+              static_cast<float>(value);
+        }
+    }
+  }
+  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * (c + kLanes));
+}
+
+WinogradNhwc::~WinogradNhwc() = default;
+
+void WinogradNhwc::operator()(const float* x, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
+                              const float* bias, bool accumulate, bool relu, float* y) const {
+  Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0};
+  DLB_REQUIRE(n > 0 && g.oh > 0 && g.ow > 0 && pad >= 0, "Winograd NHWC: no output for this input and padding");
+  g.th = (g.oh + 3) / 4;
+  g.tw = (g.ow + 3) / 4;
+  const std::int64_t blocks = (g.tiles() + kTiles - 1) / kTiles, kblocks = k_ / kLanes;
+  const int threads = scratch_->threads();
+  // Fewer than two blocks per thread (small images at batch 1): the output
+  // channels are split too, each part transforming its block's input again.
+  const std::int64_t parts =
+      blocks >= 2 * threads ? 1 : std::min<std::int64_t>(kblocks, (2 * threads + blocks - 1) / blocks);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t item = 0; item < blocks * parts; ++item) {
+    float* v = scratch_->of(omp_get_thread_num());
+    float* m = v + kXi * kTiles * c_;
+    const std::int64_t block = item / parts, part = item % parts, first = block * kTiles;
+    const int present = static_cast<int>(std::min<std::int64_t>(kTiles, g.tiles() - first));
+    for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
+    for (std::int64_t kb = kblocks * part / parts; kb < kblocks * (part + 1) / parts; ++kb) {
+      if (present <= 4) {
+        block_gemm<4>(g, v, u_.data(), kb, m);
+      } else {
+        block_gemm<kTiles>(g, v, u_.data(), kb, m);
+      }
+      for (int t = 0; t < present; ++t) transform_output(g, m, first + t, t, kb, bias, accumulate, relu, y);
+    }
+  }
+}
+
+namespace {
+
+// x and y of a conv family problem in NHWC, the kernel, and the transposes.
+struct NhwcConv {
+  ConvShape p;
+  std::unique_ptr<WinogradNhwc> kernel;
+  HostBuffer<float> x, y;
+  float* user_y = nullptr;
+  void convolve() { (*kernel)(x.data(), p.n, p.h, p.w, p.pad, nullptr, false, false, y.data()); }
+  void run() {
+    convolve();
+    const std::int64_t plane = p.oh() * p.ow();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t nk = 0; nk < p.n * p.k; ++nk) {
+      const std::int64_t image = nk / p.k, o = nk % p.k;
+      for (std::int64_t i = 0; i < plane; ++i) user_y[nk * plane + i] = y[static_cast<std::size_t>((image * plane + i) * p.k + o)];
+    }
+  }
+};
+
+}  // namespace
+
+bool conv_winograd_nhwc_accepts(const ConvArgs& args) {
+  const ConvShape& p = args.shape;
+  return WinogradNhwc::accepts(p.c, p.k, p.r, p.s, p.stride);
+}
+
+Run prepare_conv_winograd_nhwc(const ConvArgs& args, const Exec&) {
+  validate_conv_shape(args.shape);
+  const ConvShape& p = args.shape;
+  if (!conv_winograd_nhwc_accepts(args))
+    throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs a 3x3 filter at stride 1 and channels in multiples of 16");
+  DLB_REQUIRE(args.report != nullptr, "cpu_winograd_nhwc reports the call to time through ConvArgs::report");
+  auto c = std::make_shared<NhwcConv>();
+  c->p = p;
+  c->kernel = std::make_unique<WinogradNhwc>(args.w, p.k, p.c);
+  c->x = HostBuffer<float>(static_cast<std::size_t>(p.x_size()));
+  c->y = HostBuffer<float>(static_cast<std::size_t>(p.y_size()));
+  c->user_y = args.y;
+  const std::int64_t plane = p.h * p.w;
+  for (std::int64_t image = 0; image < p.n; ++image)
+    for (std::int64_t ch = 0; ch < p.c; ++ch)
+      for (std::int64_t i = 0; i < plane; ++i)
+        c->x[static_cast<std::size_t>((image * plane + i) * p.c + ch)] = args.x[(image * p.c + ch) * plane + i];
+  args.report->timed_call = [c] { c->convolve(); };
+  args.report->implementation = "F(4x4, 3x3), NHWC, no transposes timed";
+  return [c] { c->run(); };
+}
+
+}  // namespace dlb

@@ -1,0 +1,56 @@
+// Own Winograd F(4x4, 3x3) (Lavin and Gray) on NHWC activations whose
+// channel counts are multiples of 16, so that one pixel's 16 channels are one
+// AVX-512 vector: the conv family's cpu_winograd_nhwc, and the kernel that a
+// network keeping NHWC activations calls with its epilogue (bias, residual
+// sum, ReLU) fused into the output transform (nn's cpu_onednn_ownwino).
+//
+// Each 4x4 output tile comes from a 6x6 input tile (neighbours overlap by 2):
+//     Y = A^T [ sum_c (G g_kc G^T) .* (B^T d_c B) ] A
+// 36 multiplications per tile and channel pair instead of 144. The tiles of
+// the batch are numbered (image, tile row, tile column) and done 8 at a time,
+// start to end in cache: the input transform of the 8 tiles' channels into
+// V [36][8][c]; per 16 output channels, 36 GEMMs of [8 x c] x [c x 16] with
+// the 8 tiles' accumulators in registers (a channel of V broadcast, 16
+// filter values loaded once per 8 tiles) into M [36][8][16]; the output
+// transform of M, the epilogue, and the store. Threads split the blocks, and
+// where there are fewer than two per thread (batch 1), the output channels.
+// A block of at most 4 tiles (the last, or all of an 8x8 image's) runs a
+// GEMM of 4 tiles.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "kernels/common/buffer.h"
+
+namespace dlb {
+
+class ThreadScratch;
+
+class WinogradNhwc {
+ public:
+  // Whether this kernel computes the problem: a 3x3 filter at stride 1,
+  // input and output channels multiples of 16.
+  static bool accepts(std::int64_t c, std::int64_t k, std::int64_t r, std::int64_t s, std::int64_t stride);
+
+  // w: [k][c][3][3] (OIHW), transformed here (G g G^T, in double) once.
+  // Throws Unsupported where accepts() is false.
+  WinogradNhwc(const float* w, std::int64_t k, std::int64_t c);
+  ~WinogradNhwc();
+  WinogradNhwc(const WinogradNhwc&) = delete;
+  WinogradNhwc& operator=(const WinogradNhwc&) = delete;
+
+  // y[i][oy][ox][o] = relu?(bias[o] + (accumulate ? y[i][oy][ox][o] : 0) + conv(x)[i][oy][ox][o]),
+  // x [n][h][w][c], y [n][h + 2 pad - 2][w + 2 pad - 2][k], zero padding `pad`
+  // on every side; bias may be null (zeros). Every element of y is written.
+  // Not reentrant: one call at a time per object (its scratch is its own).
+  void operator()(const float* x, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
+                  const float* bias, bool accumulate, bool relu, float* y) const;
+
+ private:
+  std::int64_t k_, c_;
+  HostBuffer<float> u_;  // G g G^T as [36][k / 16][c][16]
+  std::unique_ptr<ThreadScratch> scratch_;
+};
+
+}  // namespace dlb
