@@ -73,13 +73,11 @@ std::vector<Step> conv_steps(const ConvChoice& c, const memory& src, const std::
   return steps;
 }
 
-// Whether `a` runs this layer faster than `b`, each with its reorder and
-// join, timed on zeroed activations (their values do not change the time of
-// these kernels, and zeros are never denormal): the best of five runs each,
-// a and b alternating, after a warm-up of each, so that a moment of a busy
-// machine does not fall on one of them only.
-// The same for two calls of any kind, `zero` clearing what they read and
-// write before each timed run.
+// Whether call `a` is faster than call `b`: the best of five runs each, a
+// and b alternating, after a warm-up of each, so that a moment of a busy
+// machine does not fall on one of them only; `zero` clears what they read
+// and write before each run (their values do not change the time of these
+// kernels, and zeros are never denormal).
 bool first_is_faster(const std::function<void()>& zero, const std::function<void()>& a,
                      const std::function<void()>& b) {
   const std::function<void()>* calls[2] = {&a, &b};
@@ -108,6 +106,8 @@ void run_steps(const std::vector<Step>& steps) {
   onednn_stream().wait();
 }
 
+// Whether conv choice `a` runs this layer faster than `b`, each with its
+// reorder and join.
 bool faster_of_two(const ConvChoice& a, const ConvChoice& b, const memory& src, const std::optional<memory>& dst,
                    const Layer& l, const memory::dims& w_dims) {
   const std::vector<Step> steps[2] = {conv_steps(a, src, dst, l, w_dims), conv_steps(b, src, dst, l, w_dims)};
