@@ -663,20 +663,25 @@ TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
       auto x = test_input(net, batch);
       std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
       nn::NetReport report;
-      const dlb::Run pass = nn::prepare_cpu_onednn_ownwino(nn::NetArgs{&net, batch, x.data(), y.data(), &report}, true);
+      const dlb::Run pass =
+          nn::prepare_cpu_onednn_ownwino(nn::NetArgs{&net, batch, x.data(), y.data(), &report}, true);
       if (cpu_has_avx512f()) {
         EXPECT_NE(report.implementation.find("own F(4x4, 3x3) Winograd NHWC"), std::string::npos)
             << report.implementation;
       }
       const auto& expected = reference_outputs(name);
       const std::size_t checked = std::min(y.size(), expected.size());
+      const auto versus_reference = [&] {
+        return ref::compare(std::span<const float>(y).first(checked),
+                            std::span<const double>(expected).first(checked), 1e-5);
+      };
       poison_nan(std::span<float>(y));
       pass();
-      const auto c = ref::compare(std::span<const float>(y).first(checked), std::span<const double>(expected).first(checked), 1e-5);
+      const auto c = versus_reference();
       EXPECT_TRUE(c.ok) << c.summary();
       poison_nan(std::span<float>(y));
       for (const auto& call : report.layer_calls) call();
-      const auto by_layer = ref::compare(std::span<const float>(y).first(checked), std::span<const double>(expected).first(checked), 1e-5);
+      const auto by_layer = versus_reference();
       EXPECT_TRUE(by_layer.ok) << by_layer.summary();
     }
   }

@@ -215,7 +215,8 @@ struct NhwcConv {
 #pragma omp parallel for schedule(static)
     for (std::int64_t nk = 0; nk < p.n * p.k; ++nk) {
       const std::int64_t image = nk / p.k, o = nk % p.k;
-      for (std::int64_t i = 0; i < plane; ++i) user_y[nk * plane + i] = y[static_cast<std::size_t>((image * plane + i) * p.k + o)];
+      for (std::int64_t i = 0; i < plane; ++i)
+        user_y[nk * plane + i] = y[static_cast<std::size_t>((image * plane + i) * p.k + o)];
     }
   }
 };

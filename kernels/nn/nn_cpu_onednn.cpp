@@ -232,7 +232,8 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = fals
                         relu, static_cast<float*>(y.get_data_handle()));
             };
             const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
-            if (winograd_always || first_is_faster([&] { zero_activations(theirs); }, own, [&] { run_steps(theirs); })) {
+            const auto zero = [&] { zero_activations(theirs); };
+            if (winograd_always || first_is_faster(zero, own, [&] { run_steps(theirs); })) {
               plan.own = std::move(own);
               kernels.insert("own F(4x4, 3x3) Winograd NHWC");
               out[i] = y;
