@@ -26,6 +26,7 @@
 #include "kernels/common/random.h"
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/dataset.h"
+#include "kernels/nn/nn_s8_direct.h"
 #if DLB_HAVE_ONEDNN
 #include "kernels/nn/onednn_plan.h"
 #endif
@@ -806,6 +807,79 @@ TEST(Int8Rows, AgreeWithEachOther) {
     }
   }
 }
+
+// gpu_own_s8's plan and element functions run on the host: its CUDA kernels
+// are these functions, one thread per element, so this checks the GPU row's
+// indexing, weight packing and quantization where no GPU runs it. The name
+// ends in _s8 for the int8 rows' accuracy allowance; the tolerance is theirs.
+const nn::NetVariant kS8DirectOnHost{
+    "cpu_twin_of_gpu_own_s8", Device::cpu,
+    [](const nn::NetArgs& args, const Exec&) { return nn::prepare_s8_direct_on_host(args); }, 5e-2};
+
+// What the benchmark checks before timing the GPU row: PyTorch's logits and
+// top-1 answers (the first 200 test images: scalar loops on the host); the
+// layer calls make the pass. cpu_own_s8 computes the same exact integer sums
+// and the same fp32 steps (gemm_vnni.h: one fma for scale and bias, one for
+// the residual, requantization rounded to even; pools on codes; cpu_fused
+// log-softmax, as the twin), so where the CPU has it the outputs are equal
+// bit for bit: any difference is a mistake in one of the two.
+TEST(GpuOwnS8OnTheHost, MatchesPyTorchAndCpuOwnS8) {
+  const nn::NetVariant* own = nullptr;
+  for (const auto* v : usable_variants(nn::network_variants(), Device::cpu))
+    if (v->name == "cpu_own_s8") own = v;
+  for (const auto name : nn::network_names()) {
+    SCOPED_TRACE(std::string(name));
+    NetCase twin(kS8DirectOnHost, name, 3);
+    const auto vs_torch = twin.validate(33);
+    EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
+    const auto outputs = twin.outputs(0, 33);
+    // The layer calls, on a pass of its own.
+    const nn::Network& net = twin.network();
+    const auto x = test_input(net, 3);
+    std::vector<float> y(static_cast<std::size_t>(3 * net.classes));
+    nn::NetReport report;
+    const dlb::Run pass = nn::prepare_s8_direct_on_host(nn::NetArgs{&net, 3, x.data(), y.data(), &report});
+    poison_nan(std::span<float>(y));
+    pass();
+    const auto whole = y;
+    ASSERT_EQ(report.layer_calls.size(), net.layers.size());
+    poison_nan(std::span<float>(y));
+    for (const auto& call : report.layer_calls) call();
+    EXPECT_EQ(whole, y);
+    if (own != nullptr) {
+      NetCase cpu(*own, name, 3);
+      EXPECT_EQ(outputs, cpu.outputs(0, 33)) << "the twin and cpu_own_s8 differ";
+    }
+    NetCase big(kS8DirectOnHost, name, 50);
+    const auto a = big.accuracy(200);
+    EXPECT_TRUE(a.ok()) << a.summary();
+  }
+}
+
+#if DLB_TEST_GPU
+// gpu_own_s8 runs the twin's element functions in its kernels: the same bits
+// up to the log-softmax (gpu_fused against cpu_fused: the fp32 rounding of
+// exp and log, a few ulp); the logits of a network without one are equal.
+TEST(GpuOwnS8, EqualsItsHostTwin) {
+  const nn::NetVariant* gpu = nullptr;
+  for (const auto& v : nn::network_variants())
+    if (v.name == "gpu_own_s8") gpu = &v;
+  if (gpu == nullptr) GTEST_SKIP() << "a build without CUDA";
+  for (const auto name : nn::network_names()) {
+    SCOPED_TRACE(std::string(name));
+    NetCase on_gpu(*gpu, name, 17);
+    NetCase twin(kS8DirectOnHost, name, 17);
+    const auto got = on_gpu.outputs(0, 34), expected = twin.outputs(0, 34);
+    if (on_gpu.network().output().kind == nn::LayerKind::log_softmax) {
+      const auto c = ref::compare(std::span<const float>(got), std::vector<double>(expected.begin(), expected.end()),
+                                  1e-6);
+      EXPECT_TRUE(c.ok) << c.summary();
+    } else {
+      EXPECT_EQ(got, expected);
+    }
+  }
+}
+#endif
 
 class AccuracyTest : public ::testing::TestWithParam<BackendParam> {};
 

@@ -116,6 +116,7 @@ Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
 // Networks with residual blocks (stage*.conv1 layers): what gpu_hybrid_first_conv accepts.
 bool has_residual_blocks(const NetArgs& args);

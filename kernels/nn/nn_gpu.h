@@ -1,11 +1,12 @@
 // The network layers as own CUDA kernels, for the GPU backends (gpu_own uses
-// them all; gpu_cudnn the fc epilogue). NCHW fp32, every launcher only
-// enqueues on `stream`. Internal to kernels/nn; built with CUDA only.
+// the fp32 ones, NCHW; gpu_cudnn the fc epilogue; gpu_own_s8 the s8 ones).
+// Every launcher only enqueues on `stream`. Internal to kernels/nn; built with CUDA only.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/nn/network.h"
+#include "kernels/nn/s8_direct_math.h"
 
 struct CUstream_st;
 
@@ -24,5 +25,12 @@ void launch_bias_relu_rows(std::int64_t rows, std::int64_t cols, const float* bi
                            CUstream_st* stream);
 void launch_max_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream);
 void launch_global_avg_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream);
+
+// gpu_own_s8's kernels: one thread per element of s8_direct_math.h's
+// element functions.
+void launch_s8_quantize(const s8::Quantize& p, CUstream_st* stream);
+void launch_s8_conv(const s8::Conv& p, CUstream_st* stream);
+void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream);
+void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream);
 
 }  // namespace dlb::nn

@@ -91,6 +91,20 @@ __global__ void global_avg_pool(long long planes, int plane, const float* __rest
 
 int to_int(std::int64_t v) { return static_cast<int>(v); }  // layer sizes are small
 
+// One thread per element of an s8_direct_math.h element function.
+template <class Params>
+__global__ void each_element(const Params p) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i < p.elements()) s8::element(p, i);
+}
+
+template <class Params>
+void launch_each(const Params& p, CUstream_st* stream) {
+  if (p.elements() == 0) return;
+  each_element<Params><<<blocks_for(static_cast<std::size_t>(p.elements()), kBlock), kBlock, 0, stream>>>(p);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void launch_conv_direct_fused(const Layer& l, std::int64_t batch, const float* x, const float* w, const float* bias,
@@ -129,5 +143,13 @@ void launch_global_avg_pool(const Layer& l, std::int64_t batch, const float* x, 
   global_avg_pool<<<blocks_for(threads, kBlock), kBlock, 0, stream>>>(batch * l.c, to_int(l.h * l.w), x, y);
   DLB_CUDA_CHECK_LAUNCH();
 }
+
+void launch_s8_quantize(const s8::Quantize& p, CUstream_st* stream) { launch_each(p, stream); }
+
+void launch_s8_conv(const s8::Conv& p, CUstream_st* stream) { launch_each(p, stream); }
+
+void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream) { launch_each(p, stream); }
+
+void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream) { launch_each(p, stream); }
 
 }  // namespace dlb::nn
