@@ -122,15 +122,18 @@ Run run_of(const std::shared_ptr<CudnnConv>& c) {
 // The first result that ran and keeps strict fp32 (perf results are sorted
 // best first; with CUDNN_FMA_MATH on the descriptor every entry should
 // already be FMA math, the check keeps a TF32 entry out if one slips in).
+// With tensor_op_allowed (fp16/bf16 data), the first that ran.
 cudnnConvolutionFwdAlgo_t first_usable(const std::vector<cudnnConvolutionFwdAlgoPerf_t>& results, int returned,
-                                       const char* who) {
+                                       const char* who, bool tensor_op_allowed = false) {
   for (int i = 0; i < returned; ++i) {
     const auto& r = results[static_cast<std::size_t>(i)];
-    if (r.status == CUDNN_STATUS_SUCCESS && r.mathType != CUDNN_TENSOR_OP_MATH &&
-        r.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+    if (r.status == CUDNN_STATUS_SUCCESS &&
+        (tensor_op_allowed ||
+         (r.mathType != CUDNN_TENSOR_OP_MATH && r.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
       return r.algo;
   }
-  throw Unsupported(std::string(who) + " returned no strict-fp32 algorithm that can run this problem");
+  throw Unsupported(std::string(who) + " returned no " + (tensor_op_allowed ? "" : "strict-fp32 ") +
+                    "algorithm that can run this problem");
 }
 
 std::vector<cudnnConvolutionFwdAlgoPerf_t> perf_results(const CudnnConv& c) {
@@ -160,16 +163,32 @@ Run prepare_conv_cudnn_heuristic(const ConvArgs& args, const Exec& exec) {
   return run_of(c);
 }
 
-cudnnConvolutionFwdAlgo_t cudnn_find_fp32_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
-                                                    cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
-                                                    cudnnTensorDescriptor_t y) {
+namespace {
+
+cudnnConvolutionFwdAlgo_t find_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+                                         cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y,
+                                         bool tensor_op_allowed) {
   int count = 0;
   DLB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<std::size_t>(count));
   int returned = 0;
   DLB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, x, w, conv, y, count, &returned, results.data()));
   DLB_CUDA_CHECK(cudaDeviceSynchronize());
-  return first_usable(results, returned, "cudnnFindConvolutionForwardAlgorithm");
+  return first_usable(results, returned, "cudnnFindConvolutionForwardAlgorithm", tensor_op_allowed);
+}
+
+}  // namespace
+
+cudnnConvolutionFwdAlgo_t cudnn_find_fp32_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                                    cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
+                                                    cudnnTensorDescriptor_t y) {
+  return find_algorithm(handle, x, w, conv, y, false);
+}
+
+cudnnConvolutionFwdAlgo_t cudnn_find_any_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                                   cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
+                                                   cudnnTensorDescriptor_t y) {
+  return find_algorithm(handle, x, w, conv, y, true);
 }
 
 Run prepare_conv_cudnn_find(const ConvArgs& args, const Exec& exec) {

@@ -19,6 +19,11 @@ const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t algo);
 cudnnConvolutionFwdAlgo_t cudnn_find_fp32_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
                                                     cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
                                                     cudnnTensorDescriptor_t y);
+// The same for fp16/bf16 data, where tensor-op math is the point: the
+// fastest that ran, whatever its math type.
+cudnnConvolutionFwdAlgo_t cudnn_find_any_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
+                                                   cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
+                                                   cudnnTensorDescriptor_t y);
 
 Run prepare_conv_cudnn_algorithm(const ConvArgs& args, const Exec& exec, cudnnConvolutionFwdAlgo_t algo);
 

@@ -55,6 +55,12 @@
 //               block on the GPU (gpu_cudnn's fused conv), every other layer on the CPU (cpu_own's),
 //               the activations copied from pageable host memory to the device and back around each
 //               of those convs; residual networks only
+//   gpu_cudnn_f16, gpu_cudnn_bf16  the network in fp16 / bf16 on tensor cores with fp32 accumulation
+//               (nn_gpu_cudnn_16bit.cpp): NHWC activations, cudnnConvolutionForward with the
+//               algorithm of cudnnFindConvolutionForwardAlgorithm (tensor-op math allowed) and an
+//               own epilogue (bias, residual, ReLU in fp32), fc as cublasGemmEx, own NHWC pools,
+//               fp32 logits and log-softmax
+//   gpu_cudnn_mixed_f16  the same as autocast mixes it: the first conv in fp32 (strict, NCHW)
 //   gpu_own     own CUDA kernels: direct convolution with bias, residual and ReLU fused (one thread
 //               per output), own fc (a warp per output), pools, the softmax family's gpu_fused
 // Batch-norm is folded into the conv at load time for every backend. GPU
@@ -118,6 +124,9 @@ Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_f16(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_bf16(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_mixed_f16(const NetArgs& args, const Exec& exec);
 // Networks with residual blocks (stage*.conv1 layers): what gpu_hybrid_first_conv accepts.
 bool has_residual_blocks(const NetArgs& args);
 

@@ -1,5 +1,6 @@
 // The network layers as own CUDA kernels, for the GPU backends (gpu_own uses
-// the fp32 ones, NCHW; gpu_cudnn the fc epilogue; gpu_own_s8 the s8 ones).
+// the fp32 ones, NCHW; gpu_cudnn the fc epilogue; its 16-bit rows the 16-bit
+// ones; gpu_own_s8 the s8 ones).
 // Every launcher only enqueues on `stream`. Internal to kernels/nn; built with CUDA only.
 #pragma once
 
@@ -25,6 +26,24 @@ void launch_bias_relu_rows(std::int64_t rows, std::int64_t cols, const float* bi
                            CUstream_st* stream);
 void launch_max_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream);
 void launch_global_avg_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream);
+
+// The 16-bit activations of gpu_cudnn_f16 / _bf16 / _mixed_f16: fp16 or
+// bf16 values (2 bytes each), NHWC; arithmetic in fp32, rounded to nearest
+// even on store.
+enum class Half16 { f16, bf16 };
+// x fp32 NCHW [n, c, plane] -> y NHWC [n, plane, c].
+void launch_to_nhwc16(Half16 type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
+                      CUstream_st* stream);
+// y NHWC [n, plane, k] = relu?(acc + bias[channel] (+ residual)), where acc
+// is y itself (in place: a conv's raw output) or, if acc_nchw is not null,
+// that fp32 NCHW tensor [n, k, plane]. residual: NHWC like y, or null.
+void launch_epilogue16(Half16 type, std::int64_t n, std::int64_t k, std::int64_t plane, const float* acc_nchw,
+                       const float* bias, const void* residual, bool relu, void* y, CUstream_st* stream);
+void launch_max_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+                            CUstream_st* stream);
+// Global average pool, NHWC [n, plane, c] -> [n, c], summed in fp32.
+void launch_global_avg_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+                                   CUstream_st* stream);
 
 // gpu_own_s8's kernels: one thread per element of s8_direct_math.h's
 // element functions.

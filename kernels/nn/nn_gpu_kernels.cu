@@ -1,6 +1,9 @@
 // The own CUDA kernels of the GPU network backends (see nn_gpu.h). Written to
 // be obviously right and reasonably fast, not tuned: one thread per output
 // element, read-only loads through the texture path.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "kernels/common/cuda_resources.h"
 #include "kernels/nn/nn_gpu.h"
 
@@ -91,6 +94,81 @@ __global__ void global_avg_pool(long long planes, int plane, const float* __rest
 
 int to_int(std::int64_t v) { return static_cast<int>(v); }  // layer sizes are small
 
+// ---------------------------------------------------------------- 16-bit activations
+
+__device__ float to_float(__half v) { return __half2float(v); }
+__device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <class T>
+__device__ T from_float(float v);
+template <>
+__device__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// Calls f with a value of the element type `type` names.
+template <class F>
+void with_type(Half16 type, F&& f) {
+  if (type == Half16::f16) {
+    f(__half{});
+  } else {
+    f(__nv_bfloat16{});
+  }
+}
+
+// One thread per element of y (NHWC), reading x (NCHW).
+template <class T>
+__global__ void to_nhwc16(const float* __restrict__ x, long long n, int c, long long plane, T* __restrict__ y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n * plane * c) return;
+  const int ch = static_cast<int>(i % c);
+  const long long pixel = i / c, image = pixel / plane;
+  y[i] = from_float<T>(__ldg(x + (image * c + ch) * plane + pixel % plane));
+}
+
+template <class T>
+__global__ void epilogue16(long long n, int k, long long plane, const float* __restrict__ acc_nchw,
+                           const float* __restrict__ bias, const T* __restrict__ residual, bool relu, T* y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n * plane * k) return;
+  const int ch = static_cast<int>(i % k);
+  const long long pixel = i / k;
+  float v = acc_nchw != nullptr ? __ldg(acc_nchw + (pixel / plane * k + ch) * plane + pixel % plane) : to_float(y[i]);
+  v += __ldg(bias + ch);
+  if (residual != nullptr) v += to_float(residual[i]);
+  y[i] = from_float<T>(relu ? fmaxf(v, 0.0f) : v);
+}
+
+template <class T>
+__global__ void max_pool_nhwc16(long long n, int c, int h, int w, int oh, int ow, int window, int stride,
+                                const T* __restrict__ x, T* __restrict__ y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n * oh * ow * c) return;
+  const int ch = static_cast<int>(i % c);
+  const long long pixel = i / c;
+  const int ox = static_cast<int>(pixel % ow), oy = static_cast<int>(pixel / ow % oh);
+  const long long image = pixel / (static_cast<long long>(ow) * oh);
+  float m = -INFINITY;
+  for (int a = 0; a < window; ++a)
+    for (int b = 0; b < window; ++b)
+      m = fmaxf(m, to_float(x[((image * h + oy * stride + a) * w + ox * stride + b) * c + ch]));
+  y[i] = from_float<T>(m);  // exact: m is one of the inputs
+}
+
+template <class T>
+__global__ void global_avg_pool_nhwc16(long long n, int c, int plane, const T* __restrict__ x, T* __restrict__ y) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n * c) return;
+  const int ch = static_cast<int>(i % c);
+  const long long image = i / c;
+  float sum = 0.0f;
+  for (int p = 0; p < plane; ++p) sum += to_float(x[(image * plane + p) * c + ch]);
+  y[i] = from_float<T>(sum / static_cast<float>(plane));
+}
+
 // One thread per element of an s8_direct_math.h element function.
 template <class Params>
 __global__ void each_element(const Params p) {
@@ -151,5 +229,49 @@ void launch_s8_conv(const s8::Conv& p, CUstream_st* stream) { launch_each(p, str
 void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream) { launch_each(p, stream); }
 
 void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream) { launch_each(p, stream); }
+
+void launch_to_nhwc16(Half16 type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
+                      CUstream_st* stream) {
+  const auto total = static_cast<std::size_t>(n * c * plane);
+  with_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    to_nhwc16<T><<<blocks_for(total, kBlock), kBlock, 0, stream>>>(x, n, to_int(c), plane, static_cast<T*>(y));
+  });
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_epilogue16(Half16 type, std::int64_t n, std::int64_t k, std::int64_t plane, const float* acc_nchw,
+                       const float* bias, const void* residual, bool relu, void* y, CUstream_st* stream) {
+  const auto total = static_cast<std::size_t>(n * k * plane);
+  with_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    epilogue16<T><<<blocks_for(total, kBlock), kBlock, 0, stream>>>(
+        n, to_int(k), plane, acc_nchw, bias, static_cast<const T*>(residual), relu, static_cast<T*>(y));
+  });
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_max_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+                            CUstream_st* stream) {
+  const auto total = static_cast<std::size_t>(batch * l.out_size());
+  with_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    max_pool_nhwc16<T><<<blocks_for(total, kBlock), kBlock, 0, stream>>>(
+        batch, to_int(l.c), to_int(l.h), to_int(l.w), to_int(l.oh), to_int(l.ow), to_int(l.window), to_int(l.stride),
+        static_cast<const T*>(x), static_cast<T*>(y));
+  });
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+void launch_global_avg_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+                                   CUstream_st* stream) {
+  const auto total = static_cast<std::size_t>(batch * l.c);
+  with_type(type, [&](auto zero) {
+    using T = decltype(zero);
+    global_avg_pool_nhwc16<T><<<blocks_for(total, kBlock), kBlock, 0, stream>>>(
+        batch, to_int(l.c), to_int(l.h * l.w), static_cast<const T*>(x), static_cast<T*>(y));
+  });
+  DLB_CUDA_CHECK_LAUNCH();
+}
 
 }  // namespace dlb::nn

@@ -1,0 +1,256 @@
+// gpu_cudnn_f16, gpu_cudnn_bf16 and gpu_cudnn_mixed_f16: a network in 16-bit
+// floating point on cuDNN's and cuBLAS's tensor cores with fp32 accumulation
+// (see nn.h). Activations NHWC (the layout of cuDNN's tensor-op kernels),
+// weights rounded once in prepare (the convs' to KRSC, the fc weights after
+// an image permuted to the NHWC flattening). Per conv cudnnConvolutionForward
+// with the algorithm of cudnnFindConvolutionForwardAlgorithm (tensor-op math
+// allowed, fp32 compute), then an own epilogue kernel (bias, residual, ReLU in
+// fp32, rounded once); fc as cublasGemmEx (16-bit in, fp32 compute, 16-bit or
+// fp32 out) and the same epilogue; own NHWC pools; fp32 logits and the
+// softmax family's gpu_fused log-softmax. The mixed row keeps the first conv
+// in fp32 (cuDNN, strict fp32, on the fp32 NCHW input), as autocast does.
+#include <climits>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kernels/common/cuda_resources.h"
+#include "kernels/common/cudnn_resources.h"
+#include "kernels/conv/conv_cudnn.h"
+#include "kernels/gemm/quant.h"
+#include "kernels/nn/layers.h"
+#include "kernels/nn/nn_gpu.h"
+#include "kernels/softmax/softmax.h"
+
+// The legacy convolution API: see cudnn_resources.h.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dlb::nn {
+namespace {
+
+int to_int(std::int64_t v) {
+  DLB_REQUIRE(v <= INT_MAX, "cuDNN takes int dimensions");
+  return static_cast<int>(v);
+}
+
+// fp32 values as 16-bit bits of `type`, rounded to nearest even.
+std::vector<std::uint16_t> rounded(const std::vector<float>& x, Half16 type) {
+  std::vector<std::uint16_t> out(x.size());
+  if (type == Half16::f16) {
+    round_to_f16(x, out);
+  } else {
+    round_to_bf16(x, out);
+  }
+  return out;
+}
+
+// A conv's [k, c, r, r] weights as [k, r, r, c] (cuDNN's NHWC filter format).
+std::vector<float> krsc(const Layer& l) {
+  const std::int64_t r = l.window;
+  std::vector<float> out(l.weight.size());
+  for (std::int64_t o = 0; o < l.k; ++o)
+    for (std::int64_t ch = 0; ch < l.c; ++ch)
+      for (std::int64_t a = 0; a < r * r; ++a)
+        out[static_cast<std::size_t>((o * r * r + a) * l.c + ch)] =
+            l.weight[static_cast<std::size_t>((o * l.c + ch) * r * r + a)];
+  return out;
+}
+
+// An fc's [k, c*h*w] weights (PyTorch flattens NCHW) as [k, h*w*c]: its input
+// is an NHWC image here.
+std::vector<float> nhwc_flattened(const Layer& l) {
+  const std::int64_t plane = l.h * l.w;
+  std::vector<float> out(l.weight.size());
+  for (std::int64_t o = 0; o < l.k; ++o)
+    for (std::int64_t ch = 0; ch < l.c; ++ch)
+      for (std::int64_t p = 0; p < plane; ++p)
+        out[static_cast<std::size_t>((o * plane + p) * l.c + ch)] =
+            l.weight[static_cast<std::size_t>((o * l.c + ch) * plane + p)];
+  return out;
+}
+
+struct Shared {
+  explicit Shared(cudaStream_t s) : stream(s), cudnn(s), cublas(s) {}
+  cudaStream_t stream;
+  CudnnHandle cudnn;
+  CublasHandle cublas;
+};
+
+struct ConvStep {
+  ConvStep(const Layer& l, std::int64_t n, cudnnDataType_t type, cudnnTensorFormat_t format, cudnnMathType_t math)
+      : x_desc(to_int(n), to_int(l.c), to_int(l.h), to_int(l.w), type, format),
+        w_desc(to_int(l.k), to_int(l.c), to_int(l.window), to_int(l.window), type, format),
+        conv_desc(to_int(l.pad), to_int(l.pad), to_int(l.stride), to_int(l.stride), math, CUDNN_DATA_FLOAT),
+        y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow), type, format) {}
+  CudnnTensorDesc x_desc;
+  CudnnFilterDesc w_desc;
+  CudnnConvolutionDesc conv_desc;
+  CudnnTensorDesc y_desc;
+  DeviceBuffer<std::uint16_t> weight16;
+  DeviceBuffer<float> weight32, bias, acc32;  // acc32: the fp32 conv's output (mixed row's first conv)
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  DeviceBuffer<unsigned char> workspace;
+};
+
+struct Options {
+  const char* row;
+  Half16 type;
+  bool fp32_first_conv;  // the mixed row
+};
+
+Run prepare_16bit(const NetArgs& args, const Exec& exec, const Options& o) {
+  const std::string row = o.row;
+  DLB_REQUIRE(exec.stream != nullptr, row + " runs on a CUDA stream");
+  const Network& net = *args.net;
+  const std::int64_t n = args.batch;
+  cudaStream_t stream = exec.stream;
+  const cudnnDataType_t dt = o.type == Half16::f16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+  const cudaDataType_t blas_type = o.type == Half16::f16 ? CUDA_R_16F : CUDA_R_16BF;
+  auto sh = std::make_shared<Shared>(stream);
+  // Per layer its 16-bit output, or its fp32 output (the logits and the
+  // input of log-softmax: what the int8 rows dequantize, dequantized_output).
+  struct Buffers {
+    DeviceBuffer<std::uint16_t> input;
+    std::vector<DeviceBuffer<std::uint16_t>> out16;
+    std::vector<DeviceBuffer<float>> out32;
+    std::vector<std::shared_ptr<ConvStep>> convs;
+    std::vector<DeviceBuffer<std::uint16_t>> fc_weights;
+    std::vector<DeviceBuffer<float>> fc_biases;
+  };
+  auto b = std::make_shared<Buffers>();
+  b->out16.resize(net.layers.size());
+  b->out32.resize(net.layers.size());
+  std::set<std::string> algorithms;
+  std::vector<Run> calls;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const bool last = i + 1 == net.layers.size();
+    const bool f32 = dequantized_output(net, i);
+    const auto elements = static_cast<std::size_t>(n * l.out_size());
+    if (!f32) b->out16[i] = DeviceBuffer<std::uint16_t>(elements);
+    if (f32 && !last) b->out32[i] = DeviceBuffer<float>(elements);
+    void* y16 = f32 ? nullptr : b->out16[i].data();
+    float* y32 = !f32 ? nullptr : last ? args.y : b->out32[i].data();
+    const bool from_input = l.input < 0;
+    const auto from = static_cast<std::size_t>(l.input);
+    DLB_REQUIRE(l.kind == LayerKind::log_softmax || from_input || b->out16[from].size() > 0,
+                row + ": " + l.name + " reads an fp32 tensor");
+    switch (l.kind) {
+      case LayerKind::conv: {
+        DLB_REQUIRE(!f32, row + ": " + l.name + ", a conv, would write the fp32 logits");
+        const bool fp32 = from_input && o.fp32_first_conv;
+        auto c = fp32 ? std::make_shared<ConvStep>(l, n, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_FMA_MATH)
+                      : std::make_shared<ConvStep>(l, n, dt, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH);
+        c->bias = to_device<float>(l.bias);
+        if (fp32) {
+          c->weight32 = to_device<float>(l.weight);
+          c->acc32 = DeviceBuffer<float>(elements);
+          c->algo = cudnn_find_fp32_algorithm(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
+                                              c->y_desc.get());
+        } else {
+          c->weight16 = to_device<std::uint16_t>(rounded(krsc(l), o.type));
+          c->algo = cudnn_find_any_algorithm(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
+                                             c->y_desc.get());
+        }
+        algorithms.insert(cudnn_algo_name(c->algo));
+        std::size_t bytes = 0;
+        DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(),
+                                                                c->conv_desc.get(), c->y_desc.get(), c->algo, &bytes));
+        c->workspace = DeviceBuffer<unsigned char>(bytes);
+        b->convs.push_back(c);
+        // The input: the network's (fp32 NCHW, or converted to 16-bit NHWC
+        // first) or the previous layer's 16-bit output.
+        if (from_input && !fp32) b->input = DeviceBuffer<std::uint16_t>(static_cast<std::size_t>(n * net.in_size()));
+        const void* x = fp32 ? static_cast<const void*>(args.x) : from_input ? b->input.data() : b->out16[from].data();
+        const void* residual = l.residual < 0 ? nullptr : b->out16[static_cast<std::size_t>(l.residual)].data();
+        calls.push_back([sh, b, c, &l, &net, n, type = o.type, fp32, convert = from_input && !fp32, in = args.x, x,
+                         residual, y16] {
+          if (convert) launch_to_nhwc16(type, in, n, net.c, net.h * net.w, b->input.data(), sh->stream);
+          const float one = 1.0f, zero = 0.0f;
+          void* out = fp32 ? static_cast<void*>(c->acc32.data()) : y16;
+          const void* w = fp32 ? static_cast<const void*>(c->weight32.data()) : c->weight16.data();
+          DLB_CUDNN_CHECK(cudnnConvolutionForward(sh->cudnn.get(), &one, c->x_desc.get(), x, c->w_desc.get(), w,
+                                                  c->conv_desc.get(), c->algo, c->workspace.data(),
+                                                  c->workspace.bytes(), &zero, c->y_desc.get(), out));
+          launch_epilogue16(type, n, l.k, l.oh * l.ow, fp32 ? c->acc32.data() : nullptr, c->bias.data(), residual,
+                            l.relu, y16, sh->stream);
+        });
+        break;
+      }
+      case LayerKind::fc: {
+        DLB_REQUIRE(!from_input, row + ": " + l.name + ", an fc, reads the network input");
+        b->fc_weights.push_back(to_device<std::uint16_t>(rounded(nhwc_flattened(l), o.type)));
+        b->fc_biases.push_back(to_device<float>(l.bias));
+        const void* w = b->fc_weights.back().data();
+        const float* bias = b->fc_biases.back().data();
+        const void* x = b->out16[from].data();
+        // Column-major, as gpu_cudnn's fc: y^T [k, n] = W [k, in] (read
+        // transposed from its row-major [k, in]) x^T [in, n].
+        calls.push_back([sh, b, &l, n, type = o.type, blas_type, w, bias, x, y16, y32] {
+          const float one = 1.0f, zero = 0.0f;
+          const int k = static_cast<int>(l.k), in = static_cast<int>(l.in_size()), rows = static_cast<int>(n);
+          void* out = y32 != nullptr ? static_cast<void*>(y32) : y16;
+          DLB_CUBLAS_CHECK(cublasGemmEx(sh->cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, k, rows, in, &one, w, blas_type, in,
+                                        x, blas_type, in, &zero, out, y32 != nullptr ? CUDA_R_32F : blas_type, k,
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          if (y32 != nullptr) {
+            launch_bias_relu_rows(rows, k, bias, l.relu, y32, sh->stream);
+          } else {
+            launch_epilogue16(type, n, k, 1, nullptr, bias, nullptr, l.relu, y16, sh->stream);
+          }
+        });
+        break;
+      }
+      case LayerKind::max_pool:
+      case LayerKind::global_avg_pool: {
+        DLB_REQUIRE(!f32, row + ": " + l.name + ", a pool, would write the fp32 logits");
+        const void* x = b->out16[from].data();
+        calls.push_back([sh, b, &l, n, type = o.type, x, y16] {
+          if (l.kind == LayerKind::max_pool) {
+            launch_max_pool_nhwc16(type, l, n, x, y16, sh->stream);
+          } else {
+            launch_global_avg_pool_nhwc16(type, l, n, x, y16, sh->stream);
+          }
+        });
+        break;
+      }
+      case LayerKind::log_softmax: {
+        DLB_REQUIRE(last && !from_input && b->out32[from].size() > 0, row + ": log-softmax must end the network");
+        calls.push_back([sh, b, sm = SoftmaxArgs{n, l.k, b->out32[from].data(), args.y}] {
+          launch_softmax_fused<SoftmaxKind::log_softmax>(sm, sh->stream);
+        });
+        break;
+      }
+    }
+  }
+  DLB_CUDA_CHECK(cudaDeviceSynchronize());  // the uploads and the algorithm searches
+  if (args.report != nullptr) {
+    std::string conv;
+    for (const auto& a : algorithms) conv.append(conv.empty() ? "" : ", ").append(a);
+    args.report->implementation = std::string(o.type == Half16::f16 ? "fp16" : "bf16") +
+                                  (o.fp32_first_conv ? " (first conv fp32)" : "") +
+                                  " NHWC, fp32 accumulation: cuDNN " + conv +
+                                  ", cublasGemmEx; own epilogues and pools";
+  }
+  return run_layers(std::move(calls), args.report);
+}
+
+}  // namespace
+
+Run prepare_net_gpu_cudnn_f16(const NetArgs& args, const Exec& exec) {
+  return prepare_16bit(args, exec, Options{"gpu_cudnn_f16", Half16::f16, false});
+}
+
+Run prepare_net_gpu_cudnn_bf16(const NetArgs& args, const Exec& exec) {
+  return prepare_16bit(args, exec, Options{"gpu_cudnn_bf16", Half16::bf16, false});
+}
+
+Run prepare_net_gpu_cudnn_mixed_f16(const NetArgs& args, const Exec& exec) {
+  return prepare_16bit(args, exec, Options{"gpu_cudnn_mixed_f16", Half16::f16, true});
+}
+
+}  // namespace dlb::nn
+
+#pragma GCC diagnostic pop
