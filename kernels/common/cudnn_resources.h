@@ -1,11 +1,19 @@
 // RAII for cuDNN descriptors. Include only from code built with cuDNN.
 #pragma once
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 
 #include "kernels/common/cuda_check.h"
 
 namespace dlb {
+
+// A dimension as the int cuDNN's descriptors take; dlb::Error past INT_MAX.
+inline int cudnn_dim(std::int64_t v) {
+  DLB_REQUIRE(v >= 0 && v <= INT_MAX, "cuDNN takes int dimensions, not " + std::to_string(v));
+  return static_cast<int>(v);
+}
 
 // A 4-D fp32 (or other) tensor descriptor, NCHW unless told otherwise.
 class CudnnTensorDesc {

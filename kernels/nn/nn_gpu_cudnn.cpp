@@ -13,7 +13,6 @@
 // is the ResNet20 lab's experiment: the first conv of every block on the GPU
 // (this file's fused conv), every other layer cpu_own's, the activations
 // copied to the device and back around each of those convs.
-#include <climits>
 #include <memory>
 #include <set>
 #include <string>
@@ -33,11 +32,6 @@
 namespace dlb::nn {
 namespace {
 
-int to_int(std::int64_t v) {
-  DLB_REQUIRE(v <= INT_MAX, "cuDNN takes int dimensions");
-  return static_cast<int>(v);
-}
-
 // What every layer of the pass shares.
 struct Shared {
   explicit Shared(cudaStream_t s) : stream(s), cudnn(s), cublas(s) {
@@ -52,11 +46,11 @@ struct Shared {
 
 struct ConvLayer {
   ConvLayer(const Layer& l, std::int64_t n)
-      : x_desc(to_int(n), to_int(l.c), to_int(l.h), to_int(l.w)),
-        w_desc(to_int(l.k), to_int(l.c), to_int(l.window), to_int(l.window)),
-        conv_desc(to_int(l.pad), to_int(l.pad), to_int(l.stride), to_int(l.stride), CUDNN_FMA_MATH),
-        y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow)),
-        bias_desc(1, to_int(l.k), 1, 1),
+      : x_desc(cudnn_dim(n), cudnn_dim(l.c), cudnn_dim(l.h), cudnn_dim(l.w)),
+        w_desc(cudnn_dim(l.k), cudnn_dim(l.c), cudnn_dim(l.window), cudnn_dim(l.window)),
+        conv_desc(cudnn_dim(l.pad), cudnn_dim(l.pad), cudnn_dim(l.stride), cudnn_dim(l.stride), CUDNN_FMA_MATH),
+        y_desc(cudnn_dim(n), cudnn_dim(l.k), cudnn_dim(l.oh), cudnn_dim(l.ow)),
+        bias_desc(1, cudnn_dim(l.k), 1, 1),
         weight(to_device<float>(l.weight)),
         bias(to_device<float>(l.bias)) {}
   CudnnTensorDesc x_desc;
@@ -121,12 +115,12 @@ Run prepare_pool(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t
   struct Pool {
     Pool(const Layer& l, std::int64_t n)
         : desc(l.kind == LayerKind::max_pool ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
-               to_int(l.kind == LayerKind::max_pool ? l.window : l.h),
-               to_int(l.kind == LayerKind::max_pool ? l.window : l.w),
-               to_int(l.kind == LayerKind::max_pool ? l.stride : l.h),
-               to_int(l.kind == LayerKind::max_pool ? l.stride : l.w)),
-          x_desc(to_int(n), to_int(l.c), to_int(l.h), to_int(l.w)),
-          y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow)) {}
+               cudnn_dim(l.kind == LayerKind::max_pool ? l.window : l.h),
+               cudnn_dim(l.kind == LayerKind::max_pool ? l.window : l.w),
+               cudnn_dim(l.kind == LayerKind::max_pool ? l.stride : l.h),
+               cudnn_dim(l.kind == LayerKind::max_pool ? l.stride : l.w)),
+          x_desc(cudnn_dim(n), cudnn_dim(l.c), cudnn_dim(l.h), cudnn_dim(l.w)),
+          y_desc(cudnn_dim(n), cudnn_dim(l.k), cudnn_dim(l.oh), cudnn_dim(l.ow)) {}
     CudnnPoolingDesc desc;
     CudnnTensorDesc x_desc, y_desc;
   };
@@ -143,7 +137,7 @@ Run prepare_pool(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t
 Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x, float* y) {
   auto w = std::make_shared<DeviceBuffer<float>>(to_device<float>(l.weight));
   auto b = std::make_shared<DeviceBuffer<float>>(to_device<float>(l.bias));
-  const int k = to_int(l.k), in = to_int(l.in_size()), rows = to_int(n);
+  const int k = cudnn_dim(l.k), in = cudnn_dim(l.in_size()), rows = cudnn_dim(n);
   return [sh, w, b, k, in, rows, relu = l.relu, x, y] {
     const float one = 1.0f, zero = 0.0f;
     DLB_CUBLAS_CHECK(cublasSgemm(sh->cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, k, rows, in, &one, w->data(), in, x,

@@ -9,7 +9,6 @@
 // fp32 out) and the same epilogue; own NHWC pools; fp32 logits and the
 // softmax family's gpu_fused log-softmax. The mixed row keeps the first conv
 // in fp32 (cuDNN, strict fp32, on the fp32 NCHW input), as autocast does.
-#include <climits>
 #include <memory>
 #include <set>
 #include <string>
@@ -29,11 +28,6 @@
 
 namespace dlb::nn {
 namespace {
-
-int to_int(std::int64_t v) {
-  DLB_REQUIRE(v <= INT_MAX, "cuDNN takes int dimensions");
-  return static_cast<int>(v);
-}
 
 // fp32 values as 16-bit bits of `type`, rounded to nearest even.
 std::vector<std::uint16_t> rounded(const std::vector<float>& x, Half16 type) {
@@ -80,10 +74,10 @@ struct Shared {
 
 struct ConvStep {
   ConvStep(const Layer& l, std::int64_t n, cudnnDataType_t type, cudnnTensorFormat_t format, cudnnMathType_t math)
-      : x_desc(to_int(n), to_int(l.c), to_int(l.h), to_int(l.w), type, format),
-        w_desc(to_int(l.k), to_int(l.c), to_int(l.window), to_int(l.window), type, format),
-        conv_desc(to_int(l.pad), to_int(l.pad), to_int(l.stride), to_int(l.stride), math, CUDNN_DATA_FLOAT),
-        y_desc(to_int(n), to_int(l.k), to_int(l.oh), to_int(l.ow), type, format) {}
+      : x_desc(cudnn_dim(n), cudnn_dim(l.c), cudnn_dim(l.h), cudnn_dim(l.w), type, format),
+        w_desc(cudnn_dim(l.k), cudnn_dim(l.c), cudnn_dim(l.window), cudnn_dim(l.window), type, format),
+        conv_desc(cudnn_dim(l.pad), cudnn_dim(l.pad), cudnn_dim(l.stride), cudnn_dim(l.stride), math, CUDNN_DATA_FLOAT),
+        y_desc(cudnn_dim(n), cudnn_dim(l.k), cudnn_dim(l.oh), cudnn_dim(l.ow), type, format) {}
   CudnnTensorDesc x_desc;
   CudnnFilterDesc w_desc;
   CudnnConvolutionDesc conv_desc;

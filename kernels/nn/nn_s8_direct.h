@@ -112,7 +112,8 @@ Run prepare_direct(const NetArgs& args, const Target& target) {
                 row + ": " + l.name + " would have to write fp32");
     DLB_REQUIRE(!f32 || l.kind == LayerKind::log_softmax || l.oh * l.ow == 1,
                 row + ": " + l.name + " writes fp32 NHWC, which is the network's layout only for 1 x 1 outputs");
-    if (f32 && !last) b.f32[i] = typename Target::template Buffer<float>(static_cast<std::size_t>(batch * l.out_size()));
+    if (f32 && !last)
+      b.f32[i] = typename Target::template Buffer<float>(static_cast<std::size_t>(batch * l.out_size()));
     if (!f32) b.u8[i] = u8_buffer(out_pixels, out_pitch, out_q.zero_point);
     float* out_f32 = !f32 ? nullptr : last ? args.y : b.f32[i].data();
     std::uint8_t* out_u8 = f32 ? nullptr : b.u8[i].data();
