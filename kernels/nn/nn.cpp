@@ -74,6 +74,7 @@ static const NetVariant kNetworkVariants[] = {
 #if DLB_HAVE_CUDA
     {"gpu_own", Device::gpu, prepare_net_gpu_own, kNetworkTolerance},
     {"gpu_own_s8", Device::gpu, prepare_net_gpu_own_s8, kInt8Tolerance},
+    {"gpu_cublaslt_s8", Device::gpu, prepare_net_gpu_cublaslt_s8, kInt8Tolerance},
 #endif
 };
 

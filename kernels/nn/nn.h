@@ -63,6 +63,15 @@
 //   gpu_cudnn_mixed_f16  the same as autocast mixes it: the first conv in fp32 (strict, NCHW)
 //   gpu_own     own CUDA kernels: direct convolution with bias, residual and ReLU fused (one thread
 //               per output), own fc (a warp per output), pools, the softmax family's gpu_fused
+//   gpu_own_s8  the int8 rows' quantization on own CUDA kernels (nn_s8_direct.h): per conv and fc a
+//               direct u8 x s8 convolution on dp4a (one thread per output, NHWC u8, channels in
+//               words of 4) with bias, residual, ReLU and requantization fused; pools on the codes;
+//               fp32 from the last layer on, gpu_fused log-softmax. Its element functions run on the
+//               host too (prepare_s8_direct_on_host), which is what the CPU tests check
+//   gpu_cublaslt_s8  the same quantization on the library: per conv and fc with outputs in
+//               multiples of 4 an own patch kernel (s8), cuBLASLt's int8 GEMM (the gemm family's
+//               gpu_cublaslt_s8) and an own requantizing epilogue; the other layers as gpu_own_s8.
+//               Its host twin (prepare_s8_direct_on_host(args, true)) is in the CPU tests too
 // Batch-norm is folded into the conv at load time for every backend. GPU
 // rows take x and y in device memory; none of them has run on a GPU yet.
 #pragma once
@@ -123,6 +132,7 @@ Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cublaslt_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_f16(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_bf16(const NetArgs& args, const Exec& exec);

@@ -49,6 +49,8 @@ void launch_global_avg_pool_nhwc16(Half16 type, const Layer& l, std::int64_t bat
 // element functions.
 void launch_s8_quantize(const s8::Quantize& p, CUstream_st* stream);
 void launch_s8_conv(const s8::Conv& p, CUstream_st* stream);
+void launch_s8_patches(const s8::Patches& p, CUstream_st* stream);
+void launch_s8_requantize(const s8::Requantize& p, CUstream_st* stream);
 void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream);
 void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream);
 

@@ -226,6 +226,10 @@ void launch_s8_quantize(const s8::Quantize& p, CUstream_st* stream) { launch_eac
 
 void launch_s8_conv(const s8::Conv& p, CUstream_st* stream) { launch_each(p, stream); }
 
+void launch_s8_patches(const s8::Patches& p, CUstream_st* stream) { launch_each(p, stream); }
+
+void launch_s8_requantize(const s8::Requantize& p, CUstream_st* stream) { launch_each(p, stream); }
+
 void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream) { launch_each(p, stream); }
 
 void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream) { launch_each(p, stream); }

@@ -1,13 +1,16 @@
-// gpu_own_s8's plan (see nn.h), built once for two targets: the GPU
-// (nn_gpu_own_s8.cpp: device buffers, the kernels of nn_gpu_kernels.cu) and
-// the host twin (nn_s8_direct_host.cpp: host buffers, the same element
-// functions of s8_direct_math.h in loops), which the CPU tests run.
+// The plan of gpu_own_s8 and gpu_cublaslt_s8 (see nn.h), built once for
+// each target: the GPU (nn_gpu_own_s8.cpp: device buffers, the kernels of
+// nn_gpu_kernels.cu, cuBLASLt) and the host twins (nn_s8_direct_host.cpp:
+// host buffers, the same element functions of s8_direct_math.h in loops),
+// which the CPU tests run.
 //
 // The quantization is the int8 rows' (calibration.h, layers.h): the input and
 // every activation u8 per tensor, weights s8 per output channel, pools on the
 // codes, fp32 from the last conv/fc (and the input of log-softmax) on. Each
-// conv and fc is one direct int8 convolution with the bias, residual join,
-// ReLU and requantization in its epilogue. Internal to kernels/nn.
+// conv and fc is what the target makes of it (Target::conv): one direct int8
+// convolution with the bias, residual join, ReLU and requantization in its
+// epilogue, or patches, a library GEMM and that epilogue. Internal to
+// kernels/nn.
 #pragma once
 
 #include <algorithm>
@@ -59,11 +62,24 @@ inline PackedWeights pack_weights(const Layer& l, int rh, int rw, int words, Aff
   return p;
 }
 
+// B [rh * rw * 4 * words, k] row-major s8, the packed weights one byte a
+// row: what a library GEMM takes (Patches' columns in the same order).
+inline std::vector<std::int8_t> weights_as_rows(const PackedWeights& p, int k) {
+  std::vector<std::int8_t> rows(p.words.size() * 4);
+  for (std::size_t word = 0; word < p.words.size() / static_cast<std::size_t>(k); ++word)
+    for (std::size_t o = 0; o < static_cast<std::size_t>(k); ++o)
+      for (std::size_t byte = 0; byte < 4; ++byte)
+        rows[(word * 4 + byte) * static_cast<std::size_t>(k) + o] =
+            static_cast<std::int8_t>((p.words[word * static_cast<std::size_t>(k) + o] >> (8 * byte)) & 0xffu);
+  return rows;
+}
+
 // Target: what the plan runs on. It provides
 //   template <class T> using Buffer = ...;    (HostBuffer or DeviceBuffer)
 //   template <class T> Buffer<T> upload(const std::vector<T>&) const;
 //   void fill(Buffer<std::uint8_t>&, std::uint8_t) const;  (complete on return)
-//   void run(const Quantize&) const; run(const Conv&); run(const MaxPool&); run(const AvgPool&);
+//   void run(const Quantize&) const; run(const MaxPool&); run(const AvgPool&);
+//   Run conv(const Conv&, const PackedWeights&) const;  (made once: what runs the conv)
 //   void log_softmax(const SoftmaxArgs&) const;
 //   static constexpr const char* name;            (the row, for messages)
 //   static constexpr const char* implementation;  (the report's)
@@ -169,25 +185,26 @@ Run prepare_direct(const NetArgs& args, const Target& target) {
           const auto r = static_cast<std::size_t>(l.residual);
           DLB_REQUIRE(b.u8[r].size() == static_cast<std::size_t>(out_pixels * out_pitch),
                       row + ": the residual of " + l.name + " has another shape");
-          c.residual = b.u8[r].data();
-          c.residual_scale = quant.outputs[r].scale;
-          c.residual_zero_point = quant.outputs[r].zero_point;
+          c.out.residual = b.u8[r].data();
+          c.out.residual_scale = quant.outputs[r].scale;
+          c.out.residual_zero_point = quant.outputs[r].zero_point;
         }
-        c.relu = l.relu;
-        c.out_u8 = out_u8;
-        c.out_pitch = out_pitch;
-        c.inv_out_scale = 1.0f / out_q.scale;
-        c.out_zero_point = out_q.zero_point;
-        c.out_f32 = out_f32;
+        c.out.relu = l.relu;
+        c.out.out_u8 = out_u8;
+        c.out.out_pitch = out_pitch;
+        c.out.inv_out_scale = 1.0f / out_q.scale;
+        c.out.out_zero_point = out_q.zero_point;
+        c.out.out_f32 = out_f32;
+        Run conv_call = target.conv(c, packed);
         if (l.input < 0) {
           const Quantize q{batch,      static_cast<int>(net.c), static_cast<int>(net.h), static_cast<int>(net.w),
                            input_pitch, args.x, 1.0f / in_q.scale, in_q.zero_point, b.input.data()};
-          calls.push_back([buffers, target, q, c] {
+          calls.push_back([buffers, target, q, conv_call] {
             target.run(q);
-            target.run(c);
+            conv_call();
           });
         } else {
-          calls.push_back([buffers, target, c] { target.run(c); });
+          calls.push_back([buffers, conv_call] { conv_call(); });
         }
         break;
       }
@@ -200,8 +217,10 @@ Run prepare_direct(const NetArgs& args, const Target& target) {
 
 }  // namespace s8
 
-// The host twin of gpu_own_s8 (nn_s8_direct_host.cpp): its plan and element
-// functions on host memory, for the CPU tests.
-Run prepare_s8_direct_on_host(const NetArgs& args);
+// The host twins (nn_s8_direct_host.cpp): gpu_own_s8's plan and element
+// functions on host memory, or with as_gemm gpu_cublaslt_s8's (each conv and
+// fc with a multiple of 4 outputs as patches, an exact GEMM with cuBLASLt's
+// output stage, and the requantizing epilogue), for the CPU tests.
+Run prepare_s8_direct_on_host(const NetArgs& args, bool as_gemm = false);
 
 }  // namespace dlb::nn

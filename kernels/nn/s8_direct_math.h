@@ -78,13 +78,40 @@ DLB_HOST_DEVICE inline void element(const Quantize& q, std::int64_t i) {
   q.y[pixel * q.pitch + ch] = quantize_u8(q.x[i], q.inv_scale, q.zero_point);
 }
 
+// What a conv's or fc's output element becomes, from its value v (the
+// dequantized sum plus the bias):
+//     v = fmaf(fp32(residual code - its zero point), residual_scale, v)   (if residual)
+//     v = max(v, 0)                                                      (if relu)
+// stored as fp32 (out_f32 [pixels, k]) or as the next tensor's u8 code
+// (out_u8 [pixels, out_pitch]).
+struct Epilogue {
+  const std::uint8_t* residual = nullptr;  // [pixels, out_pitch] u8, or null
+  float residual_scale = 1;
+  std::int32_t residual_zero_point = 0;
+  bool relu = false;
+  std::uint8_t* out_u8 = nullptr;  // or null: out_f32
+  int out_pitch = 0;
+  float inv_out_scale = 1;
+  std::int32_t out_zero_point = 0;
+  float* out_f32 = nullptr;
+};
+
+DLB_HOST_DEVICE inline void finish(const Epilogue& e, std::int64_t pixel, int o, int k, float v) {
+  if (e.residual != nullptr)
+    v = fmaf(static_cast<float>(static_cast<std::int32_t>(e.residual[pixel * e.out_pitch + o]) - e.residual_zero_point),
+             e.residual_scale, v);
+  if (e.relu) v = fmaxf(v, 0.0f);
+  if (e.out_u8 != nullptr) {
+    e.out_u8[pixel * e.out_pitch + o] = quantize_u8(v, e.inv_out_scale, e.out_zero_point);
+  } else {
+    e.out_f32[pixel * k + o] = v;
+  }
+}
+
 // A conv, or an fc as a conv whose window is its whole input image (rh x rw
 // = h x w, no padding, a 1 x 1 output): per output element (pixel, o) the
 // exact sum over the window of (code - zero point) x weight, then
-//     v = fmaf(fp32(sum), scale[o], bias[o])
-//     v = fmaf(fp32(residual code - its zero point), residual_scale, v)   (if residual)
-//     v = max(v, 0)                                                      (if relu)
-// stored as fp32 (out_f32 [pixels, k]) or as the next tensor's u8 code.
+// v = fmaf(fp32(sum), scale[o], bias[o]) (one rounding) and the epilogue.
 struct Conv {
   std::int64_t batch = 0;
   int h = 0, w = 0, words = 0;  // input: words (4 codes each) a pixel
@@ -95,16 +122,9 @@ struct Conv {
   const std::int32_t* compensation = nullptr;  // [k]: x's zero point x the sum of output channel o's weights
   const float* scale = nullptr;                // [k]: x's scale x the weights' scale of o
   const float* bias = nullptr;                 // [k]
-  const std::uint8_t* residual = nullptr;      // [pixels, out_pitch] u8, or null
-  float residual_scale = 1;
-  std::int32_t residual_zero_point = 0;
-  bool relu = false;
-  std::uint8_t* out_u8 = nullptr;  // [pixels, out_pitch], or null: out_f32
-  int out_pitch = 0;
-  float inv_out_scale = 1;
-  std::int32_t out_zero_point = 0;
-  float* out_f32 = nullptr;  // [pixels, k]
-  DLB_HOST_DEVICE std::int64_t elements() const { return batch * oh * ow * k; }
+  Epilogue out;
+  DLB_HOST_DEVICE std::int64_t pixels() const { return batch * oh * ow; }
+  DLB_HOST_DEVICE std::int64_t elements() const { return pixels() * k; }
 };
 
 // Element i = pixel * k + o: the threads of a warp share a pixel's input
@@ -130,16 +150,45 @@ DLB_HOST_DEVICE inline void element(const Conv& c, std::int64_t i) {
     }
   }
   sum -= c.compensation[o];
-  float v = fmaf(static_cast<float>(sum), c.scale[o], c.bias[o]);
-  if (c.residual != nullptr)
-    v = fmaf(static_cast<float>(static_cast<std::int32_t>(c.residual[pixel * c.out_pitch + o]) - c.residual_zero_point),
-             c.residual_scale, v);
-  if (c.relu) v = fmaxf(v, 0.0f);
-  if (c.out_u8 != nullptr) {
-    c.out_u8[pixel * c.out_pitch + o] = quantize_u8(v, c.inv_out_scale, c.out_zero_point);
-  } else {
-    c.out_f32[i] = v;
-  }
+  finish(c.out, pixel, o, c.k, fmaf(static_cast<float>(sum), c.scale[o], c.bias[o]));
+}
+
+// The same conv as a GEMM for a library (gpu_cublaslt_s8): its patch matrix
+// [pixels, rh * rw * pitch], row = output pixel, column (a, b, channel) of
+// its window, as the s8 encoding of the codes (code - 128; the input's zero
+// point outside the image).
+struct Patches {
+  Conv conv;  // its shape and input
+  DLB_HOST_DEVICE std::int64_t columns() const { return static_cast<std::int64_t>(conv.rh) * conv.rw * conv.words * 4; }
+  std::int8_t* y = nullptr;
+  DLB_HOST_DEVICE std::int64_t elements() const { return conv.pixels() * columns(); }
+};
+
+DLB_HOST_DEVICE inline void element(const Patches& p, std::int64_t i) {
+  const Conv& c = p.conv;
+  const std::int64_t column = i % p.columns(), pixel = i / p.columns();
+  const int pitch = c.words * 4;
+  const int ch = static_cast<int>(column % pitch), tap = static_cast<int>(column / pitch);
+  const int ox = static_cast<int>(pixel % c.ow), oy = static_cast<int>(pixel / c.ow % c.oh);
+  const std::int64_t n = pixel / (static_cast<std::int64_t>(c.ow) * c.oh);
+  const int iy = oy * c.stride + tap / c.rw - c.pad, ix = ox * c.stride + tap % c.rw - c.pad;
+  const bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
+  const std::uint8_t code =
+      inside ? c.x[((n * c.h + iy) * c.w + ix) * pitch + ch] : static_cast<std::uint8_t>(c.pad_word & 0xffu);
+  p.y[i] = static_cast<std::int8_t>(static_cast<int>(code) - 128);
+}
+
+// The epilogue after a library GEMM whose output stage wrote the dequantized
+// sums (scaled[pixel, o] = fp32(sum) x scale[o]): v = scaled + bias[o].
+struct Requantize {
+  Conv conv;  // its shape, bias and epilogue
+  const float* scaled = nullptr;  // [pixels, k]
+  DLB_HOST_DEVICE std::int64_t elements() const { return conv.elements(); }
+};
+
+DLB_HOST_DEVICE inline void element(const Requantize& r, std::int64_t i) {
+  const int o = static_cast<int>(i % r.conv.k);
+  finish(r.conv.out, i / r.conv.k, o, r.conv.k, r.scaled[i] + r.conv.bias[o]);
 }
 
 // Window x window max pool (stride, no padding) on the codes; the output
