@@ -26,6 +26,7 @@
 #include "kernels/common/random.h"
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/dataset.h"
+#include "kernels/nn/layers.h"
 #include "kernels/nn/nn_s8_direct.h"
 #if DLB_HAVE_ONEDNN
 #include "kernels/nn/onednn_plan.h"
@@ -804,6 +805,47 @@ TEST(Int8Rows, AgreeWithEachOther) {
       const auto cmp = ref::compare(std::span<const float>(ours), std::vector<double>(theirs.begin(), theirs.end()),
                                     tolerance);
       EXPECT_TRUE(cmp.ok) << name << ": cpu_own_s8 vs " << other << ": " << cmp.summary();
+    }
+  }
+}
+
+// The weights the NHWC rows (gpu_cudnn_f16 and its kin) use: every conv of
+// every network, at every output pixel of a random image, and every fc, sum
+// the same products with the permuted weights over the NHWC image as with
+// PyTorch's over the NCHW one (in double: equal to rounding). A wrong
+// permutation pairs weights with other inputs and is off by O(1).
+TEST(NhwcWeights, PairEveryWeightWithItsInput) {
+  for (const auto name : nn::network_names()) {
+    for (const auto& l : nn::network(name).layers) {
+      if (l.kind != nn::LayerKind::conv && l.kind != nn::LayerKind::fc) continue;
+      SCOPED_TRACE(std::string(name) + " " + l.name);
+      const bool conv = l.kind == nn::LayerKind::conv;
+      std::vector<float> x(static_cast<std::size_t>(l.in_size()));
+      fill_random(std::span<float>(x), 7);
+      const auto at_nchw = [&](std::int64_t ch, std::int64_t y, std::int64_t xx) {
+        return static_cast<double>(x[static_cast<std::size_t>((ch * l.h + y) * l.w + xx)]);
+      };
+      const auto nhwc = conv ? nn::conv_weights_krsc(l) : nn::fc_weights_nhwc(l);
+      ASSERT_EQ(nhwc.size(), l.weight.size());
+      const std::int64_t rh = conv ? l.window : l.h, rw = conv ? l.window : l.w;
+      double worst = 0, largest = 0;
+      for (std::int64_t o = 0; o < l.k; ++o)
+        for (std::int64_t oy = 0; oy < l.oh; ++oy)
+          for (std::int64_t ox = 0; ox < l.ow; ++ox) {
+            double torch = 0, ours = 0;
+            for (std::int64_t a = 0; a < rh; ++a)
+              for (std::int64_t b = 0; b < rw; ++b) {
+                const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
+                if (iy < 0 || iy >= l.h || ix < 0 || ix >= l.w) continue;
+                for (std::int64_t ch = 0; ch < l.c; ++ch) {
+                  torch += l.weight[static_cast<std::size_t>(((o * l.c + ch) * rh + a) * rw + b)] * at_nchw(ch, iy, ix);
+                  ours += nhwc[static_cast<std::size_t>(((o * rh + a) * rw + b) * l.c + ch)] * at_nchw(ch, iy, ix);
+                }
+              }
+            worst = std::max(worst, std::abs(torch - ours));
+            largest = std::max(largest, std::abs(torch));
+          }
+      EXPECT_LE(worst, 1e-12 * largest) << "largest " << largest;
     }
   }
 }

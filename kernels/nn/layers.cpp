@@ -72,4 +72,30 @@ bool dequantized_output(const Network& net, std::size_t i) {
   return false;
 }
 
+namespace {
+
+// [k][c][plane] -> [k][plane][c].
+std::vector<float> channels_last(const Layer& l, std::int64_t plane) {
+  DLB_REQUIRE(l.weight.size() == static_cast<std::size_t>(l.k * l.c * plane), "weights of " + l.name + " misshaped");
+  std::vector<float> out(l.weight.size());
+  for (std::int64_t o = 0; o < l.k; ++o)
+    for (std::int64_t ch = 0; ch < l.c; ++ch)
+      for (std::int64_t p = 0; p < plane; ++p)
+        out[static_cast<std::size_t>((o * plane + p) * l.c + ch)] =
+            l.weight[static_cast<std::size_t>((o * l.c + ch) * plane + p)];
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> conv_weights_krsc(const Layer& l) {
+  DLB_REQUIRE(l.kind == LayerKind::conv, "conv_weights_krsc: " + l.name + " is not a conv");
+  return channels_last(l, l.window * l.window);
+}
+
+std::vector<float> fc_weights_nhwc(const Layer& l) {
+  DLB_REQUIRE(l.kind == LayerKind::fc, "fc_weights_nhwc: " + l.name + " is not an fc");
+  return channels_last(l, l.h * l.w);
+}
+
 }  // namespace dlb::nn

@@ -86,6 +86,13 @@ S8Weights quantize_weights(const Layer& l, WeightScales scales = WeightScales::p
 // the last layer's, and the input of log-softmax.
 bool dequantized_output(const Network& net, std::size_t i);
 
+// Weights for NHWC activations: a conv's [k, c, r, r] as [k, r, r, c]
+// (KRSC, the filter layout of NHWC convolutions), and an fc's [k, c*h*w]
+// (PyTorch flattens its NCHW input) as [k, h*w*c], for an input image
+// flattened from NHWC.
+std::vector<float> conv_weights_krsc(const Layer& l);
+std::vector<float> fc_weights_nhwc(const Layer& l);
+
 // Window x window max pool, stride = window, no padding (floor): NCHW.
 void max_pool_nchw(const Layer& l, std::int64_t batch, const float* x, float* y);
 // Mean over each h x w plane: [batch, c, h, w] -> [batch, c].

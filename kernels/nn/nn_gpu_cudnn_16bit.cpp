@@ -40,31 +40,6 @@ std::vector<std::uint16_t> rounded(const std::vector<float>& x, Half16 type) {
   return out;
 }
 
-// A conv's [k, c, r, r] weights as [k, r, r, c] (cuDNN's NHWC filter format).
-std::vector<float> krsc(const Layer& l) {
-  const std::int64_t r = l.window;
-  std::vector<float> out(l.weight.size());
-  for (std::int64_t o = 0; o < l.k; ++o)
-    for (std::int64_t ch = 0; ch < l.c; ++ch)
-      for (std::int64_t a = 0; a < r * r; ++a)
-        out[static_cast<std::size_t>((o * r * r + a) * l.c + ch)] =
-            l.weight[static_cast<std::size_t>((o * l.c + ch) * r * r + a)];
-  return out;
-}
-
-// An fc's [k, c*h*w] weights (PyTorch flattens NCHW) as [k, h*w*c]: its input
-// is an NHWC image here.
-std::vector<float> nhwc_flattened(const Layer& l) {
-  const std::int64_t plane = l.h * l.w;
-  std::vector<float> out(l.weight.size());
-  for (std::int64_t o = 0; o < l.k; ++o)
-    for (std::int64_t ch = 0; ch < l.c; ++ch)
-      for (std::int64_t p = 0; p < plane; ++p)
-        out[static_cast<std::size_t>((o * plane + p) * l.c + ch)] =
-            l.weight[static_cast<std::size_t>((o * l.c + ch) * plane + p)];
-  return out;
-}
-
 struct Shared {
   explicit Shared(cudaStream_t s) : stream(s), cudnn(s), cublas(s) {}
   cudaStream_t stream;
@@ -144,7 +119,7 @@ Run prepare_16bit(const NetArgs& args, const Exec& exec, const Options& o) {
           c->algo = cudnn_find_fp32_algorithm(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
                                               c->y_desc.get());
         } else {
-          c->weight16 = to_device<std::uint16_t>(rounded(krsc(l), o.type));
+          c->weight16 = to_device<std::uint16_t>(rounded(conv_weights_krsc(l), o.type));
           c->algo = cudnn_find_any_algorithm(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
                                              c->y_desc.get());
         }
@@ -175,7 +150,7 @@ Run prepare_16bit(const NetArgs& args, const Exec& exec, const Options& o) {
       }
       case LayerKind::fc: {
         DLB_REQUIRE(!from_input, row + ": " + l.name + ", an fc, reads the network input");
-        b->fc_weights.push_back(to_device<std::uint16_t>(rounded(nhwc_flattened(l), o.type)));
+        b->fc_weights.push_back(to_device<std::uint16_t>(rounded(fc_weights_nhwc(l), o.type)));
         b->fc_biases.push_back(to_device<float>(l.bias));
         const void* w = b->fc_weights.back().data();
         const float* bias = b->fc_biases.back().data();
