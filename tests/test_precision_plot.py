@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 
 from dlbench.figures import precision  # noqa: E402
-from dlbench.results import load  # noqa: E402
+from dlbench.results import Case, load  # noqa: E402
 
 
 class PrecisionTable(unittest.TestCase):
@@ -65,6 +65,16 @@ class PrecisionTable(unittest.TestCase):
         elif "vnni" in label:
             self.assertEqual((isa, peak), ("AVX-512 VNNI", 4.0))
         self.assertEqual(self.rows["cpu_fakequant_s8"]["peak"], None)
+
+    def test_gpu_rows_name_the_gpu_units(self):
+        def isa(variant):
+            case = Case(name=f"resnet20/{variant}/batch:64", op="resnet20", variant=variant, args={"batch": 64},
+                        runs=[{"label": "bf16 NHWC, fp32 accumulation: cuDNN ..."}])
+            return precision.isa_of(case, {"cpu_extensions": "avx512f avx512_vnni avx512_bf16"})
+        self.assertEqual(isa("gpu_own_s8"), ("GPU dp4a", None))
+        self.assertEqual(isa("gpu_cublaslt_s8"), ("GPU int8 tensor cores (IMMA)", None))
+        self.assertEqual(isa("gpu_cudnn_bf16"), ("GPU bf16 tensor cores", None))
+        self.assertEqual(isa("gpu_cudnn_mixed_f16"), ("GPU f16 tensor cores", None))
 
     def test_table_and_figure(self):
         text = precision.table(self.results)

@@ -47,6 +47,14 @@ def isa_of(case: Case, context: dict) -> tuple[str, float | None]:
     precision = precision_of(case.variant)
     if "fakequant" in case.variant:
         return "fp32 (int8 simulated)", None
+    if case.runs_on == "gpu":
+        # The GPU's own units; their peak over fp32 depends on the GPU model
+        # (not tabulated here): no peak.
+        if precision == "s8":
+            return ("GPU int8 tensor cores (IMMA)" if "cublaslt" in case.variant else "GPU dp4a"), None
+        if precision in ("f16", "bf16"):
+            return f"GPU {precision} tensor cores", None
+        return precision, None
     if precision == "s8":
         if "amx" in label:
             return ISA_PEAKS["amx_int8"]
