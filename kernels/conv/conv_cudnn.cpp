@@ -179,6 +179,14 @@ cudnnConvolutionFwdAlgo_t find_algorithm(cudnnHandle_t handle, cudnnTensorDescri
 
 }  // namespace
 
+std::size_t cudnn_workspace_bytes(cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+                                  cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y,
+                                  cudnnConvolutionFwdAlgo_t algo) {
+  std::size_t bytes = 0;
+  DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, algo, &bytes));
+  return bytes;
+}
+
 cudnnConvolutionFwdAlgo_t cudnn_find_fp32_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
                                                     cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
                                                     cudnnTensorDescriptor_t y) {

@@ -4,6 +4,8 @@
 // argument so that each row of the table is a plain function pointer.
 #pragma once
 
+#include <cstddef>
+
 #include <cudnn.h>
 
 #include "kernels/conv/conv.h"
@@ -24,6 +26,12 @@ cudnnConvolutionFwdAlgo_t cudnn_find_fp32_algorithm(cudnnHandle_t handle, cudnnT
 cudnnConvolutionFwdAlgo_t cudnn_find_any_algorithm(cudnnHandle_t handle, cudnnTensorDescriptor_t x,
                                                    cudnnFilterDescriptor_t w, cudnnConvolutionDescriptor_t conv,
                                                    cudnnTensorDescriptor_t y);
+
+// The workspace `algo` needs for this problem, in bytes
+// (cudnnGetConvolutionForwardWorkspaceSize, checked).
+std::size_t cudnn_workspace_bytes(cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+                                  cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y,
+                                  cudnnConvolutionFwdAlgo_t algo);
 
 Run prepare_conv_cudnn_algorithm(const ConvArgs& args, const Exec& exec, cudnnConvolutionFwdAlgo_t algo);
 

@@ -60,6 +60,9 @@ struct ConvLayer {
   DeviceBuffer<float> weight, bias;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   DeviceBuffer<unsigned char> workspace;
+  std::size_t workspace_bytes(cudnnHandle_t handle) const {
+    return cudnn_workspace_bytes(handle, x_desc.get(), w_desc.get(), conv_desc.get(), y_desc.get(), algo);
+  }
 };
 
 Run prepare_conv(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x,
@@ -68,10 +71,7 @@ Run prepare_conv(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t
   c->algo = cudnn_find_fp32_algorithm(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(),
                                       c->y_desc.get());
   algorithms.insert(cudnn_algo_name(c->algo));
-  std::size_t bytes = 0;
-  DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(),
-                                                          c->conv_desc.get(), c->y_desc.get(), c->algo, &bytes));
-  c->workspace = DeviceBuffer<unsigned char>(bytes);
+  c->workspace = DeviceBuffer<unsigned char>(c->workspace_bytes(sh->cudnn.get()));
   if (l.relu) {
     // y = relu(conv(x) + alpha2 * z + bias): z is the residual, or zeros
     // with alpha2 = 0 (z may be read either way; zeros keep NaN out).
@@ -92,9 +92,7 @@ Run prepare_conv(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t
       algorithms.erase(cudnn_algo_name(c->algo));
       c->algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
       algorithms.insert(std::string(cudnn_algo_name(c->algo)) + " (fused fallback)");
-      DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(),
-                                                              c->conv_desc.get(), c->y_desc.get(), c->algo, &bytes));
-      c->workspace = DeviceBuffer<unsigned char>(bytes);
+      c->workspace = DeviceBuffer<unsigned char>(c->workspace_bytes(sh->cudnn.get()));
       DLB_CUDNN_CHECK(fused());
     }
     DLB_CUDA_CHECK(cudaStreamSynchronize(sh->stream));

@@ -124,10 +124,8 @@ Run prepare_16bit(const NetArgs& args, const Exec& exec, const Options& o) {
                                              c->y_desc.get());
         }
         algorithms.insert(cudnn_algo_name(c->algo));
-        std::size_t bytes = 0;
-        DLB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(),
-                                                                c->conv_desc.get(), c->y_desc.get(), c->algo, &bytes));
-        c->workspace = DeviceBuffer<unsigned char>(bytes);
+        c->workspace = DeviceBuffer<unsigned char>(cudnn_workspace_bytes(
+            sh->cudnn.get(), c->x_desc.get(), c->w_desc.get(), c->conv_desc.get(), c->y_desc.get(), c->algo));
         b->convs.push_back(c);
         // The input: the network's (fp32 NCHW, or converted to 16-bit NHWC
         // first) or the previous layer's 16-bit output.
