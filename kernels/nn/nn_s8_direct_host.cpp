@@ -56,7 +56,8 @@ struct HostTarget {
         for (std::int64_t o = 0; o < c.k; ++o) {
           std::int32_t acc = 0;
           for (std::int64_t p = 0; p < columns; ++p)
-            acc += g->patches[static_cast<std::size_t>(pixel * columns + p)] * g->b[static_cast<std::size_t>(p * c.k + o)];
+            acc += g->patches[static_cast<std::size_t>(pixel * columns + p)] *
+                   g->b[static_cast<std::size_t>(p * c.k + o)];
           g->scaled[static_cast<std::size_t>(pixel * c.k + o)] =
               static_cast<float>(acc - zero_point * g->sums[static_cast<std::size_t>(o)]) * c.scale[o];
         }
