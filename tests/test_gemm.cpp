@@ -18,6 +18,9 @@
 #include "bench/cases/gemm_case.h"
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
+#if DLB_HAVE_ONEDNN
+#include "kernels/common/onednn.h"
+#endif
 #include "kernels/common/random.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_vnni.h"
@@ -151,6 +154,36 @@ TEST_P(GemmS8EdgeTest, ExactAtTheInt32Edge) {
   EXPECT_TRUE(result.ok) << variant->name << ": " << result.summary();
 }
 
+#if DLB_HAVE_ONEDNN
+// Why cpu_onednn_s8 (and the network row of the same name) is registered
+// only where onednn_int8_exact(): one row of 255s times one column of 127s,
+// k = 64. The exact sum is 64 x 255 x 127 = 2,072,640; a kernel that adds
+// each pair of products in a saturating 16-bit lane (vpmaddubsw, AVX2
+// without VNNI) gets 32 x 32,767 = 1,048,544. The matmul is created
+// directly, past the table, on every CPU: where this fails, the row's
+// availability no longer says what oneDNN does here.
+TEST(OnednnInt8, ExactExactlyWhereTheRowIsRegistered) {
+  constexpr std::int64_t m = 1, n = 16, k = 64;
+  const std::vector<std::uint8_t> a(m * k, 255);
+  const std::vector<std::int8_t> b(k * n, 127);
+  const std::vector<float> scale(n, 1.0f);
+  std::vector<float> c(m * n, std::nanf(""));
+  GemmArgs args;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.a_u8 = a.data();
+  args.b_s8 = b.data();
+  args.c_scale = scale.data();
+  args.c = c.data();
+  const dlb::Run run = prepare_gemm_onednn_s8(args, Exec{});
+  run();
+  const float exact = 64.0f * 255.0f * 127.0f;
+  const bool all_exact = std::all_of(c.begin(), c.end(), [&](float v) { return v == exact; });
+  EXPECT_EQ(all_exact, onednn_int8_exact()) << "c[0] = " << c[0] << ", the exact sum " << exact;
+}
+#endif
+
 #if DLB_HAVE_CUDA
 // cuBLASLt declines shapes it has no int8 kernel for, and the parametrized
 // tests skip those: so that a broken cuBLASLt cannot pass as "declined
@@ -203,7 +236,14 @@ TEST(GemmTable, HasEveryVariantOfThisDevice) {
     EXPECT_TRUE(has("cpu_eigen_f32"));
 #endif
 #if DLB_HAVE_ONEDNN
-    EXPECT_TRUE(has("cpu_onednn_f32") && has("cpu_onednn_bf16") && has("cpu_onednn_s8"));
+    EXPECT_TRUE(has("cpu_onednn_f32"));
+    // Registered where oneDNN computes them (bf16) and computes them exactly
+    // (int8); oneDNN 2.6 has bf16 wherever the CPU has AVX-512.
+    EXPECT_EQ(has("cpu_onednn_bf16"), onednn_has_bf16());
+    if (cpu_has_avx512f()) {
+      EXPECT_TRUE(onednn_has_bf16());
+    }
+    EXPECT_EQ(has("cpu_onednn_s8"), onednn_int8_exact());
 #endif
   } else {
     EXPECT_EQ(names.size(), 5u);

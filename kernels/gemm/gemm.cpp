@@ -4,6 +4,9 @@
 
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
+#if DLB_HAVE_ONEDNN
+#include "kernels/common/onednn.h"
+#endif
 
 namespace dlb {
 
@@ -26,7 +29,9 @@ namespace dlb {
 // cpu_onednn_s8 (1e-6): exact integers, but oneDNN's AMX kernel applies the
 //   zero-point compensation after converting to fp32 where a sum exceeds
 //   2^24, so an element may differ by an fp32 rounding or two (measured
-//   <= 1.6e-7 relative); below 2^24 it is bit-exact (tested).
+//   <= 1.6e-7 relative); below 2^24 it is bit-exact (tested). Registered
+//   only where oneDNN's int8 is exact (onednn_int8_exact: VNNI or AMX; on
+//   AVX2 its 16-bit pair sums saturate), bf16 where oneDNN has bf16.
 static const GemmVariant kGemmVariants[] = {
     {"cpu_naive_f32", Device::cpu, plain<gemm_naive_f32>, 1e-5},
 #if DLB_HAVE_EIGEN
@@ -34,12 +39,12 @@ static const GemmVariant kGemmVariants[] = {
 #endif
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn_f32", Device::cpu, prepare_gemm_onednn_f32, 1e-5},
-    {"cpu_onednn_bf16", Device::cpu, prepare_gemm_onednn_bf16, 1e-5},
+    {"cpu_onednn_bf16", Device::cpu, prepare_gemm_onednn_bf16, 1e-5, onednn_has_bf16},
 #endif
     {"cpu_ref_s8", Device::cpu, plain<gemm_ref_s8>, 0.0},
     {"cpu_vnni_s8", Device::cpu, prepare_gemm_vnni_s8, 0.0, cpu_has_avx512_vnni},
 #if DLB_HAVE_ONEDNN
-    {"cpu_onednn_s8", Device::cpu, prepare_gemm_onednn_s8, 1e-6},
+    {"cpu_onednn_s8", Device::cpu, prepare_gemm_onednn_s8, 1e-6, onednn_int8_exact},
 #endif
 #if DLB_HAVE_CUDA
     {"gpu_cublas_f32", Device::gpu, prepare_gemm_cublas_f32, 1e-5},

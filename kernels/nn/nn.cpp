@@ -1,6 +1,9 @@
 #include "kernels/nn/nn.h"
 
 #include "kernels/common/cpu_info.h"
+#if DLB_HAVE_ONEDNN
+#include "kernels/common/onednn.h"
+#endif
 
 namespace dlb::nn {
 
@@ -55,9 +58,10 @@ static const NetVariant kNetworkVariants[] = {
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_net_cpu_onednn, kNetworkTolerance},
     {"cpu_onednn_ownwino", Device::cpu, prepare_net_cpu_onednn_ownwino, kNetworkTolerance},
-    {"cpu_onednn_bf16", Device::cpu, prepare_net_cpu_onednn_bf16, kBf16Tolerance},
-    {"cpu_onednn_mixed_bf16", Device::cpu, prepare_net_cpu_onednn_mixed_bf16, kBf16Tolerance},
-    {"cpu_onednn_s8", Device::cpu, prepare_net_cpu_onednn_s8, kInt8Tolerance},
+    {"cpu_onednn_bf16", Device::cpu, prepare_net_cpu_onednn_bf16, kBf16Tolerance, onednn_has_bf16},
+    {"cpu_onednn_mixed_bf16", Device::cpu, prepare_net_cpu_onednn_mixed_bf16, kBf16Tolerance,
+     onednn_has_bf16},
+    {"cpu_onednn_s8", Device::cpu, prepare_net_cpu_onednn_s8, kInt8Tolerance, onednn_int8_exact},
 #endif
 #if DLB_HAVE_EIGEN
     {"cpu_eigen", Device::cpu, prepare_net_cpu_eigen, kNetworkTolerance},
