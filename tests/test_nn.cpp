@@ -628,7 +628,7 @@ TEST(CpuOnednnLayouts, BothPoliciesMatchTheReference) {
     const nn::Network& net = nn::network(name);
     auto x = test_input(net, kReferenceImages);
     for (const auto& [blocked, winograd] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
-      SCOPED_TRACE(name + (blocked ? " nChw16c from 32 channels" : " oneDNN's layouts") +
+      SCOPED_TRACE(name + (blocked ? " blocked from 32 channels" : " oneDNN's layouts") +
                    (winograd ? ", Winograd always" : ""));
       std::vector<float> y(static_cast<std::size_t>(kReferenceImages * net.classes));
       nn::NetReport report;

@@ -9,9 +9,10 @@
 // convolution_auto, whichever ran it faster here (Winograd with the reorder
 // into its layout where it wants another one; for a residual conv, with the
 // join as a binary add after it, oneDNN 2.6's Winograd taking no sum).
-// fp32 prepares the network twice, with oneDNN's layouts and with nChw16c
-// from 32 channels up (what lets the residual convs of ResNet20's wider
-// stages run Winograd), times both passes and keeps the faster.
+// fp32 prepares the network twice, with oneDNN's layouts and with the
+// CPU's blocked layout (nChw16c on AVX-512, nChw8c on AVX2) from 32
+// channels up (what lets the residual convs of ResNet20's wider stages run
+// Winograd on AVX-512), times both passes and keeps the faster.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
@@ -125,14 +127,20 @@ bool faster_of_two(const ConvChoice& a, const ConvChoice& b, const memory& src, 
 // autocast does): the first conv, whose input is the raw image, and
 // log-softmax stay fp32, and so do their outputs and the logits that
 // log-softmax reads; a layer whose input is in the other type reorders it.
-// The activations' layouts: oneDNN's choice for every layer, or nChw16c
-// for the fp32 convs of 32 or more output channels (in blocks of 16).
+// The activations' layouts: oneDNN's choice for every layer, or the CPU's
+// blocked layout (blocked_layout) for the fp32 convs of 32 or more output
+// channels.
 // own_winograd: oneDNN's layouts (nhwc for its brgconv kernels), and each
 // 3x3 stride-1 conv past the first whose channels are multiples of 16 run by
 // dlbench's own Winograd F(4x4, 3x3) on NHWC (conv_winograd_nhwc.h, its
 // bias, residual sum and ReLU fused) where that ran it faster than oneDNN's
 // convolution_auto (timed once, here).
 enum class Layouts { picked, blocked_wide, own_winograd };
+// The blocked layout of oneDNN's jit kernels on this CPU: a block of
+// channels fills a vector register of fp32, 16 with AVX-512, 8 with AVX2
+// (where a pool on nChw16c has only oneDNN's reference kernel).
+tag blocked_layout() { return cpu_has_avx512f() ? tag::nChw16c : tag::nChw8c; }
+const char* blocked_layout_name() { return cpu_has_avx512f() ? "nChw16c" : "nChw8c"; }
 bool blocked_when_wide(const Layer& l) { return l.kind == LayerKind::conv && l.k >= 32 && l.k % 16 == 0; }
 
 // winograd_always: oneDNN's Winograd where it has one for the layer (and a
@@ -175,7 +183,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = fals
     const bool last = i + 1 == layers.size();
     const bool fp32_out = last || (mixed && (first || dequantized_output(net, i)));
     // blocked_wide: fp32 convs of 32 or more output channels write
-    // nChw16c, the others the layout oneDNN picks (nhwc for its brgconv
+    // blocked_layout(), the others the layout oneDNN picks (nhwc for its brgconv
     // kernels). Measured on a Zen 4 (AVX-512) at batch 64: brgconv on nhwc
     // runs ResNet20's 16-channel convs in 1.4-1.5 ms against 1.9-2.1 for the
     // nChw16c kernels, the 32- and 64-channel ones in 0.85-1.4 ms against
@@ -183,7 +191,7 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = fals
     // the shortcut in its own layout; mnist_cnn's convs run 25-30% slower
     // in nChw16c. Which policy wins is timed (prepare_net_cpu_onednn).
     const bool blocked = layouts == Layouts::blocked_wide && act == f32 && blocked_when_wide(l);
-    const memory::desc any_dst(dst_dims, fp32_out ? f32 : act, blocked ? tag::nChw16c : tag::any);
+    const memory::desc any_dst(dst_dims, fp32_out ? f32 : act, blocked ? blocked_layout() : tag::any);
     auto take_src = [&](const memory::desc& want) {
       if (want != src.get_desc()) {
         memory converted(want, engine);
@@ -361,7 +369,8 @@ Run prepare_net_cpu_onednn(const NetArgs& args, const Exec&) {
   if (args.report != nullptr) {
     *args.report = reports[keep];
     args.report->implementation +=
-        keep == 1 ? "; nChw16c from 32 channels (faster here)" : "; oneDNN's layouts (faster here)";
+        keep == 1 ? std::string("; ") + blocked_layout_name() + " from 32 channels (faster here)"
+                  : std::string("; oneDNN's layouts (faster here)");
   }
   return runs[keep];
 }

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <set>
@@ -91,14 +92,23 @@ inline dnnl::primitive_attr relu_attr(bool sum, bool relu) {
 // make(from): a primitive descriptor taking its input in layout `from`.
 // Made for `fixed` (the layout the layer before left); where oneDNN has only
 // its reference implementation for that layout (a layout its fast kernels do
-// not take, left by a Winograd layer), made again for the layout it prefers
-// (format_tag::any), and the caller reorders into it.
+// not take, left by a Winograd layer), made again for each of `others` in
+// turn (by default the layout it prefers, format_tag::any; a primitive that
+// cannot choose its input layout, as pooling, lists concrete ones), the
+// first with a fast kernel kept, and the caller reorders into it.
 template <class Make>
-auto not_reference(Make make, const dnnl::memory::desc& fixed) {
+auto not_reference(Make make, const dnnl::memory::desc& fixed,
+                   std::initializer_list<dnnl::memory::format_tag> others = {dnnl::memory::format_tag::any}) {
+  const auto is_reference = [](const auto& pd) { return std::string_view(pd.impl_info_str()).substr(0, 3) == "ref"; };
   auto pd = make(fixed);
-  if (std::string_view(pd.impl_info_str()).substr(0, 3) == "ref") {
-    auto other = make(dnnl::memory::desc(fixed.dims(), fixed.data_type(), dnnl::memory::format_tag::any));
-    if (std::string_view(other.impl_info_str()).substr(0, 3) != "ref") return other;
+  if (!is_reference(pd)) return pd;
+  for (const auto layout : others) {
+    try {
+      auto other = make(dnnl::memory::desc(fixed.dims(), fixed.data_type(), layout));
+      if (!is_reference(other)) return other;
+    } catch (const dnnl::error&) {
+      // Not a layout this primitive takes.
+    }
   }
   return pd;
 }
@@ -114,9 +124,9 @@ inline void require_shortcut_unread(const Network& net, std::size_t i, const cha
 }
 
 // A max pool (window x window, stride = window) or global average pool
-// primitive for layer l reading `src_desc` (made again for oneDNN's
-// preferred layout where that one has only the reference kernel),
-// writing `dst` (format_tag::any).
+// primitive for layer l reading `src_desc` (made again for a layout with a
+// jit kernel where that one has only the reference kernel: a pool cannot
+// take format_tag::any), writing `dst` (format_tag::any).
 inline dnnl::pooling_forward::primitive_desc pool_pd(const Layer& l, const dnnl::memory::desc& src_desc,
                                                      const dnnl::memory::desc& dst) {
   const bool max = l.kind == LayerKind::max_pool;
@@ -129,7 +139,7 @@ inline dnnl::pooling_forward::primitive_desc pool_pd(const Layer& l, const dnnl:
             kernel, {0, 0}, {0, 0});
         return dnnl::pooling_forward::primitive_desc(desc, onednn_engine());
       },
-      src_desc);
+      src_desc, {dnnl::memory::format_tag::nhwc, dnnl::memory::format_tag::nChw16c, dnnl::memory::format_tag::nChw8c});
 }
 
 // Log-softmax over the classes of `src` into a new memory `out` of `dst` (format_tag::any).
