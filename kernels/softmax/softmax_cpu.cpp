@@ -496,7 +496,13 @@ void softmax_fused(const SoftmaxArgs& args) {
     }
     return;
   }
-  std::vector<MaxSum> parts(static_cast<std::size_t>(threads));
+  // Per calling thread and kept: a pass of a network calls this every time
+  // (a batch-1 log-softmax is one row), and allocates nothing in it.
+  // The workers reach it through this pointer: naming a thread_local on
+  // a worker would name the worker's own.
+  thread_local std::vector<MaxSum> kept;
+  if (kept.size() < static_cast<std::size_t>(threads)) kept.resize(static_cast<std::size_t>(threads));
+  MaxSum* const parts = kept.data();
   for (std::int64_t r = 0; r < rows; ++r) {
 #pragma omp parallel num_threads(threads)
     {
@@ -504,9 +510,9 @@ void softmax_fused(const SoftmaxArgs& args) {
       const Segment seg = row_segment(cols, t, count);
       softmax_segment<K>(args.x + r * cols + seg.begin, args.y + r * cols + seg.begin, seg.size, streaming, nullptr,
                          [&](MaxSum own) {
-                           parts[static_cast<std::size_t>(t)] = own;
+                           parts[t] = own;
 #pragma omp barrier
-                           return combine(parts.data(), count);
+                           return combine(parts, count);
                          });
       Simd::stream_fence();
     }
