@@ -286,9 +286,10 @@ void transform_output(const WinogradPlan& plan, const float* m, std::int64_t blo
       for (std::int64_t a = 0; a < 2 && 2 * ty + a < plan.oh; ++a, out += plan.ow) {
         for (std::int64_t t = 0; t < segment; t += kLanes) {
           const std::int64_t col = 2 * (tx0 + t);  // output columns col.. of tiles t..t+15
+          // At most the 32 columns of these 16 tiles (store_interleaved's bound).
+          const std::int64_t columns = std::min({std::int64_t{2 * kLanes}, 2 * (segment - t), plan.ow - col});
           simd::store_interleaved(out + col, simd::load(ybuf + (2 * a) * kTiles + slot + t),
-                                  simd::load(ybuf + (2 * a + 1) * kTiles + slot + t),
-                                  static_cast<int>(std::min(2 * (segment - t), plan.ow - col)));
+                                  simd::load(ybuf + (2 * a + 1) * kTiles + slot + t), static_cast<int>(columns));
         }
       }
       slot += segment;
