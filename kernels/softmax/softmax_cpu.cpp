@@ -27,6 +27,16 @@ namespace {
 // above FLT_MIN; n = -126 in the AVX-512 exp).
 constexpr float kExpMin = -87.33f;
 
+// The vector exps' argument reduction and polynomial (see Avx512::exp):
+// n = round(x log2(e)) by adding and subtracting 1.5 * 2^23, r = x - n ln2
+// with ln2 = kLn2High + kLn2Low, exp(r) ~ kExpPoly in Horner order.
+constexpr float kLog2e = 1.44269504f;
+constexpr float kRoundShifter = 0x1.8p23f;
+constexpr float kLn2High = 0x1.62e430p-1f;   // ln2 rounded to float
+constexpr float kLn2Low = -0x1.05c610p-29f;  // ln2 - that
+constexpr float kExpPoly[] = {0.008312860503792763f, 0.041889019310474396f, 0.16667111217975616f,
+                              0.4999924302101135f, 1.0f, 1.0f};
+
 #if defined(__AVX512F__)
 struct Avx512 {
   using V = __m512;
@@ -68,16 +78,12 @@ struct Avx512 {
   static V exp(V x) {
     const __mmask16 normal = _mm512_cmp_ps_mask(x, set1(kExpMin), _CMP_NLT_UQ);
     // Adding 1.5 * 2^23 rounds x / ln2 to an integer in the low mantissa bits.
-    const V shifter = set1(0x1.8p23f);
-    const V n = _mm512_sub_ps(_mm512_fmadd_ps(x, set1(1.44269504f), shifter), shifter);
-    V r = _mm512_fnmadd_ps(n, set1(0x1.62e430p-1f), x);  // ln2 rounded to float
-    r = _mm512_fnmadd_ps(n, set1(-0x1.05c610p-29f), r);  // ln2 - that
-    V p = set1(0.008312860503792763f);
-    p = _mm512_fmadd_ps(p, r, set1(0.041889019310474396f));
-    p = _mm512_fmadd_ps(p, r, set1(0.16667111217975616f));
-    p = _mm512_fmadd_ps(p, r, set1(0.4999924302101135f));
-    p = _mm512_fmadd_ps(p, r, set1(1.0f));
-    p = _mm512_fmadd_ps(p, r, set1(1.0f));
+    const V shifter = set1(kRoundShifter);
+    const V n = _mm512_sub_ps(_mm512_fmadd_ps(x, set1(kLog2e), shifter), shifter);
+    V r = _mm512_fnmadd_ps(n, set1(kLn2High), x);
+    r = _mm512_fnmadd_ps(n, set1(kLn2Low), r);
+    V p = set1(kExpPoly[0]);
+    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, set1(kExpPoly[i]));
     return _mm512_maskz_scalef_ps(normal, p, n);
   }
 
@@ -145,16 +151,12 @@ struct Avx2 {
   static V exp(V x) {
     const V normal = _mm256_cmp_ps(x, set1(kExpMin), _CMP_NLT_UQ);
     x = _mm256_min_ps(set1(89.0f), x);  // vminps: x itself when x is NaN
-    const V shifter = set1(0x1.8p23f);
-    const V n = _mm256_sub_ps(_mm256_fmadd_ps(x, set1(1.44269504f), shifter), shifter);
-    V r = _mm256_fnmadd_ps(n, set1(0x1.62e430p-1f), x);
-    r = _mm256_fnmadd_ps(n, set1(-0x1.05c610p-29f), r);
-    V p = set1(0.008312860503792763f);
-    p = _mm256_fmadd_ps(p, r, set1(0.041889019310474396f));
-    p = _mm256_fmadd_ps(p, r, set1(0.16667111217975616f));
-    p = _mm256_fmadd_ps(p, r, set1(0.4999924302101135f));
-    p = _mm256_fmadd_ps(p, r, set1(1.0f));
-    p = _mm256_fmadd_ps(p, r, set1(1.0f));
+    const V shifter = set1(kRoundShifter);
+    const V n = _mm256_sub_ps(_mm256_fmadd_ps(x, set1(kLog2e), shifter), shifter);
+    V r = _mm256_fnmadd_ps(n, set1(kLn2High), x);
+    r = _mm256_fnmadd_ps(n, set1(kLn2Low), r);
+    V p = set1(kExpPoly[0]);
+    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, set1(kExpPoly[i]));
     const __m256i ni = _mm256_cvtps_epi32(n);
     const __m256i half = _mm256_srai_epi32(ni, 1);
     const auto power = [](__m256i e) {
