@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <ostream>
 #include <string>
@@ -221,16 +223,18 @@ TEST(SoftmaxReference, BadShapeIsAClearError) {
   EXPECT_THROW(ref::softmax(x, 0, y), Error);
 }
 
-// The exp of cpu_naive and cpu_fused against double exp, over its domain
-// x <= 88.7: within 3 ulp over the normal range (x from -87.33 up), 0 below
-// (no subnormals, as with flush-to-zero).
-TEST(SoftmaxExp, AccurateOverItsDomain) {
+// An exp over an array against double exp over x in [-103, top]: within 3
+// ulp over the normal range (x from -87.33 up), 0 below (no subnormals, as
+// with flush-to-zero).
+void expect_exp_accurate(void (*exp)(const float*, float*, std::int64_t), double top,
+                         std::initializer_list<float> extra) {
   constexpr float kFlushBelow = -87.33f;  // exp(-87.33) = 1.18e-38, just above FLT_MIN
   std::vector<float> x;
-  for (double v = -103.0; v <= 88.7; v += 0.000731) x.push_back(static_cast<float>(v));
-  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 0.34657359f, -0.34657359f, 88.72f, kFlushBelow}) x.push_back(v);
+  for (double v = -103.0; v <= top; v += 0.000731) x.push_back(static_cast<float>(v));
+  for (float v : {0.0f, -0.0f, -1e-30f, -0.34657359f, kFlushBelow, -87.3f}) x.push_back(v);
+  x.insert(x.end(), extra);
   std::vector<float> y(x.size());
-  softmax_exp(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  exp(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
   double worst_ulps = 0.0;
   float worst_x = 0.0f;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -239,13 +243,17 @@ TEST(SoftmaxExp, AccurateOverItsDomain) {
       continue;
     }
     const double want = std::exp(static_cast<double>(x[i]));
-    if (want > std::numeric_limits<float>::max()) continue;  // inf: checked below
+    if (want > std::numeric_limits<float>::max()) continue;  // inf: checked by the caller
     const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
     const double ulps = std::abs(y[i] - want) / ulp;
     if (ulps > worst_ulps) worst_ulps = ulps, worst_x = x[i];
   }
   EXPECT_LE(worst_ulps, 3.0) << "at x = " << worst_x;
+}
 
+// The exp of cpu_naive, over its domain x <= 88.7.
+TEST(SoftmaxExp, AccurateOverItsDomain) {
+  expect_exp_accurate(softmax_exp, 88.7, {1e-30f, 0.34657359f, 88.72f});
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> special = {0.0f, -kInf, -110.0f, -1e30f, 88.75f, nan};
   std::vector<float> out(special.size());
@@ -256,6 +264,20 @@ TEST(SoftmaxExp, AccurateOverItsDomain) {
   EXPECT_EQ(out[3], 0.0f);
   EXPECT_EQ(out[4], kInf);  // exp(88.75) > FLT_MAX
   EXPECT_TRUE(std::isnan(out[5]));
+}
+
+// The exp of cpu_fused's passes, over its domain x <= 0: as accurate, and
+// the same flush and NaN (its 2^n comes from other instructions on AVX2).
+TEST(SoftmaxExp, NonpositiveAccurateOverItsDomain) {
+  expect_exp_accurate(softmax_exp_nonpositive, 0.0, {-std::numeric_limits<float>::denorm_min()});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {0.0f, -0.0f, -kInf, -110.0f, -1e30f, -std::numeric_limits<float>::max(), nan};
+  std::vector<float> out(special.size());
+  softmax_exp_nonpositive(special.data(), out.data(), static_cast<std::int64_t>(special.size()));
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 1.0f);
+  for (std::size_t i = 2; i < 6; ++i) EXPECT_EQ(out[i], 0.0f) << special[i];
+  EXPECT_TRUE(std::isnan(out[6]));
 }
 
 // cpu_fused shares rows (or, with fewer rows than threads, pieces of a row)

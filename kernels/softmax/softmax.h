@@ -64,6 +64,10 @@ Run prepare_softmax_onednn(const SoftmaxArgs& args, const Exec& exec);
 // y[i] = exp(x[i]) within 3 ulp where that is a normal float, 0 below (as
 // with flush-to-zero, -inf included); NaN stays NaN.
 void softmax_exp(const float* x, float* y, std::int64_t n);
+// The exp of cpu_fused's passes, whose arguments (x - max, a running max
+// minus a later one) are <= 0: as softmax_exp for x[i] <= 0 and NaN,
+// undefined above 0 (fewer instructions on AVX2; softmax_exp elsewhere).
+void softmax_exp_nonpositive(const float* x, float* y, std::int64_t n);
 
 Run prepare_softmax_naive_gpu(const SoftmaxArgs& args, const Exec& exec);
 template <SoftmaxKind K>

@@ -86,6 +86,9 @@ struct Avx512 {
     for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, set1(kExpPoly[i]));
     return _mm512_maskz_scalef_ps(normal, p, n);
   }
+  // exp(x) for x <= 0 (see Avx2::exp_nonpositive): vscalefps takes any n,
+  // so this is exp itself.
+  static V exp_nonpositive(V x) { return exp(x); }
 
  private:
   // The _mask_ forms with every lane selected: GCC 12 warns (falsely,
@@ -153,20 +156,43 @@ struct Avx2 {
     x = _mm256_min_ps(set1(89.0f), x);  // vminps: x itself when x is NaN
     const V shifter = set1(kRoundShifter);
     const V n = _mm256_sub_ps(_mm256_fmadd_ps(x, set1(kLog2e), shifter), shifter);
-    V r = _mm256_fnmadd_ps(n, set1(kLn2High), x);
-    r = _mm256_fnmadd_ps(n, set1(kLn2Low), r);
-    V p = set1(kExpPoly[0]);
-    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, set1(kExpPoly[i]));
     const __m256i ni = _mm256_cvtps_epi32(n);
     const __m256i half = _mm256_srai_epi32(ni, 1);
     const auto power = [](__m256i e) {
       return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
     };
-    p = _mm256_mul_ps(_mm256_mul_ps(p, power(half)), power(_mm256_sub_epi32(ni, half)));
+    const V p = _mm256_mul_ps(_mm256_mul_ps(exp_reduced(x, n), power(half)), power(_mm256_sub_epi32(ni, half)));
     return _mm256_and_ps(p, normal);
   }
 
+  // exp(x) for x <= 0 (and NaN), which is all softmax's fused passes ask
+  // (x - max, and running maxima against later ones): there n is in
+  // [-126, 0] for every x not flushed, 2^n is one normal float, and it
+  // comes from the rounding itself: with the shifter 1.5 * 2^23 + 127 the
+  // sum's low mantissa bits hold n + 127, which shifted left by 23 is 2^n's
+  // exponent field. 13 instructions against exp's 20 (no clamp, no
+  // conversion, one factor): on a Zen 3, one core, an exp loop over 1024
+  // floats in L1 0.67 -> 0.47 ns per float; cpu_fused 1.12x on the
+  // softmax family's cases (geometric mean, two cores).
+  // Flush and NaN as in exp; x > 88 is outside its domain.
+  static V exp_nonpositive(V x) {
+    const V normal = _mm256_cmp_ps(x, set1(kExpMin), _CMP_NLT_UQ);
+    const V shifter = set1(kRoundShifter + 127.0f);
+    const V t = _mm256_fmadd_ps(x, set1(kLog2e), shifter);
+    const V power = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23));
+    return _mm256_and_ps(_mm256_mul_ps(exp_reduced(x, _mm256_sub_ps(t, shifter)), power), normal);
+  }
+
  private:
+  // exp(x - n ln2) for the integer n nearest x log2(e): Cody-Waite in two
+  // steps, then the polynomial.
+  static V exp_reduced(V x, V n) {
+    V r = _mm256_fnmadd_ps(n, set1(kLn2High), x);
+    r = _mm256_fnmadd_ps(n, set1(kLn2Low), r);
+    V p = set1(kExpPoly[0]);
+    for (int i = 1; i < 6; ++i) p = _mm256_fmadd_ps(p, r, set1(kExpPoly[i]));
+    return p;
+  }
   static __m256i first_lanes(std::int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
@@ -201,6 +227,7 @@ struct Scalar {
   static float reduce_add(V v) { return v; }
   // Flushed below kExpMin like the AVX-512 exp (NaN < kExpMin is false).
   static V exp(V x) { return x < kExpMin ? 0.0f : std::exp(x); }
+  static V exp_nonpositive(V x) { return exp(x); }
 };
 using Simd = Scalar;
 #endif
@@ -208,13 +235,15 @@ using Simd = Scalar;
 using V = Simd::V;
 constexpr int kWidth = Simd::kWidth;
 
-// exp over an array, all cores.
+// exp over an array, all cores: Simd::exp, or Simd::exp_nonpositive.
+template <bool kNonpositive>
 void exp_all_cores(const float* x, float* y, std::int64_t n) {
+  const auto exp = [](V v) { return kNonpositive ? Simd::exp_nonpositive(v) : Simd::exp(v); };
   const std::int64_t vectors = n / kWidth;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t v = 0; v < vectors; ++v) Simd::store(y + v * kWidth, Simd::exp(Simd::load(x + v * kWidth)));
+  for (std::int64_t v = 0; v < vectors; ++v) Simd::store(y + v * kWidth, exp(Simd::load(x + v * kWidth)));
   const std::int64_t done = vectors * kWidth;
-  if (done < n) Simd::store_first(y + done, n - done, Simd::exp(Simd::load_first(x + done, n - done, 0.0f)));
+  if (done < n) Simd::store_first(y + done, n - done, exp(Simd::load_first(x + done, n - done, 0.0f)));
 }
 
 // ---------------------------------------------------------------- cpu_naive
@@ -254,7 +283,7 @@ void softmax_naive(const SoftmaxArgs& args, NaiveTemporaries& t) {
     for (std::int64_t j = 0; j < cols; ++j) shifted[j] = x[j] - m;
   }
   // 3. exps = exp(shifted)
-  exp_all_cores(t.shifted.data(), t.exps.data(), rows * cols);
+  exp_all_cores<false>(t.shifted.data(), t.exps.data(), rows * cols);
   // 4. row_sum = sum_j exps, accumulated in double: a running fp32 sum per vector lane
   // loses up to 2^-24 of its value at every step, which over the cols / 16
   // steps of a long row (a peaked row: 1 plus thousands of tiny terms) goes
@@ -374,14 +403,14 @@ struct Fold {
     for (k = 0; k + 4 <= count; k += 4) {
       for (int j = 0; j < 4; ++j) {
         prefetch_next_row(x + (k + j) * kWidth);
-        const V e = Simd::exp(Simd::load(x + (k + j) * kWidth) - m_new);
+        const V e = Simd::exp_nonpositive(Simd::load(x + (k + j) * kWidth) - m_new);
         if constexpr (kKeep) Simd::store(exps + (k + j) * kWidth, e);
         sum[j] = sum[j] + e;
       }
     }
     for (; k < count; ++k) {
       prefetch_next_row(x + k * kWidth);
-      const V e = Simd::exp(Simd::load(x + k * kWidth) - m_new);
+      const V e = Simd::exp_nonpositive(Simd::load(x + k * kWidth) - m_new);
       if constexpr (kKeep) Simd::store(exps + k * kWidth, e);
       sum[0] = sum[0] + e;
     }
@@ -392,14 +421,14 @@ struct Fold {
   // add exp(-inf) = 0).
   void add_vector(V v) {
     const V m_new = Simd::max(m, v);
-    const V e = Simd::exp(v - m_new);
+    const V e = Simd::exp_nonpositive(v - m_new);
     if constexpr (kKeep) Simd::store(exps, e);
     finish_block(e, m_new, 1);
   }
 
   MaxSum total() const {
     const float max = Simd::reduce_max(m);
-    return {max, Simd::reduce_add((s - c) * Simd::exp(m - Simd::set1(max)))};
+    return {max, Simd::reduce_add((s - c) * Simd::exp_nonpositive(m - Simd::set1(max)))};
   }
 
  private:
@@ -415,7 +444,7 @@ struct Fold {
       block_max += kWidth;
     }
     if (started) {
-      const V scale = Simd::exp(m - m_new);
+      const V scale = Simd::exp_nonpositive(m - m_new);
       s = s * scale;
       c = c * scale;
     }
@@ -505,7 +534,7 @@ void softmax_segment(const float* x, float* y, std::int64_t n, bool streaming, c
     std::int64_t factor_block = -1;
     write_segment(y, frame, [&](std::int64_t, std::int64_t vector, std::int64_t block) {
       if (block != factor_block) {
-        factor = Simd::exp(Simd::load(scratch.block_max + block * kWidth) - max) * inv_sum;
+        factor = Simd::exp_nonpositive(Simd::load(scratch.block_max + block * kWidth) - max) * inv_sum;
         factor_block = block;
       }
       return Simd::load(scratch.exps + vector * kWidth) * factor;
@@ -544,7 +573,7 @@ void softmax_short_row(const float* x, float* y, std::int64_t n) {
   const V max = Simd::set1(Simd::reduce_max(m));
   V sum = Simd::set1(0.0f);
   for (int i = 0; i < count; ++i) {
-    e[i] = Simd::exp(v[i] - max);
+    e[i] = Simd::exp_nonpositive(v[i] - max);
     sum = sum + e[i];
   }
   const float total = Simd::reduce_add(sum);
@@ -632,6 +661,7 @@ Run prepare_softmax_naive(const SoftmaxArgs& args, const Exec&) {
   return [args, temporaries] { softmax_naive(args, *temporaries); };
 }
 
-void softmax_exp(const float* x, float* y, std::int64_t n) { exp_all_cores(x, y, n); }
+void softmax_exp(const float* x, float* y, std::int64_t n) { exp_all_cores<false>(x, y, n); }
+void softmax_exp_nonpositive(const float* x, float* y, std::int64_t n) { exp_all_cores<true>(x, y, n); }
 
 }  // namespace dlb
