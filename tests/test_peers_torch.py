@@ -1,6 +1,6 @@
 """The peers that need .venv-peers (PyTorch, ONNX Runtime, OpenVINO), where
-it exists; exit 77 (skipped) where it does not, as in CI: scripts/test does
-not install the few GB it takes.
+it exists with its requirements installed; exit 77 (skipped) where it does
+not, as in CI: scripts/test does not install the few GB it takes.
 
 - scripts/peers runs the operator peers on small shapes of each family and
   the mnist_lenet network peers: every case validated (no error entry),
@@ -19,7 +19,10 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench import venv  # noqa: E402  (standard library only)
+
+PEERS_PYTHON = venv.PEERS_VENV / "bin" / "python"
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 SKIP = 77
 
@@ -96,8 +99,8 @@ class TorchPeers(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not PEERS_PYTHON.exists():
-        print(f"{PEERS_PYTHON.relative_to(ROOT)} not found (scripts/peers creates it): skipped")
+    if not venv.installed(venv.PEERS_VENV):
+        print(f"{venv.PEERS_VENV.relative_to(ROOT)} not found or incomplete (scripts/peers creates it): skipped")
         sys.exit(SKIP)
     if not Path(BENCH).exists():
         print(f"{BENCH} not built: skipped")

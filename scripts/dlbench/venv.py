@@ -40,23 +40,56 @@ def _unshadow_stdlib() -> None:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != scripts]
 
 
+# Written into an environment made from requirements once pip has installed
+# them all: one without it (an install interrupted or failed, which leaves a
+# Python with no packages) is completed before it is used.
+INSTALLED = ".dlbench-installed"
+
+
+def installed(venv: Path) -> bool:
+    """Whether `venv`, made from requirements by reexec, has them all."""
+    return (venv / INSTALLED).exists()
+
+
+def _help_requested() -> bool:
+    return any(a in ("-h", "--help") for a in sys.argv[1:])
+
+
 def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> None:
     """Re-executes this process's command line with `venv`'s Python, unless it
     already runs there, where it takes scripts/ off sys.path. A missing
-    .venv is a one-line message naming scripts/setup (exit 2); with
-    `requirements`, a missing venv is created from them instead."""
+    .venv is a one-line message naming scripts/setup (exit 2). With
+    `requirements`, an environment without them all (missing, or left
+    incomplete by an install that did not finish) is created or completed
+    from them first, except for --help, which prints the script's docstring
+    in the system Python instead of installing a few GB; a failed install
+    is a one-line message (exit 2) and is retried on the next run."""
     python = venv / "bin" / "python"
     if Path(sys.prefix).resolve() == venv.resolve():
         _unshadow_stdlib()
         return
-    if not python.exists():
-        if requirements is None:
-            print(f"{script}: {venv.name}/ not found: run scripts/setup (it installs what the scripts need)",
+    if requirements is not None and not installed(venv):
+        if _help_requested():
+            print((sys.modules["__main__"].__doc__ or "").strip())
+            sys.exit(0)
+        if python.exists():
+            print(f"{script}: {venv.name} is incomplete (an earlier install did not finish): installing "
+                  f"{requirements.name} into it", file=sys.stderr)
+        else:
+            print(f"{script}: creating {venv.name} from {requirements.name} (PyTorch from PyPI, a few GB)",
                   file=sys.stderr)
+            if subprocess.run([sys.executable, "-m", "venv", str(venv)]).returncode != 0:
+                print(f"{script}: could not create {venv.name} with {sys.executable} -m venv", file=sys.stderr)
+                sys.exit(2)
+        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              "-r", str(requirements)])
+        if pip.returncode != 0:
+            print(f"{script}: installing {requirements.name} into {venv.name} failed (pip exit {pip.returncode}); "
+                  "run the command again to retry", file=sys.stderr)
             sys.exit(2)
-        print(f"{script}: creating {venv.name} from {requirements.name} (PyTorch from PyPI, a few GB)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        "-r", str(requirements)], check=True)
+        (venv / INSTALLED).write_text(f"{requirements.name} installed\n")
+    elif not python.exists():
+        print(f"{script}: {venv.name}/ not found: run scripts/setup (it installs what the scripts need)",
+              file=sys.stderr)
+        sys.exit(2)
     os.execv(str(python), [str(python), *sys.argv])
-
