@@ -115,24 +115,30 @@ bool check(benchmark::State& state, const ref::Comparison& comparison) {
 
 namespace {
 
-// Per case, over every call of its body (the sizing call included).
-struct NoisyTally {
-  int calls = 0;
-  int noisy_calls = 0;
-  double contention = 0.0, steal = 0.0, drift = 0.0;  // the largest seen
-};
-std::map<std::string, NoisyTally>& noisy_tally() {
-  static std::map<std::string, NoisyTally> tally;
-  return tally;
-}
-
-// fmax that keeps the old value when `v` is NaN (not measured).
-double larger(double old, double v) { return std::isnan(v) ? old : std::max(old, v); }
-
 std::string percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * fraction);
   return buf;
+}
+
+// Median absolute deviation over the median, as quality.py's relative_mad
+// (the median of an even count is the mean of the middle two).
+double relative_mad(std::vector<double> v) {
+  if (v.size() < 2) return 0.0;
+  const auto median = [](std::vector<double>& x) {
+    std::sort(x.begin(), x.end());
+    const std::size_t h = x.size() / 2;
+    return x.size() % 2 == 1 ? x[h] : 0.5 * (x[h - 1] + x[h]);
+  };
+  const double med = median(v);
+  for (double& x : v) x = std::abs(x - med);
+  return med > 0.0 ? median(v) / med : 0.0;
+}
+
+// The counter of a reported run, or 0 where it has none.
+double counter(const benchmark::BenchmarkReporter::Run& run, const char* name) {
+  const auto it = run.counters.find(name);
+  return it == run.counters.end() ? 0.0 : it->second.value;
 }
 
 }  // namespace
@@ -144,24 +150,43 @@ void MachineWatch::record(benchmark::State& state, double ceiling_drift) const {
   if (!std::isnan(d.contention)) state.counters["contention"] = d.contention;
   if (!std::isnan(d.steal)) state.counters["steal"] = d.steal;
   state.counters["noisy"] = noisy ? 1.0 : 0.0;
-  auto& t = noisy_tally()[detail::current_case_name()];
-  ++t.calls;
-  t.noisy_calls += noisy ? 1 : 0;
-  t.contention = larger(t.contention, d.contention);
-  t.steal = larger(t.steal, d.steal);
-  t.drift = larger(t.drift, std::abs(ceiling_drift));
 }
 
-std::string noisy_summary() {
-  const auto& tally = noisy_tally();
+TallyingReporter::TallyingReporter() : display_(benchmark::CreateDefaultDisplayReporter()) {}
+
+bool TallyingReporter::ReportContext(const Context& context) { return display_->ReportContext(context); }
+
+void TallyingReporter::ReportRuns(const std::vector<Run>& runs) {
+  for (const Run& run : runs) {
+    if (run.run_type != Run::RT_Iteration || run.error_occurred || !run.counters.count("noisy")) continue;
+    // The case's name without Google Benchmark's time suffix, as in quality.py.
+    std::string name = run.run_name.function_name;
+    if (!run.run_name.args.empty()) name.append("/").append(run.run_name.args);
+    Tally& t = tally_[name];
+    ++t.repetitions;
+    t.noisy += counter(run, "noisy") > 0.0 ? 1 : 0;
+    t.contention = std::max(t.contention, counter(run, "contention"));
+    t.steal = std::max(t.steal, counter(run, "steal"));
+    t.drift = std::max(t.drift, std::abs(counter(run, "ceiling_drift")));
+    if (name.rfind("roofline/", 0) == 0)
+      t.rates.push_back(run.counters.count("bytes_per_second") ? counter(run, "bytes_per_second")
+                                                               : counter(run, "flops"));
+  }
+  display_->ReportRuns(runs);
+}
+
+void TallyingReporter::Finalize() { display_->Finalize(); }
+
+std::string TallyingReporter::summary() const {
+  if (tally_.empty()) return "machine during the run: not watched (no CPU case ran)";
   int noisy_cases = 0;
-  NoisyTally worst;
+  Tally worst;
   std::string names;
-  for (const auto& [name, t] : tally) {
+  for (const auto& [name, t] : tally_) {
     worst.contention = std::max(worst.contention, t.contention);
     worst.steal = std::max(worst.steal, t.steal);
     worst.drift = std::max(worst.drift, t.drift);
-    if (t.noisy_calls <= kNoisyShare * t.calls) continue;
+    if (t.noisy <= kNoisyShare * t.repetitions && relative_mad(t.rates) <= kNoisyCeilingSpread) continue;
     if (++noisy_cases <= 5) names.append(names.empty() ? "" : ", ").append(name);
   }
   std::string out = "machine during the run: largest contention " + percent(worst.contention) + ", steal " +
@@ -169,9 +194,10 @@ std::string noisy_summary() {
                     percent(kNoisyContention) + ", " + percent(kNoisySteal) + ", " + percent(kNoisyCeilingDrift) +
                     "): ";
   if (noisy_cases == 0) return out + "no CPU case noisy";
-  out += "NOISY: " + std::to_string(noisy_cases) + " of " + std::to_string(tally.size()) +
-         " CPU cases had more than " + percent(kNoisyShare) + " of their calls noisy (" + names +
-         (noisy_cases > 5 ? ", ..." : "") + "); their figures are not the code's alone";
+  out += "NOISY: " + std::to_string(noisy_cases) + " of " + std::to_string(tally_.size()) + " CPU cases noisy (" +
+         names + (noisy_cases > 5 ? ", ..." : "") + "; more than " + percent(kNoisyShare) +
+         " of the repetitions noisy, or a ceiling's spread by more than " + percent(kNoisyCeilingSpread) +
+         "): their figures are not the code's alone";
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -179,7 +180,7 @@ void time_run(benchmark::State& state, const Run& run, const ExecContext& ctx, T
 // (1 when either, or the drift of the case's ceiling bracket, is past its
 // threshold; 0 otherwise). Construct it right before the loop, record right
 // after. time_run and time_memory_bound do; a case with its own loop does
-// the same. The run's tally is printed at the end (noisy_summary).
+// the same. TallyingReporter sums them up at the end of the run.
 class MachineWatch {
  public:
   MachineWatch() : start_(sample_machine()) {}
@@ -190,10 +191,34 @@ class MachineWatch {
   MachineSample start_;
 };
 
-// One line for the end of the run: the largest disturbance seen, and how
-// many CPU cases had more than kNoisyShare of their calls noisy (the calls
-// Google Benchmark makes to size the iteration count included), and which.
-std::string noisy_summary();
+// The display reporter bench runs with: Google Benchmark's own (the console,
+// or what --benchmark_format names), to which it passes everything, and a
+// tally of the repetitions it reports that carry `noisy` (the CPU cases).
+// summary() is one line for the end of the run: the largest contention,
+// steal and ceiling drift, and how many CPU cases were noisy, and which: by
+// scripts/quality.py's rule (more than kNoisyShare of the repetitions
+// noisy, or a roofline ceiling's rates spread by more than
+// kNoisyCeilingSpread) over the reported repetitions, not the calls Google
+// Benchmark makes to size the iteration count, so that it names the cases
+// quality.py names in the JSON.
+class TallyingReporter final : public benchmark::BenchmarkReporter {
+ public:
+  TallyingReporter();
+  bool ReportContext(const Context& context) override;
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override;
+  std::string summary() const;
+
+ private:
+  struct Tally {
+    int repetitions = 0;
+    int noisy = 0;
+    double contention = 0.0, steal = 0.0, drift = 0.0;  // the largest reported
+    std::vector<double> rates;                          // a roofline ceiling's, per repetition
+  };
+  benchmark::BenchmarkReporter* display_;  // Google Benchmark's; it keeps it for the process
+  std::map<std::string, Tally> tally_;     // per case
+};
 
 // A memory-bound CPU case, timed as time_run does but bracketed: `ceiling`
 // is measured right before and right after the timed loop

@@ -48,6 +48,10 @@ inline constexpr double kNoisyCeilingDrift = 0.10;  // |after / before - 1| of t
 // A case is noisy when more than this share of its repetitions is (the
 // median of the rest stands).
 inline constexpr double kNoisyShare = 0.2;
+// A roofline ceiling is noisy when its repetitions' rates spread by more
+// than this (relative median absolute deviation): the machine moved while
+// it was measured.
+inline constexpr double kNoisyCeilingSpread = 0.05;
 
 enum class Ceiling { cpu_copy, cpu_triad };
 std::string ceiling_name(Ceiling ceiling);  // "roofline/cpu_copy"

@@ -121,9 +121,10 @@ int main(int argc, char** argv) {
                  DLB_HAVE_CUDA ? "no CUDA device visible" : "built without CUDA");
   }
 
-  benchmark::RunSpecifiedBenchmarks();
+  dlb::bench::TallyingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
-  std::fprintf(stderr, "bench: %s\n", dlb::bench::noisy_summary().c_str());
+  std::fprintf(stderr, "bench: %s\n", reporter.summary().c_str());
   for (const auto& finish : config.at_end)
     if (const int status = finish(); status != 0) return status;
   return 0;

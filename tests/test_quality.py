@@ -81,6 +81,19 @@ class BinaryCounters(unittest.TestCase):
         fma = [b for b in self.runs if b["name"].startswith("roofline/")]
         self.assertTrue(all("frac_of_ceiling" not in b for b in fma))
 
+    def test_the_last_line_names_the_cases_quality_names(self):
+        # bench's summary and quality.py judge the same reported repetitions
+        # by the same rule, so they agree whatever the machine did (before,
+        # bench counted every call, the iteration-count sizing ones too).
+        line = next(x for x in self.stderr.splitlines() if "machine during the run:" in x)
+        q = quality(load(self.path))
+        if q.noisy_cases:
+            self.assertIn(f"NOISY: {len(q.noisy_cases)} of 3 CPU cases noisy (", line)
+            for name in q.noisy_cases:
+                self.assertIn(name, line)
+        else:
+            self.assertTrue(line.endswith("no CPU case noisy"), line)
+
     def test_the_run_records_the_machine(self):
         self.assertIn("machine_load_at_start", self.data["context"])
         self.assertIn("machine during the run:", self.stderr)
