@@ -60,7 +60,9 @@ Disturbance disturbance_between(const MachineSample& before, const MachineSample
   const double wall_us = std::chrono::duration<double, std::micro>(after.at - before.at).count();
   Disturbance d{kNaN, kNaN};
   if (before.pressure_us >= 0.0 && after.pressure_us >= 0.0 && wall_us > 0.0)
-    d.contention = (after.pressure_us - before.pressure_us) / wall_us;
+    // At most the whole window: the clock is read before the PSI file, so
+    // the stall counted can run a little past the window (100.2% was seen).
+    d.contention = std::min(1.0, (after.pressure_us - before.pressure_us) / wall_us);
   const double ticks = after.all_ticks - before.all_ticks;
   if (before.steal_ticks >= 0.0 && after.steal_ticks >= 0.0 && ticks > 0.0)
     d.steal = (after.steal_ticks - before.steal_ticks) / ticks;

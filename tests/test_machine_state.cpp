@@ -30,6 +30,14 @@ TEST(Disturbance, IsTheStallTimeAndStolenTicksOverTheWindow) {
   EXPECT_DOUBLE_EQ(d.steal, 0.05);
 }
 
+TEST(Disturbance, ContentionIsAtMostTheWholeWindow) {
+  MachineSample a, b;
+  b.at = a.at + std::chrono::seconds(1);
+  a.pressure_us = 0.0;
+  b.pressure_us = 1.002e6;  // stall counted a little past the window's end
+  EXPECT_DOUBLE_EQ(disturbance_between(a, b).contention, 1.0);
+}
+
 TEST(Disturbance, IsNaNWhereTheMachineDoesNotReport) {
   MachineSample a, b;  // pressure and ticks < 0: unreadable
   b.at = a.at + std::chrono::seconds(1);
