@@ -1,6 +1,7 @@
 #include "bench/harness.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -152,7 +153,8 @@ void MachineWatch::record(benchmark::State& state, double ceiling_drift) const {
   state.counters["noisy"] = noisy ? 1.0 : 0.0;
 }
 
-TallyingReporter::TallyingReporter() : display_(benchmark::CreateDefaultDisplayReporter()) {}
+TallyingReporter::TallyingReporter(bool display_aggregates_only)
+    : display_(benchmark::CreateDefaultDisplayReporter()), display_aggregates_only_(display_aggregates_only) {}
 
 bool TallyingReporter::ReportContext(const Context& context) { return display_->ReportContext(context); }
 
@@ -172,7 +174,35 @@ void TallyingReporter::ReportRuns(const std::vector<Run>& runs) {
       t.rates.push_back(run.counters.count("bytes_per_second") ? counter(run, "bytes_per_second")
                                                                : counter(run, "flops"));
   }
-  display_->ReportRuns(runs);
+  if (!display_aggregates_only_) {
+    display_->ReportRuns(runs);
+    return;
+  }
+  // A case of two or more repetitions has aggregates, reported after its
+  // repetitions (in a call of their own): show those only.
+  std::vector<Run> shown;
+  for (const Run& run : runs)
+    if (run.run_type == Run::RT_Aggregate || run.repetitions < 2) shown.push_back(run);
+  if (!shown.empty()) display_->ReportRuns(shown);
+}
+
+bool take_display_aggregates_only(int& argc, char** argv) {
+  constexpr std::string_view kFlag = "--benchmark_display_aggregates_only";
+  bool value = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.substr(0, kFlag.size()) != kFlag || (arg.size() > kFlag.size() && arg[kFlag.size()] != '=')) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    std::string v(arg.size() > kFlag.size() ? arg.substr(kFlag.size() + 1) : std::string_view{});
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    value = !(v == "false" || v == "no" || v == "off" || v == "0" || v == "f" || v == "n");
+  }
+  argv[kept] = nullptr;
+  argc = kept;
+  return value;
 }
 
 void TallyingReporter::Finalize() { display_->Finalize(); }

@@ -200,10 +200,14 @@ class MachineWatch {
 // noisy, or a roofline ceiling's rates spread by more than
 // kNoisyCeilingSpread) over the reported repetitions, not the calls Google
 // Benchmark makes to size the iteration count, so that it names the cases
-// quality.py names in the JSON.
+// quality.py names in the JSON. Google Benchmark's
+// --benchmark_display_aggregates_only would hold the repetitions back from
+// it, so bench takes that flag (take_display_aggregates_only) and the
+// reporter applies it: it passes on only the aggregates of a case that has
+// them, as Google Benchmark does.
 class TallyingReporter final : public benchmark::BenchmarkReporter {
  public:
-  TallyingReporter();
+  explicit TallyingReporter(bool display_aggregates_only);
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
@@ -217,8 +221,15 @@ class TallyingReporter final : public benchmark::BenchmarkReporter {
     std::vector<double> rates;                          // a roofline ceiling's, per repetition
   };
   benchmark::BenchmarkReporter* display_;  // Google Benchmark's; it keeps it for the process
-  std::map<std::string, Tally> tally_;     // per case
+  bool display_aggregates_only_;
+  std::map<std::string, Tally> tally_;  // per case
 };
+
+// Takes --benchmark_display_aggregates_only[=value] out of argv (before
+// benchmark::Initialize sees it) and returns its value, read as Google
+// Benchmark reads a bool flag (no value, or any but false/no/off/0/f/n, is
+// true); false where it is absent. The last one given counts.
+bool take_display_aggregates_only(int& argc, char** argv);
 
 // A memory-bound CPU case, timed as time_run does but bracketed: `ceiling`
 // is measured right before and right after the timed loop

@@ -97,6 +97,7 @@ void print_own_flags() {
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help") std::atexit(print_own_flags);
+  const bool display_aggregates_only = dlb::bench::take_display_aggregates_only(argc, argv);
   benchmark::Initialize(&argc, argv);  // takes --benchmark_* flags, leaves the rest; exits for --help
 
   dlb::bench::Config config;
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
                  DLB_HAVE_CUDA ? "no CUDA device visible" : "built without CUDA");
   }
 
-  dlb::bench::TallyingReporter reporter;
+  dlb::bench::TallyingReporter reporter(display_aggregates_only);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   std::fprintf(stderr, "bench: %s\n", reporter.summary().c_str());

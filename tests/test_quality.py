@@ -24,11 +24,11 @@ BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 FILTER = "^(roofline/cpu_fma/|daxpy/cpu_loop/n:(1024|2048)/)"
 
 
-def run_bench(directory: str, name: str, repetitions: int) -> tuple[Path, str]:
+def run_bench(directory: str, name: str, repetitions: int, *extra: str) -> tuple[Path, str]:
     """The binary's JSON of FILTER (the file) and its stderr."""
     out = Path(directory) / name
     p = subprocess.run([BENCH, f"--benchmark_filter={FILTER}", f"--benchmark_repetitions={repetitions}",
-                        "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
+                        "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json", *extra],
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise AssertionError(p.stdout + p.stderr)
@@ -48,7 +48,8 @@ class BinaryCounters(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        out, cls.stderr = run_bench(cls.tmp.name, "run.json", 3)
+        # As scripts/bench runs it: the console shows the aggregates only.
+        out, cls.stderr = run_bench(cls.tmp.name, "run.json", 3, "--benchmark_display_aggregates_only=true")
         cls.data = json.loads(out.read_text())
         cls.path = out
         cls.runs = [b for b in cls.data["benchmarks"] if b.get("run_type") == "iteration"]
@@ -93,6 +94,21 @@ class BinaryCounters(unittest.TestCase):
                 self.assertIn(name, line)
         else:
             self.assertTrue(line.endswith("no CPU case noisy"), line)
+
+    def test_the_console_shows_the_aggregates_only_when_asked(self):
+        # bench applies --benchmark_display_aggregates_only itself (its
+        # reporter needs the repetitions); the console looks as Google
+        # Benchmark's would, the file keeps every repetition.
+        args = [BENCH, "--benchmark_filter=^daxpy/cpu_loop/n:1024/", "--benchmark_min_time=0.01"]
+        for flag, repetitions, lines in (("--benchmark_display_aggregates_only=true", 2, 4),
+                                         ("--benchmark_display_aggregates_only", 2, 4),
+                                         ("--benchmark_display_aggregates_only=false", 2, 6),
+                                         ("--benchmark_display_aggregates_only=true", 1, 1)):
+            p = subprocess.run(args + [f"--benchmark_repetitions={repetitions}", flag], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            shown = [x for x in p.stdout.splitlines() if x.startswith("daxpy/cpu_loop/n:1024/")]
+            self.assertEqual(len(shown), lines, (flag, repetitions, shown))
+            self.assertIn("machine during the run: largest contention", p.stderr)
 
     def test_the_run_records_the_machine(self):
         self.assertIn("machine_load_at_start", self.data["context"])
