@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Appends a run to its machine's history: results/<machine>/history.jsonl.
 
-    scripts/history.py results/<machine>/<run>.json [--history PATH]
+    scripts/history.py results/<machine>/<run>.json.gz [--history PATH]
 
 One line per case (commit, date, median seconds per call, repetitions);
 `scripts/bench --history` calls this after a run, `scripts/plot.py --history`

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
 """Merges runs of one binary made in separate processes into one file.
 
-    scripts/merge_runs.py RUN1.json RUN2.json [...] -o MERGED.json
+    scripts/merge_runs.py RUN1.json RUN2.json [...] -o MERGED.json[.gz]
 
 Every repetition of every run is kept, tagged with its process_index; the
 context is the first run's, with "processes" added. scripts/bench does this
-when DLB_PROCESSES > 1. Exit 2 for a file that is not Google Benchmark JSON
+when DLB_PROCESSES > 1. Inputs may be .json or .json.gz; the output is
+gzip-compressed where its name ends in .gz. Exit 2 for a file that is not Google Benchmark JSON
 or runs of different commits.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from dlbench import venv  # noqa: E402
 
 venv.reexec("merge_runs")
 
-from dlbench.results import ResultsError, merge_files  # noqa: E402
+from dlbench.results import ResultsError, merge_files, write_document  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     except ResultsError as e:
         print(f"merge_runs.py: {e}", file=sys.stderr)
         return 2
-    args.out.write_text(json.dumps(merged, indent=1))
+    write_document(args.out, merged)
     return 0
 
 

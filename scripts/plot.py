@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws dlbench's plots from Google Benchmark JSON (never console text).
 
-    scripts/plot.py results/<machine>/<run>.json [more.json ...] [--out-dir plots]
+    scripts/plot.py results/<machine>/<run>.json.gz [more.json ...] [--out-dir plots]
     scripts/plot.py --history results/<machine>/history.jsonl [--out-dir plots]
 
 One PNG per figure into --out-dir, from every family module in

@@ -4,7 +4,7 @@ top ops per backend (PyTorch profiler's key_averages() table, for batch 1, 16
 and 64 side by side) or, with --roofline, every layer against the run's
 roofline ceilings.
 
-    scripts/profile.py results/<machine>/<run>.json [--network resnet20] [--backend cpu_onednn]
+    scripts/profile.py results/<machine>/<run>.json.gz [--network resnet20] [--backend cpu_onednn]
                        [--batch 1,16,64] [--by-shape] [--row-limit 10] [--roofline]
 
 Make the cases with, for example,

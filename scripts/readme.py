@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Rewrites the generated tables in README.md from committed results.
 
-    scripts/readme.py results/<machine>/<run>.json [more.json ...] [--readme README.md] [--check]
+    scripts/readme.py results/<machine>/<run>.json.gz [more.json ...] [--readme README.md] [--check]
                       [--families networks,softmax]
 
 README.md marks each generated block with

@@ -7,8 +7,11 @@ for GPU cases). Every repetition of a case is kept; figures use the median.
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import statistics
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,17 +109,60 @@ def parse_name(full_name: str) -> tuple[str, str, str, dict[str, int]]:
     return "/".join(parts), parts[0], parts[1], args
 
 
-def load(path: str | Path) -> Results:
-    """Loads one Google Benchmark JSON file; raises ResultsError with the reason."""
+def read_text(path: str | Path) -> str:
+    """The text of a results file: plain JSON, or gzip-compressed JSON
+    (a name ending in .gz, as committed runs are stored). Raises
+    ResultsError naming the file and the problem."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise ResultsError(f"{path}: cannot read: {e.strerror}") from None
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return f.read()
+        return path.read_text(encoding="utf-8")
+    except OSError as e:  # gzip.BadGzipFile (not gzip, a bad CRC) is an OSError
+        raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
+    except EOFError:
+        raise ResultsError(f"{path}: cannot read: the compressed stream ends early (a truncated file)") from None
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not JSON (not UTF-8 text)") from None
+
+
+def read_document(path: str | Path) -> dict:
+    """A results file as the JSON document it holds (plain or .gz)."""
+    path = Path(path)
+    text = read_text(path)
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+
+
+def write_document(path: str | Path, document: dict, indent: int | None = 1) -> None:
+    """Writes a JSON document to `path`, gzip-compressed where the name ends
+    in .gz; through a temporary file in the same folder, so that a reader
+    never sees half a file."""
+    path = Path(path)
+    text = json.dumps(document, indent=indent) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if path.name.endswith(".gz"):
+                # mtime=0: the same document gives the same bytes.
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+                    f.write(text.encode("utf-8"))
+            else:
+                raw.write(text.encode("utf-8"))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path: str | Path) -> Results:
+    """Loads one Google Benchmark JSON file (plain or .json.gz); raises
+    ResultsError with the reason."""
+    path = Path(path)
+    data = read_document(path)
     if not isinstance(data, dict) or "benchmarks" not in data or "context" not in data:
         raise ResultsError(f"{path}: not Google Benchmark JSON (no 'context' and 'benchmarks')")
     if not isinstance(data["benchmarks"], list):
@@ -160,7 +206,7 @@ def merge_files(paths: list[Path]) -> dict:
     docs = []
     for p in paths:
         load(p)  # validates, raises ResultsError with the reason
-        docs.append(json.loads(Path(p).read_text()))
+        docs.append(read_document(p))
     merged = {"context": dict(docs[0]["context"]), "benchmarks": []}
     commits = {str(d["context"].get("git_commit")) for d in docs}
     if len(commits) > 1:

@@ -1,0 +1,94 @@
+"""Results files in both forms: plain Google Benchmark JSON and the
+gzip-compressed .json.gz that runs are committed as. Every reader goes
+through dlbench.results, so a .json.gz must read exactly as its .json, and a
+damaged one must be refused naming the file and the problem."""
+
+import gzip
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from dlbench.results import ResultsError, load, read_document, write_document  # noqa: E402
+
+FIXTURE = ROOT / "tests" / "data" / "bench_small.json"
+
+
+class ResultsFiles(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_gz_reads_as_its_json(self):
+        gz = self.dir / "run.json.gz"
+        gz.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+        plain, packed = load(FIXTURE), load(gz)
+        self.assertEqual(plain.context, packed.context)
+        self.assertEqual(sorted(plain.cases), sorted(packed.cases))
+        for name, case in plain.cases.items():
+            self.assertEqual(case.runs, packed.cases[name].runs, name)
+
+    def test_write_document_round_trips_and_is_deterministic(self):
+        doc = read_document(FIXTURE)
+        a, b = self.dir / "a.json.gz", self.dir / "b.json.gz"
+        write_document(a, doc)
+        write_document(b, doc)
+        self.assertEqual(a.read_bytes(), b.read_bytes())  # mtime 0: same bytes
+        self.assertEqual(read_document(a), doc)
+        self.assertEqual(a.read_bytes()[:2], b"\x1f\x8b")  # gzip magic
+        plain = self.dir / "c.json"
+        write_document(plain, doc)
+        self.assertEqual(read_document(plain), doc)
+        self.assertEqual(sorted(p.name for p in self.dir.iterdir()), ["a.json.gz", "b.json.gz", "c.json"])
+
+    def test_damaged_files_are_refused_with_the_reason(self):
+        data = gzip.compress(FIXTURE.read_bytes())
+        truncated = self.dir / "truncated.json.gz"
+        truncated.write_bytes(data[: len(data) // 2])
+        not_gzip = self.dir / "plain-named.json.gz"
+        not_gzip.write_bytes(FIXTURE.read_bytes())
+        not_json = self.dir / "text.json.gz"
+        not_json.write_bytes(gzip.compress(b"{ not json"))
+        cut_json = self.dir / "cut.json"
+        cut_json.write_bytes(FIXTURE.read_bytes()[:1000])
+        for path, reason in ((truncated, "ends early"), (not_gzip, "cannot read"), (not_json, "not JSON"),
+                             (cut_json, "not JSON"), (self.dir / "missing.json.gz", "cannot read")):
+            with self.subTest(path=path.name):
+                with self.assertRaises(ResultsError) as e:
+                    load(path)
+                self.assertIn(str(path), str(e.exception))
+                self.assertIn(reason, str(e.exception))
+
+    def test_quality_cli_reads_gz_and_names_a_bad_file(self):
+        gz = self.dir / "run.json.gz"
+        gz.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+        cli = [sys.executable, str(ROOT / "scripts" / "quality.py")]
+        p = subprocess.run(cli + [str(FIXTURE)], capture_output=True, text=True)
+        q = subprocess.run(cli + [str(gz)], capture_output=True, text=True)
+        self.assertEqual(p.returncode, q.returncode, q.stderr)
+        self.assertEqual(p.stdout.replace(str(FIXTURE), "F"), q.stdout.replace(str(gz), "F"))
+        bad = self.dir / "bad.json.gz"
+        bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
+        r = subprocess.run(cli + [str(bad)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("bad.json.gz", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
+    def test_committed_runs_are_compressed_and_readable(self):
+        files = sorted((ROOT / "results").rglob("*.json*"))
+        self.assertTrue(files)
+        for f in files:
+            self.assertTrue(f.name.endswith(".json.gz") or f.name.endswith(".jsonl"), f)
+        load(files[0])
+        load(files[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()
