@@ -7,11 +7,13 @@
 // variant that does fewer multiplications shows a higher rate. The label
 // names the shape's origin and the implementation the library picked;
 // cuDNN cases add workspace_bytes, gpu_cudnn_find its search_seconds.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/cases/conv_case.h"
 #include "bench/harness.h"
+#include "bench/suites.h"
 #include "kernels/common/error.h"
 
 namespace dlb::bench {
@@ -30,6 +32,9 @@ std::vector<NamedConvShape> shapes_from_flags(Config& config) {
 
 void register_conv(Config& config) {
   auto shapes = shapes_from_flags(config);
+  // Shapes the user named are registered whatever the suite.
+  std::optional<SuiteBypass> bypass;
+  if (!shapes.empty()) bypass.emplace();
   if (shapes.empty()) shapes = conv_default_shapes();
   // Shape by shape, so that each shape's reference is computed once.
   for (const auto& named : shapes) {

@@ -1,12 +1,14 @@
 #include "bench/harness.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <map>
 
+#include "bench/suites.h"
 #include "kernels/common/error.h"
 
 namespace dlb::bench {
@@ -81,8 +83,32 @@ std::string case_name(std::string_view op, std::string_view variant, NameArgs ar
   return name;
 }
 
-benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
-                                         std::function<void(benchmark::State&)> body, bool manual_time) {
+namespace {
+double g_gpu_min_time = kDefaultGpuMinTime;
+DLB_BENCH_FLAG(gpu_min_time, "gpu_min_time", "SECONDS", "--gpu_min_time=0.01",
+               "GPU time each repetition of a GPU case accumulates at least (default 0.002; "
+               "--benchmark_min_time applies to CPU cases)");
+}  // namespace
+
+double parse_seconds(std::string_view flag, const std::string& value) {
+  double v = 0.0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (ec != std::errc() || ptr != end || !std::isfinite(v) || v <= 0.0)
+    throw Error(std::string(flag) + "=" + value + ": not a number of seconds > 0");
+  return v;
+}
+
+void set_gpu_min_time(double seconds) {
+  DLB_REQUIRE(seconds > 0.0 && seconds <= 3600.0,
+              "--gpu_min_time must be a number of seconds in (0, 3600], e.g. --gpu_min_time=0.002");
+  g_gpu_min_time = seconds;
+}
+double gpu_min_time() { return g_gpu_min_time; }
+
+bool add_case(const std::string& name, Device device, std::function<void(benchmark::State&)> body,
+              CaseOptions options) {
+  if (!suite_includes(name)) return false;
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, body](benchmark::State& state) {
     g_current_case = name;
     try {
@@ -93,12 +119,17 @@ benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
       state.SkipWithError(std::string("error: ").append(e.what()).c_str());
     }
   });
-  if (device == Device::gpu || manual_time) {
+  if (device == Device::gpu || options.manual_time) {
     b->UseManualTime();
   } else {
     b->UseRealTime();
   }
-  return b;
+  if (options.iterations > 0) {
+    b->Iterations(options.iterations);
+  } else if (device == Device::gpu) {
+    b->MinTime(options.min_time > 0.0 ? options.min_time : gpu_min_time());
+  }
+  return true;
 }
 
 double percentile(const std::vector<double>& sorted, double q) {

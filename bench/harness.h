@@ -52,6 +52,10 @@ const std::vector<FlagHelp>& flag_helps();
 // empty value ("--<name>="), naming the flag's example.
 std::string take_flag(Config& config, std::string_view name);
 
+// The value of a flag that takes seconds: a finite number > 0; throws
+// dlb::Error naming the flag otherwise.
+double parse_seconds(std::string_view flag, const std::string& value);
+
 using FamilyRegistrar = void (*)(Config&);
 // Called at static-initialization time by DLB_BENCH_FAMILY.
 bool add_family(FamilyRegistrar registrar);
@@ -75,13 +79,38 @@ using NameArgs = std::initializer_list<std::pair<std::string_view, long long>>;
 // "<op>/<variant>/<arg>:<value>/...", e.g. "daxpy/cpu_loop/n:1024".
 std::string case_name(std::string_view op, std::string_view variant, NameArgs args);
 
-// Registers one case. `body` may throw: dlb::Unsupported skips the case with
-// its message, any other exception fails it with the message. CPU cases are
-// timed by wall clock (they may be multithreaded), GPU cases by CUDA events.
-// `manual_time`: the body sets every iteration's time itself
-// (state.SetIterationTime), on the CPU too.
-benchmark::internal::Benchmark* add_case(const std::string& name, Device device,
-                                         std::function<void(benchmark::State&)> body, bool manual_time = false);
+// How a case's iterations are counted; the defaults suit most cases.
+struct CaseOptions {
+  // The body sets every iteration's time itself (state.SetIterationTime), on
+  // the CPU too. GPU cases always do.
+  bool manual_time = false;
+  // A fixed number of iterations per repetition (0: Google Benchmark sizes
+  // it from the minimum time).
+  std::int64_t iterations = 0;
+  // GPU cases: the (event) time a repetition accumulates at least; 0 means
+  // gpu_min_time(). Ignored for CPU cases (--benchmark_min_time rules them)
+  // and where `iterations` is set.
+  double min_time = 0.0;
+};
+
+// --gpu_min_time: every timed call of a GPU case pays an L2 flush, the stream
+// hold and a synchronization besides the call (some 50 us on an H100, far
+// more than a small kernel), so GPU cases accumulate this much GPU time per
+// repetition rather than Google Benchmark's --benchmark_min_time: at
+// 0.002 s a 3 us kernel still gets about 900 timed calls a repetition, and
+// costs 0.05 s of wall time instead of 1.5 s. Set by main before the
+// families register.
+inline constexpr double kDefaultGpuMinTime = 0.002;
+void set_gpu_min_time(double seconds);
+double gpu_min_time();
+
+// Registers one case, if the selected suite (suites.h) includes its name;
+// returns whether it did. `body` may throw: dlb::Unsupported skips the case
+// with its message, any other exception fails it with the message. CPU cases
+// are timed by wall clock (they may be multithreaded), GPU cases by CUDA
+// events.
+bool add_case(const std::string& name, Device device, std::function<void(benchmark::State&)> body,
+              CaseOptions options = {});
 
 // Records max_rel_err; on a wrong result skips the case with the comparison's
 // summary and returns false. A wrong result never gets a time.

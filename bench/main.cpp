@@ -11,6 +11,7 @@
 #include "bench/alloc_counter.h"
 #include "bench/build_info.h"
 #include "bench/harness.h"
+#include "bench/suites.h"
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/gpu.h"
 
@@ -79,6 +80,8 @@ void add_context(const dlb::GpuInfo& gpu) {
   AddCustomContext("cudnn_version", gpu.cudnn);
   AddCustomContext("cublas_version", gpu.cublas);
   AddCustomContext("machine_load_at_start", dlb::bench::machine_load_now());
+  AddCustomContext("suite", std::string(dlb::bench::selected_suite().name));
+  AddCustomContext("gpu_min_time_s", std::to_string(dlb::bench::gpu_min_time()));
   AddCustomContext("gpu_count", std::to_string(gpu.count));
   AddCustomContext("gpu_name", gpu.count > 0 ? gpu.name : "none");
   if (gpu.count > 0) AddCustomContext("gpu_compute_capability", gpu.compute_capability);
@@ -104,6 +107,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) config.flags.emplace_back(argv[i]);
 
   try {
+    // The suite and the GPU time per repetition, before any family registers
+    // a case; the last --suite given wins (scripts/bench puts its default
+    // first, the user's arguments after it).
+    std::string suite = "full";
+    for (std::string s = dlb::bench::take_flag(config, "suite"); !s.empty(); s = dlb::bench::take_flag(config, "suite"))
+      suite = s;
+    dlb::bench::select_suite(suite);
+    if (const std::string t = dlb::bench::take_flag(config, "gpu_min_time"); !t.empty())
+      dlb::bench::set_gpu_min_time(dlb::bench::parse_seconds("--gpu_min_time", t));
     const dlb::GpuInfo gpu = dlb::gpu_info();  // throws for a GPU that cannot be used
     config.gpu = gpu.count > 0;
     add_context(gpu);

@@ -171,7 +171,7 @@ void register_layers(Config& config) {
               set_flops(state, 2.0 * c->network().macs() * static_cast<double>(batch));
               state.SetLabel(c->report().implementation);
             },
-            true);
+            CaseOptions{.manual_time = true});
         if (!has_layers) continue;
         for (std::size_t i = 0; i < net->layers.size(); ++i) {
           add_case(
@@ -200,8 +200,7 @@ void register_layers(Config& config) {
                 set_bytes(state, layer_bytes(layer, batch));
                 state.SetLabel(layer.label());
               },
-              true)
-              ->Iterations(passes_for(batch));
+              CaseOptions{.manual_time = true, .iterations = passes_for(batch)});
         }
       }
     }

@@ -25,21 +25,23 @@ void register_nn_stream(Config& config) {
       std::string name = std::string(variant->name).append("_").append(mode.name);
       add_case(case_name(std::string(kNetwork) + "_testset", name, {{"batch", kBatch}}), variant->device,
                [variant, mode](benchmark::State& state) {
-                 NetStreamCase c(*variant, kNetwork, kBatch, mode);
-                 if (!check(state, c.validate())) return;
-                 state.counters["accuracy"] = c.accuracy().accuracy;
-                 if (!c.accuracy().ok()) {
-                   state.SkipWithError(("accuracy: " + c.accuracy().summary()).c_str());
+                 // Set up and validated once, reused by every call of the body
+                 // (a whole test-set pass each: validated_case).
+                 auto* c = validated_case<NetStreamCase>(state, *variant, kNetwork, kBatch, mode);
+                 if (c == nullptr) return;
+                 state.counters["accuracy"] = c->accuracy().accuracy;
+                 if (!c->accuracy().ok()) {
+                   state.SkipWithError(("accuracy: " + c->accuracy().summary()).c_str());
                    return;
                  }
                  for (auto _ : state) {
                    const auto start = std::chrono::steady_clock::now();
-                   c.run();
+                   c->run();
                    state.SetIterationTime(
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
                  }
-                 state.SetItemsProcessed(state.iterations() * c.images());
-                 set_flops(state, 2.0 * c.network().macs() * static_cast<double>(c.images()));
+                 state.SetItemsProcessed(state.iterations() * c->images());
+                 set_flops(state, 2.0 * c->network().macs() * static_cast<double>(c->images()));
                });
     }
   }

@@ -75,7 +75,7 @@ TEST_P(ConvTest, MatchesReference) {
     ConvCase c(*variant, shape);
     const auto result = c.validate();
     EXPECT_TRUE(result.ok) << variant->name << " " << shape.descriptor() << ": " << result.summary();
-    EXPECT_LE(result.max_rel_err, variant->tolerance);
+    EXPECT_LE(result.max_rel_err, variant->tolerance_for(ConvArgs{shape}));
     EXPECT_GT(result.checked, 0u);
   } catch (const Unsupported& e) {
     // Only a library may decline a shape (oneDNN's Winograd, a cuDNN algorithm).

@@ -46,6 +46,14 @@ std::vector<const SoftmaxVariant*> variants(SoftmaxKind kind) {
 // too (SoftmaxNan.StaysInItsRow).
 bool nan_fills_row(const SoftmaxVariant& v) { return v.name != "cpu_onednn"; }
 
+// Whether a row of only -inf comes out NaN (0/0), as the reference's does.
+// cuDNN's does not: cudnnSoftmaxForward gives 0 (softmax) and -inf
+// (log-softmax) for every element of such a row, as the first H100 run
+// measured with cuDNN 9.14 and 9.19 (the cuDNN documentation does not say
+// what an all -inf row gives); SoftmaxAllMasked.CudnnGivesZeroNotNaN states
+// that behaviour instead of calling it wrong.
+bool all_masked_row_is_nan(const SoftmaxVariant& v) { return v.name != "gpu_cudnn"; }
+
 // Shapes chosen for the code paths: cols 1, odd, not a multiple of 16 (AVX-512)
 // or 4 (float4); warp-per-row with 1 to 32 elements per lane (cols <= 1024),
 // block per row (to 32768) and longer rows on the GPU; one row, which
@@ -64,6 +72,7 @@ std::vector<Param> params() {
       for (const auto& [rows, cols] : kShapes) out.push_back({kind, v, rows, cols, SoftmaxInput::random});
       for (SoftmaxInput input : kSpecialInputs) {
         if (input == SoftmaxInput::nan && !nan_fills_row(*v)) continue;
+        if (input == SoftmaxInput::all_masked && !all_masked_row_is_nan(*v)) continue;
         for (const auto& [rows, cols] : kSpecialShapes) out.push_back({kind, v, rows, cols, input});
       }
       out.push_back({kind, v, 20, 300, SoftmaxInput::mixed});
@@ -127,6 +136,37 @@ TEST(SoftmaxNan, StaysInItsRow) {
       }
     }
   }
+}
+
+// The variants whose all -inf rows are not NaN: every element of such a row
+// 0 (softmax) or -inf (log-softmax), the random rows next to it as the
+// reference's.
+TEST(SoftmaxAllMasked, CudnnGivesZeroNotNaN) {
+  int checked = 0;
+  for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+    for (const SoftmaxVariant* v : variants(kind)) {
+      if (all_masked_row_is_nan(*v)) continue;
+      for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{3, 7}, {4, 33}, {2, 4097}}) {
+        SoftmaxCase c(*v, kind, rows, cols, SoftmaxInput::all_masked);
+        c.validate();
+        const auto y = c.output();
+        const auto expected = c.expected();
+        const auto n = static_cast<std::size_t>(cols);
+        const float masked = kind == SoftmaxKind::softmax ? 0.0f : -std::numeric_limits<float>::infinity();
+        for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) {
+          const auto row = y.subspan(r * n, n);
+          if (r % 2 == 1) {
+            const auto result = ref::compare_rows(row, expected.subspan(r * n, n), n, v->tolerance);
+            EXPECT_TRUE(result.ok) << v->name << " row " << r << ": " << result.summary();
+            continue;
+          }
+          for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(row[j], masked) << v->name << " row " << r << " col " << j;
+        }
+        ++checked;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no variant of this device gives other than NaN for an all -inf row";
 }
 
 TEST(SoftmaxTable, HasEveryVariantOfThisDevice) {
@@ -278,6 +318,44 @@ TEST(SoftmaxExp, NonpositiveAccurateOverItsDomain) {
   EXPECT_EQ(out[1], 1.0f);
   for (std::size_t i = 2; i < 6; ++i) EXPECT_EQ(out[i], 0.0f) << special[i];
   EXPECT_TRUE(std::isnan(out[6]));
+}
+
+// The row-sum check of log-softmax scales with the row's magnitude
+// (softmax_case.cpp): a log-softmax computed as x - fl(max + log(sum)) in
+// fp32, as cuDNN's is, passes it on rows of +-1e4 (where its exp sums to
+// 0.9996-0.9998), and the same formula with c off by 64 ulp more fails.
+template <int ExtraUlps>
+void log_softmax_by_offset(const SoftmaxArgs& a) {
+  for (std::int64_t r = 0; r < a.rows; ++r) {
+    const float* x = a.x + r * a.cols;
+    float* y = a.y + r * a.cols;
+    float m = -std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < a.cols; ++j) m = std::max(m, x[j]);
+    double s = 0.0;
+    for (std::int64_t j = 0; j < a.cols; ++j) s += std::exp(static_cast<double>(x[j]) - m);
+    float c = static_cast<float>(static_cast<double>(m) + std::log(s));  // rounded once to fp32
+    for (int i = 0; i < ExtraUlps; ++i) c = std::nextafter(c, std::numeric_limits<float>::infinity());
+    for (std::int64_t j = 0; j < a.cols; ++j) y[j] = x[j] - c;
+  }
+}
+
+TEST(SoftmaxRowSums, LogSoftmaxBoundScalesWithTheRow) {
+  const SoftmaxVariant offset{"cpu_offset", Device::cpu, plain<log_softmax_by_offset<0>>, 1e-5};
+  const SoftmaxVariant off_by_64{"cpu_offset_off", Device::cpu, plain<log_softmax_by_offset<64>>, 1e-5};
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{3, 1000}, {2, 4097}, {2, 40000}}) {
+    SoftmaxCase good(offset, SoftmaxKind::log_softmax, rows, cols, SoftmaxInput::large_magnitude);
+    const auto result = good.validate();
+    EXPECT_TRUE(result.ok) << rows << "x" << cols << ": " << result.summary();
+    // Its rows do not sum to 1 within the plain tolerance: the bound matters.
+    const auto y = good.output();
+    double sum = 0.0;
+    for (std::int64_t j = 0; j < cols; ++j) sum += std::exp(static_cast<double>(y[static_cast<std::size_t>(j)]));
+    EXPECT_GT(std::abs(sum - 1.0), 1e-5) << rows << "x" << cols;
+    SoftmaxCase bad(off_by_64, SoftmaxKind::log_softmax, rows, cols, SoftmaxInput::large_magnitude);
+    const auto wrong = bad.validate();
+    EXPECT_FALSE(wrong.ok) << rows << "x" << cols;
+    EXPECT_NE(wrong.summary().find("do not sum to 1"), std::string::npos) << wrong.summary();
+  }
 }
 
 // cpu_fused shares rows (or, with fewer rows than threads, pieces of a row)

@@ -81,7 +81,7 @@ ConvCase::ConvCase(const ConvVariant& variant, const ConvShape& shape)
 
 ref::Comparison ConvCase::validate() {
   const auto expected = reference_output(shape_, x_.host(), w_.host());
-  return checked_run(run_, ctx_, y_, std::span<const double>(*expected), variant_.tolerance);
+  return checked_run(run_, ctx_, y_, std::span<const double>(*expected), variant_.tolerance_for(ConvArgs{shape_}));
 }
 
 }  // namespace dlb

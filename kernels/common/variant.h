@@ -56,7 +56,14 @@ struct Variant {
   // case is measured against a ceiling on as many threads: one core's
   // bandwidth is not two cores' share of theirs.
   int threads = 0;
+  // The tolerance for one problem where it depends on the shape (cuDNN's
+  // nonfused Winograd, whose tile grows with the filter); nullptr means
+  // `tolerance` for every problem. Only the shape fields of args are read.
+  double (*problem_tolerance)(const Args& args) = nullptr;
 
+  double tolerance_for(const Args& args) const {
+    return problem_tolerance == nullptr ? tolerance : problem_tolerance(args);
+  }
   bool usable() const { return available == nullptr || available(); }
   bool accepts_problem(const Args& args) const { return accepts == nullptr || accepts(args); }
 };

@@ -22,6 +22,15 @@ bool conv_is_3x3_stride1(const ConvArgs& args) {
 // the bound with a margin of 2.4x. GPU rows are
 // strict fp32 (CUDNN_FMA_MATH, CUBLAS_PEDANTIC_MATH: no TF32), so the same
 // bound applies to them.
+#if DLB_HAVE_CUDNN
+namespace {
+// 1e-5 for 3x3, 4e-4 for other filters: cudnn_fp32_tolerance says why.
+double winograd_nonfused_tolerance(const ConvArgs& args) {
+  return cudnn_fp32_tolerance(CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED, args.shape.r, args.shape.s);
+}
+}  // namespace
+#endif
+
 static const ConvVariant kConvVariants[] = {
     {"cpu_direct", Device::cpu, prepare_conv_direct, 1e-5},
 #if DLB_HAVE_EIGEN
@@ -43,7 +52,8 @@ static const ConvVariant kConvVariants[] = {
     {"gpu_cudnn_fft", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_FFT>, 1e-5},
     {"gpu_cudnn_fft_tiling", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING>, 1e-5},
     {"gpu_cudnn_winograd", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD>, 1e-5},
-    {"gpu_cudnn_winograd_nonfused", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED>, 1e-5},
+    {"gpu_cudnn_winograd_nonfused", Device::gpu, prepare_conv_cudnn_fixed<CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED>,
+     1e-5, nullptr, nullptr, 0, winograd_nonfused_tolerance},
     {"gpu_cudnn_heuristic", Device::gpu, prepare_conv_cudnn_heuristic, 1e-5},
     {"gpu_cudnn_find", Device::gpu, prepare_conv_cudnn_find, 1e-5},
 #endif

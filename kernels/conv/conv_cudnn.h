@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cudnn.h>
 
@@ -14,6 +15,26 @@ namespace dlb {
 
 // The name of a forward algorithm ("CUDNN_CONVOLUTION_FWD_ALGO_FFT").
 const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t algo);
+
+// The largest relative max-norm error `algo` is held to on an r x s filter
+// in strict fp32: 1e-5 (the fp32 bound), or more where its transform rounds
+// more (the nonfused Winograd on filters other than 3x3); the analysis is
+// next to it.
+double cudnn_fp32_tolerance(cudnnConvolutionFwdAlgo_t algo, std::int64_t r, std::int64_t s);
+
+// The fastest strict-fp32 algorithm for this problem, timed on the given
+// device buffers as the benchmark times a convolution (kSearchCalls calls
+// between CUDA events on `stream` after two untimed ones, the median), among
+// those cuDNN's heuristic lists as supported that keep the 1e-5 bound on
+// this filter (cudnn_fp32_tolerance): never IMPLICIT_GEMM where
+// IMPLICIT_PRECOMP_GEMM is faster on these buffers, never an algorithm the
+// networks' 1e-5 tolerance would not hold for. y is overwritten.
+// dlb::Unsupported if none runs. Synchronous.
+cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, CUstream_st* stream,
+                                                      cudnnTensorDescriptor_t x_desc, const void* x,
+                                                      cudnnFilterDescriptor_t w_desc, const void* w,
+                                                      cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc,
+                                                      void* y);
 
 // What torch.backends.cudnn.benchmark = True picks: the fastest algorithm of
 // cudnnFindConvolutionForwardAlgorithm that ran and keeps strict fp32 (no

@@ -1,0 +1,98 @@
+#include "bench/suites.h"
+
+#include <regex>
+
+#include "bench/harness.h"
+#include "kernels/common/error.h"
+
+namespace dlb::bench {
+namespace {
+
+DLB_BENCH_FLAG(suite, "suite", "full|default|gpu-quick", "--suite=gpu-quick",
+               "the set of cases to register (default: full, every case; scripts/bench runs 'default'); "
+               "--benchmark_filter narrows it further");
+
+// The GPU families at their telling sizes: in the default suite and alone as
+// gpu-quick.
+#define DLB_GPU_QUICK_PATTERNS                                                                                   \
+  "^roofline/gpu_", "^daxpy/gpu_[a-z0-9_]+/n:(1048576|67108864)$",                                           \
+      "^(log_)?softmax/gpu_[a-z0-9_]+/rows:(65536|128)/cols:1024$",                                            \
+      "^gemm/gpu_[a-z0-9_]+/m:(4096/n:4096/k:4096|1/n:128/k:9216|64/n:128/k:9216|1/n:10/k:64|64/n:10/k:64)$",  \
+      "^conv/gpu_[a-z0-9_]+/n:64/c:(3|16|32|64)/h:(32|16|8)/",                                                 \
+      "^copy/[a-z0-9_]+/bytes:(1048576|268435456|1073741824)$",                                               \
+      "^copy/gpu_(serial|overlap)_[a-z]+/(streams:[0-9]+/)?chunks:16/bytes:67108864$",                          \
+      "^(resnet20|mnist_cnn|mnist_lenet)/gpu_[a-z0-9_]+/batch:(1|64|1024)$", "^resnet20_layer/gpu_cudnn/batch:64/", \
+      "^resnet20_testset/"
+
+const std::vector<Suite>& suite_list() {
+  static const std::vector<Suite> list = {
+      {"full", "every case the families register", {}},
+      {"default",
+       "every family at one telling size per regime, the networks at batch 1 and 64, layer profiles at batch 1",
+       {
+           "^roofline/",
+           "^daxpy/cpu_[a-z0-9_]+/n:(1024|65536|1048576|33554432)$",
+           "^(log_)?softmax/cpu_[a-z0-9_]+/rows:(6710886/cols:10|65536/cols:1024|128/cols:1024|1/cols:1000000)$",
+           "^gemm/cpu_[a-z0-9_]+/m:(1024/n:1024/k:1024|1/n:128/k:9216|64/n:128/k:9216|700/n:5124/k:2048)$",
+           "^conv/cpu_[a-z0-9_]+/n:1/",
+           "^conv/cpu_[a-z0-9_]+/n:64/c:16/h:32/w:32/k:16/r:3/s:3/stride:1/pad:1$",
+           "^(resnet20|mnist_cnn|mnist_lenet)/cpu_[a-z0-9_]+/batch:(1|64)$",
+           "^(resnet20|mnist_cnn|mnist_lenet)_layer/cpu_[a-z0-9_]+/batch:1/",
+           DLB_GPU_QUICK_PATTERNS,
+       }},
+      {"gpu-quick", "the GPU families at their telling sizes (what scripts/gpu-kit runs)", {DLB_GPU_QUICK_PATTERNS}},
+  };
+  return list;
+}
+
+#undef DLB_GPU_QUICK_PATTERNS
+
+struct Selected {
+  const Suite* suite = nullptr;
+  std::vector<std::regex> patterns;
+  int bypass = 0;
+};
+
+Selected& selected() {
+  static Selected s;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Suite>& suites() { return suite_list(); }
+
+void select_suite(std::string_view name) {
+  std::string known;
+  for (const Suite& suite : suite_list()) {
+    if (suite.name == name) {
+      Selected& s = selected();
+      s.suite = &suite;
+      s.patterns.clear();
+      for (const auto pattern : suite.patterns)
+        s.patterns.emplace_back(std::string(pattern), std::regex::ECMAScript | std::regex::optimize);
+      return;
+    }
+    known.append(known.empty() ? "" : ", ").append(suite.name);
+  }
+  throw Error("--suite=" + std::string(name) + ": no such suite (known: " + known + ")");
+}
+
+const Suite& selected_suite() {
+  const Selected& s = selected();
+  return s.suite != nullptr ? *s.suite : suite_list().front();
+}
+
+bool suite_includes(std::string_view name) {
+  const Selected& s = selected();
+  if (s.bypass > 0 || s.suite == nullptr || s.patterns.empty()) return true;
+  const std::string text(name);
+  for (const std::regex& pattern : s.patterns)
+    if (std::regex_search(text, pattern)) return true;
+  return false;
+}
+
+SuiteBypass::SuiteBypass() { ++selected().bypass; }
+SuiteBypass::~SuiteBypass() { --selected().bypass; }
+
+}  // namespace dlb::bench
