@@ -222,6 +222,19 @@ class PlacementCommand(unittest.TestCase):
         self.assertAlmostEqual(model.copy.latency_s, 9656e-9 - 4096 / (268435456 / 4862377e-9))
         self.assertIn("copy/gpu_h2d_pinned_async/bytes:4096 (4 KiB) takes 9.7 us", " ".join(model.notes))
 
+    def test_activation_sizes_from_traffic_and_label(self):
+        from dlbench.placement_runs import _sizes
+
+        # Padded ('same') and unpadded convolutions 0.5% apart in traffic: mnist_cnn's conv1 reads 28x28, not 26x26.
+        self.assertEqual(_sizes("conv+bias+relu", "3->16 3x3", 3 * 32 * 32 + 16 * 32 * 32, None), (3072, 16384))
+        self.assertEqual(_sizes("conv+bias+relu", "1->32 3x3", 28 * 28 + 32 * 26 * 26, None), (784, 21632))
+        self.assertEqual(_sizes("conv+bias+add+relu", "32->32 3x3", 8192 * 3, None), (8192, 8192))
+        self.assertEqual(_sizes("conv+bias", "16->32 1x1 s2", 16384 + 8192, None), (16384, 8192))
+        self.assertEqual(_sizes("fc+bias", "64->10", 74, 4096), (64, 10))
+        self.assertEqual(_sizes("avg_pool", "", 4096 + 64, 4096), (4096, 64))
+        self.assertIsNone(_sizes("avg_pool", "", 4096 + 64, None))  # first layer, no shape: cannot be told
+        self.assertIsNone(_sizes("conv+bias+relu", "3->16 3x3", 12345.6, None))
+
     def test_the_plot_is_written(self):
         png = self.dir / "sub" / "placement.png"
         out = self.output("--plot", png)

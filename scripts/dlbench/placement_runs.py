@@ -121,16 +121,20 @@ def _sizes(op: str, shape: str, per_sample: float, prev_out: int | None) -> tupl
     m = _CONV.match(shape)
     if parts[0] == "conv" and m:
         cin, cout, kh, _kw, s = int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5] or 1)
+        best = None  # (relative error, input, output) of the closest square input, padded 'same' or unpadded
         for same in (True, False):
             for h in range(1, 4097):
                 ho = -(-h // s) if same else (h - kh) // s + 1
                 if ho <= 0:
                     continue
                 total = cin * h * h + cout * ho * ho * residual
-                if abs(total - per_sample) <= 0.005 * per_sample:
-                    return cin * h * h, cout * ho * ho
-                if total > 1.01 * per_sample and (same or h > kh):
+                err = abs(total - per_sample) / per_sample
+                if best is None or err < best[0]:
+                    best = (err, cin * h * h, cout * ho * ho)
+                if total > 2 * per_sample:
                     break
+        if best is not None and best[0] <= 1e-4:
+            return best[1], best[2]
         return None
     m = _FC.match(shape)
     if parts[0] == "fc" and m:
