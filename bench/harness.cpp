@@ -138,6 +138,21 @@ double percentile(const std::vector<double>& sorted, double q) {
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
+namespace {
+std::vector<std::string>& input_error_list() {
+  static std::vector<std::string> list;
+  return list;
+}
+}  // namespace
+
+void report_input_error(benchmark::State& state, const std::string& message) {
+  auto& list = input_error_list();
+  if (std::find(list.begin(), list.end(), message) == list.end()) list.push_back(message);
+  state.SkipWithError(("bad input: " + message).c_str());
+}
+
+const std::vector<std::string>& input_errors() { return input_error_list(); }
+
 bool check(benchmark::State& state, const ref::Comparison& comparison) {
   state.counters["max_rel_err"] = comparison.max_rel_err;
   if (comparison.ok) return true;

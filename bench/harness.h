@@ -112,6 +112,13 @@ double gpu_min_time();
 bool add_case(const std::string& name, Device device, std::function<void(benchmark::State&)> body,
               CaseOptions options = {});
 
+// Bad input a case met (a missing weights file, say): the case is skipped
+// with `message`, and bench exits 2 after the run, printing each message
+// once, instead of reporting an errored case and exiting 0.
+void report_input_error(benchmark::State& state, const std::string& message);
+// The messages reported so far, each once, in order.
+const std::vector<std::string>& input_errors();
+
 // Records max_rel_err; on a wrong result skips the case with the comparison's
 // summary and returns false. A wrong result never gets a time.
 bool check(benchmark::State& state, const ref::Comparison& comparison);

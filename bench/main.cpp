@@ -138,6 +138,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   std::fprintf(stderr, "bench: %s\n", reporter.summary().c_str());
+  if (!dlb::bench::input_errors().empty()) {
+    for (const auto& message : dlb::bench::input_errors()) std::fprintf(stderr, "bench: %s\n", message.c_str());
+    return 2;
+  }
   for (const auto& finish : config.at_end)
     if (const int status = finish(); status != 0) return status;
   return 0;

@@ -55,9 +55,11 @@ void register_nn(Config& config) {
     // The network, to ask each row whether it runs it; a file that cannot be
     // read lets every row register, and each case reports the error.
     const nn::Network* net = nullptr;
+    std::string load_error;  // the network's files cannot be read: every case of it says why, bench exits 2
     try {
       net = &nn::network(network);
-    } catch (const std::exception&) {
+    } catch (const std::exception& e) {
+      load_error = std::string(network) + ": " + e.what();
     }
     for (const nn::NetVariant* variant : variants_to_run(nn::network_variants(), config)) {
       if (net != nullptr && !variant->accepts_problem(nn::NetArgs{net})) continue;
@@ -65,7 +67,8 @@ void register_nn(Config& config) {
           variant->device == Device::gpu ? std::span<const std::int64_t>(kGpuBatches) : kBatches;
       for (const std::int64_t batch : batches) {
         const auto name = case_name(network, variant->name, {{"batch", batch}});
-        add_case(name, variant->device, [variant, network, batch, name](benchmark::State& state) {
+        add_case(name, variant->device, [variant, network, batch, name, load_error](benchmark::State& state) {
+          if (!load_error.empty()) return report_input_error(state, load_error);
           auto* c = validated_case<NetCase>(state, *variant, network, batch);
           if (c == nullptr) return;
           write_trace(*variant, network, batch, name);

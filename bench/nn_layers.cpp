@@ -129,8 +129,16 @@ void register_layers(Config& config) {
     const nn::Network* net = nullptr;
     try {
       net = &nn::network(network);
-    } catch (const std::exception&) {
-      continue;  // the network cases report the error
+    } catch (const std::exception& e) {
+      // The layers are not known without the files: each backend's pass
+      // case says why, and bench exits 2.
+      const std::string why = std::string(network) + ": " + e.what();
+      for (const nn::NetVariant* variant : variants_to_run(nn::network_variants(), config))
+        for (const std::int64_t batch : kLayerBatches)
+          add_case(case_name(std::string(network) + "_layer", variant->name, {{"batch", batch}}) + "/pass",
+                   variant->device, [why](benchmark::State& state) { report_input_error(state, why); },
+                   CaseOptions{.manual_time = true});
+      continue;
     }
     for (const nn::NetVariant* variant : variants_to_run(nn::network_variants(), config)) {
       if (!variant->accepts_problem(nn::NetArgs{net})) continue;

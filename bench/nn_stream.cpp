@@ -19,12 +19,19 @@ constexpr std::string_view kNetwork = "resnet20";
 constexpr std::string_view kBackend = "gpu_cudnn";
 
 void register_nn_stream(Config& config) {
+  std::string load_error;  // the network's files cannot be read: its cases say why, bench exits 2
+  try {
+    nn::network(kNetwork);
+  } catch (const std::exception& e) {
+    load_error = std::string(kNetwork) + ": " + e.what();
+  }
   for (const nn::NetVariant* variant : variants_to_run(nn::network_variants(), config)) {
     if (variant->name != kBackend) continue;
     for (const StreamMode& mode : stream_modes()) {
       std::string name = std::string(variant->name).append("_").append(mode.name);
       add_case(case_name(std::string(kNetwork) + "_testset", name, {{"batch", kBatch}}), variant->device,
-               [variant, mode](benchmark::State& state) {
+               [variant, mode, load_error](benchmark::State& state) {
+                 if (!load_error.empty()) return report_input_error(state, load_error);
                  // Set up and validated once, reused by every call of the body
                  // (a whole test-set pass each: validated_case).
                  auto* c = validated_case<NetStreamCase>(state, *variant, kNetwork, kBatch, mode);
