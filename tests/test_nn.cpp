@@ -617,7 +617,7 @@ TEST_P(BackendTest, MatchesReferenceAndPyTorch) {
   const auto got = c.outputs(0, count);
   const auto& expected = reference_outputs(p.network);
   const auto vs_reference =
-      ref::compare(std::span<const float>(got).first(expected.size()), expected, p.variant->tolerance);
+      ref::compare(std::span<const float>(got).first(expected.size()), expected, p.variant->tolerance_for(nn::NetArgs{&c.network()}));
   EXPECT_TRUE(vs_reference.ok) << vs_reference.summary();
   // ...and what the benchmark checks before timing: PyTorch's logits (of
   // the first 32 images here; the benchmark takes all 256).

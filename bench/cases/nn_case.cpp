@@ -156,7 +156,7 @@ ref::Comparison NetCase::validate(std::int64_t images) {
   const auto got = outputs(0, count);
   const std::vector<double> expected(reference.logits.begin(),
                                      reference.logits.begin() + images * net_.classes);
-  auto c = ref::compare(std::span<const float>(got).first(expected.size()), expected, variant_.tolerance);
+  auto c = ref::compare(std::span<const float>(got).first(expected.size()), expected, variant_.tolerance_for(nn::NetArgs{&net_}));
   load_input(0);  // the input the timed call sees
   return c;
 }

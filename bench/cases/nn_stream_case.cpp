@@ -104,7 +104,7 @@ ref::Comparison NetStreamCase::validate() {
   accuracy_.accuracy = static_cast<double>(correct) / static_cast<double>(images_);
   accuracy_.torch_accuracy = static_cast<double>(torch_correct) / static_cast<double>(images_);
   const std::vector<double> expected(reference.logits.begin(), reference.logits.end());
-  return ref::compare(std::span<const float>(out_, expected.size()), expected, variant_.tolerance);
+  return ref::compare(std::span<const float>(out_, expected.size()), expected, variant_.tolerance_for(nn::NetArgs{&net_}));
 }
 
 }  // namespace dlb
