@@ -20,13 +20,13 @@ Run run_layers(std::vector<Run> layer_calls, NetReport* report) {
 // 21 layers (reductions of up to 9216 products) in different orders, batch-
 // norm folded on our side and not on PyTorch's. Measured on this kind of
 // machine (AVX-512): at most 5.6e-7 for every CPU backend and network;
-// DESIGN.md's fp32 bound of 1e-5 holds with a margin of over 10x, and a
+// docs/architecture.md's fp32 bound of 1e-5 holds with a margin of over 10x, and a
 // wrong layer moves the outputs by 1e-2 or more. The GPU rows are strict fp32
 // too (CUDNN_FMA_MATH, CUBLAS_PEDANTIC_MATH), held to the same bound
 // (unmeasured on hardware).
 inline constexpr double kNetworkTolerance = 1e-5;
 
-// bf16 rows: DESIGN.md's bf16 bound, 1e-2. A network rounds its activations
+// bf16 rows: docs/architecture.md's bf16 bound, 1e-2. A network rounds its activations
 // and weights to bf16 (8 significant bits, a relative step of 2^-9 = 2e-3)
 // at every one of up to 21 layers, and those errors add up along the chain
 // (about sqrt(21) x 2e-3 = 9e-3 if independent). Measured on AVX512-BF16:
@@ -52,7 +52,7 @@ inline constexpr double kBf16Tolerance = 1e-2;
 // PyTorch's top-1 answers on the whole test set as well.
 inline constexpr double kInt8Tolerance = 5e-2;
 
-// fp16 rows: DESIGN.md's 16-bit bound, 1e-2, as bf16. fp16 keeps 11
+// fp16 rows: docs/architecture.md's 16-bit bound, 1e-2, as bf16. fp16 keeps 11
 // significant bits (a step of 2^-11, 4x finer than bf16's), so the same
 // chain of roundings should stay near 2e-3; unmeasured (no GPU has run them).
 inline constexpr double kF16Tolerance = 1e-2;
