@@ -37,7 +37,7 @@ struct Disturbance {
 };
 Disturbance disturbance_between(const MachineSample& before, const MachineSample& after);
 
-// Past these a repetition is `noisy` (README, "Ratios on a shared machine",
+// Past these a repetition is `noisy` (docs/methodology.md, "Noise and disturbance flags",
 // has the runs they were set from: with nothing else on the machine, half
 // the brackets moved by less than 3% between before and after, about a
 // tenth by more than 10%, where the memory bandwidth switched level;

@@ -7,7 +7,7 @@
 Cases are paired by name and decided from all their repetitions: make each
 side with several processes and repetitions (DLB_PROCESSES=3
 DLB_REPETITIONS=10 scripts/bench ...); see scripts/dlbench/compare.py for
-the rule and README.md, "Tracking regressions in CI". Prints a table, worst
+the rule and docs/methodology.md, "Regression statistics". Prints a table, worst
 first.
 
 Each side's machine state is printed (clean, or noisy and why:

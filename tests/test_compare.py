@@ -1,7 +1,7 @@
 """scripts/compare.py: the verdicts on committed real runs, and its exit codes.
 
 Fixtures (tests/data/, made on the 2-core Xeon by tests/make_compare_fixtures.sh, see
-README "Tracking regressions in CI"): compare_aa_base.json and compare_aa_new.json are runs of
+docs/methodology.md "Regression statistics"): compare_aa_base.json and compare_aa_new.json are runs of
 the same binary, each three processes of a daxpy and roofline subset with 10 repetitions merged;
 compare_planted.json is the same from a build with -DDLB_PLANTED_SLOWDOWN=ON (daxpy/cpu_loop 20%
 slower)."""
@@ -44,7 +44,7 @@ def edited(path: Path, edit) -> Path:
 
 class RealRuns(unittest.TestCase):
     def test_aa_study_reproduces_the_readme_figures(self):
-        # README, "Tracking regressions in CI": pooled three a side, the
+        # docs/methodology.md, "Regression statistics": pooled three a side, the
         # default rule calls nothing slower in 20 A/A comparisons and finds
         # the planted slowdown in 100 of 100 case comparisons.
         p = subprocess.run([sys.executable, str(ROOT / "scripts" / "aa_study.py"), str(BASE), str(AA_NEW),

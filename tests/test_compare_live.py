@@ -32,7 +32,7 @@ from dlbench.quality import case_reason  # noqa: E402
 from dlbench.results import load  # noqa: E402
 
 # Single-threaded, in cache and in L2/L3: the cases whose A/A changes stay
-# under 7% pooled three processes a side (README, "Tracking regressions in CI").
+# under 7% pooled three processes a side (docs/methodology.md, "Regression statistics").
 FILTER = "^daxpy/cpu_(loop|eigen)/n:(16384|262144)/"
 PLANTED = "daxpy/cpu_loop/"
 

@@ -72,7 +72,7 @@ TEST_P(GemmTest, MatchesReference) {
     case GemmPrecision::tf32:
     case GemmPrecision::bf16:
     case GemmPrecision::f16:
-      EXPECT_LE(err, 1e-2);  // DESIGN.md's bound for these precisions, against the fp32 problem
+      EXPECT_LE(err, 1e-2);  // docs/architecture.md's bound for these precisions, against the fp32 problem
       break;
     case GemmPrecision::s8:
       // Below 2^24 every int32 sum converts to fp32 exactly, so every int8

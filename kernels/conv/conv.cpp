@@ -14,7 +14,7 @@ bool conv_is_3x3_stride1(const ConvArgs& args) {
 
 // Tolerances (relative max-norm error, see reference/compare.h). Every row
 // accumulates c*r*s products in fp32 (up to 576 in the default shapes);
-// 1e-5 is DESIGN.md's bound for fp32 reductions of that length. Winograd
+// 1e-5 is docs/architecture.md's bound for fp32 reductions of that length. Winograd
 // F(2x2, 3x3) adds a few roundings in its transforms (factors 0.5, 1, -1:
 // small, well-conditioned), which stays inside the same bound. F(4x4, 3x3)
 // (cpu_winograd_nhwc) has larger factors (up to 8 and 1/24) and rounds more:

@@ -18,7 +18,7 @@ namespace dlb {
 // fp32 (1e-5): fp32 accumulation over k <= ~10^4 terms stays well inside.
 // bf16 (1e-5): bf16 products are exact in fp32 and AMX / AVX512-BF16
 //   accumulate in fp32, so the error is the fp32 accumulation alone.
-// tf32 (1e-3): cuBLAS rounds fp32 inputs to 10 mantissa bits (DESIGN.md).
+// tf32 (1e-3): cuBLAS rounds fp32 inputs to 10 mantissa bits (docs/architecture.md).
 // fp16 (1e-3): fp16 products are exact in fp32, but tensor cores add them to
 //   the fp32 accumulator with truncation, not round to nearest (Fasi et al.,
 //   "Numerical behavior of NVIDIA tensor cores", 2021): a one-sided error of

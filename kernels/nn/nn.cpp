@@ -22,7 +22,7 @@ Run run_layers(std::vector<Run> layer_calls, NetReport* report) {
 // 21 layers (reductions of up to 9216 products) in different orders, batch-
 // norm folded on our side and not on PyTorch's. Measured on this kind of
 // machine (AVX-512): at most 5.6e-7 for every CPU backend and network;
-// DESIGN.md's fp32 bound of 1e-5 holds with a margin of over 10x, and a
+// docs/architecture.md's fp32 bound of 1e-5 holds with a margin of over 10x, and a
 // wrong layer moves the outputs by 1e-2 or more. The GPU rows are strict fp32
 // too (CUDNN_FMA_MATH, CUBLAS_PEDANTIC_MATH), held to the same bound
 // (unmeasured on hardware).

@@ -5,7 +5,7 @@ namespace dlb {
 // Tolerance 1e-5 for every row, on the row-wise max-norm relative error (see
 // bench/cases/softmax_case.h): outputs are in [0, 1] and each is
 // exp(x - max) / sum with an fp32 exp (a few ulp, ~3e-7) and an fp32 sum of
-// cols terms, the fp32 bound of DESIGN.md for reductions of moderate length.
+// cols terms, the fp32 bound of docs/architecture.md for reductions of moderate length.
 // The sums decide: cpu_fused's is compensated and cpu_naive's in double
 // (both <= 4e-7 in the default suite), Eigen and oneDNN sum in vector lanes
 // (up to 3.4e-6 and 6.4e-6 there, at cols 4096), the GPU kernels in

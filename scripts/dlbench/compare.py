@@ -38,7 +38,7 @@ threshold says how large a difference matters, the rank test that it is not
 chance. The repetitions of one process do not see how far a whole process
 can be off (up to 13% on a case here), so each side should pool several
 processes (DLB_PROCESSES=3). The defaults come from A/A runs of this machine
-(README, "Tracking regressions in CI"; scripts/aa_study.py reproduces them
+(docs/methodology.md, "Regression statistics"; scripts/aa_study.py reproduces them
 from the committed fixtures): pooled three processes a side, 0 of 20 A/A
 comparisons call a case slower and the planted 20% slowdown is found in
 100 of 100 case comparisons with nothing else called slower.

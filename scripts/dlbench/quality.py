@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 from dlbench.results import Case, Results, relative_mad
 
-# Set from quiet and loaded runs of a 2-core EPYC VM (README, "Ratios on a
-# shared machine"): quiet runs stay under half of each.
+# Set from quiet and loaded runs of a 2-core EPYC VM (docs/methodology.md,
+# "Noise and disturbance flags"): quiet runs stay under half of each.
 NOISY_SHARE = 0.2  # bench/machine_state.h kNoisyShare
 NOISY_CEILING_SPREAD = 0.05  # kNoisyCeilingSpread
 NOISY_RUN_DRIFT = 0.10

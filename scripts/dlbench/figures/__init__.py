@@ -1,6 +1,7 @@
 """One module per benchmark family. Each defines FAMILY (the <op> prefix of
 its cases) and figures(results_list) -> {file stem: matplotlib Figure}; it may
-define table(results) -> markdown for README.md. plot.py finds the modules
+define table(results) -> markdown for the generated blocks of README.md
+and docs/*.md (scripts/readme.py). plot.py finds the modules
 here by themselves: adding a family's plots means adding one file."""
 
 import importlib

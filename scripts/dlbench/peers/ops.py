@@ -36,7 +36,7 @@ is timed, with bench's tolerance and comparison (harness.compare).
 Tolerances are bench's: daxpy 2^-52 (the peers round a * x and the sum
 separately or fuse them, as Eigen's row may; the reference is computed in
 long double), softmax 1e-5 per row with every row summing to 1, conv and
-fp32 gemm 1e-5, bf16 gemm 1e-2 (DESIGN.md's bf16 bound: a bf16 C alone is
+fp32 gemm 1e-5, bf16 gemm 1e-2 (docs/architecture.md's bf16 bound: a bf16 C alone is
 2^-9 off), tf32 1e-3, and copies exact."""
 
 from __future__ import annotations

@@ -1,0 +1,172 @@
+"""The generated pages: README.md and docs/*.md are what scripts/readme.py
+makes from the result files their markers name (regenerated here and
+compared byte for byte), and the marker handling: each BEGIN marker names
+its own sources, a missing source is exit 2 naming it, a stale page is
+exit 1 naming the page, and a rewrite keeps the markers as they were."""
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "readme.py"
+NETWORKS = ROOT / "tests" / "data" / "networks_small.json"
+SOFTMAX = ROOT / "tests" / "data" / "softmax_small.json"
+
+
+# The pages this test checks the links of: the README's own documentation.
+PAGES = ("daxpy", "softmax", "conv", "copies", "gemm", "networks", "precision", "profiles", "peers",
+         "methodology", "architecture")
+# Pages the README links to that other changes add.
+LANDING_ELSEWHERE = {"gpu-kit.md", "results-store.md", "placement.md"}
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub's anchors for a page's headings."""
+    out = set()
+    for heading in re.findall(r"^#+ (.*)$", re.sub(r"```.*?```", "", text, flags=re.S), re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        out.add(slug)
+    return out
+
+
+def readme(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("dlbench_readme", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class CommittedDocs(unittest.TestCase):
+    def test_every_page_is_what_its_markers_generate(self):
+        p = readme("--check")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_every_family_page_has_a_block_that_names_its_sources(self):
+        module = load_script()
+        for page in sorted((ROOT / "docs").glob("*.md")):
+            for block in module.blocks(page.read_text()):
+                for source in block.sources:
+                    self.assertTrue((ROOT / source).is_file(), f"{page.name}: {block.family}: {source}")
+
+    def test_readme_is_at_most_300_lines(self):
+        self.assertLessEqual(len((ROOT / "README.md").read_text().splitlines()), 300)
+
+    def test_relative_links_and_anchors_resolve(self):
+        for page in [ROOT / "README.md", *(ROOT / "docs" / f"{name}.md" for name in PAGES)]:
+            for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", page.read_text()):
+                if "://" in target:
+                    continue
+                path = (page.parent / target) if target else page
+                where = f"{page.relative_to(ROOT)}: {target}#{anchor}"
+                if not path.exists() and path.name in LANDING_ELSEWHERE:
+                    continue
+                self.assertTrue(path.exists(), where)
+                if anchor and path.suffix == ".md":
+                    self.assertIn(anchor, anchors(path.read_text()), where)
+
+
+class Markers(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.root = Path(self.dir.name)
+        (self.root / "results" / "m").mkdir(parents=True)
+        (self.root / "docs").mkdir()
+        shutil.copy(NETWORKS, self.root / "results" / "m" / "networks.json")
+        shutil.copy(SOFTMAX, self.root / "results" / "m" / "softmax.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, text):
+        path = self.root / name
+        path.write_text(text)
+        return path
+
+    def test_parses_family_and_sources(self):
+        module = load_script()
+        text = ("<!-- BEGIN GENERATED daxpy FROM results/a.json.gz results/b.json -->\nx\n"
+                "<!-- END GENERATED daxpy -->\n<!-- BEGIN GENERATED copy -->\n<!-- END GENERATED copy -->\n")
+        blocks = module.blocks(text)
+        self.assertEqual([(b.family, b.sources) for b in blocks],
+                         [("daxpy", ["results/a.json.gz", "results/b.json"]), ("copy", [])])
+
+    def test_each_block_from_its_own_sources_and_check_names_the_stale_page(self):
+        readme_text = "# r\nno blocks here\n"
+        page_text = ("# n\n<!-- BEGIN GENERATED networks FROM results/m/networks.json -->\nold\n"
+                     "<!-- END GENERATED networks -->\n\n"
+                     "<!-- BEGIN GENERATED softmax FROM results/m/softmax.json -->\nold\n"
+                     "<!-- END GENERATED softmax -->\n")
+        self.write("README.md", readme_text)
+        page = self.write("docs/n.md", page_text)
+        p = readme("--root", str(self.root), "--check")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("docs/n.md is out of date", p.stderr)
+        self.assertNotIn("README.md", p.stderr)
+        self.assertEqual(page.read_text(), page_text)  # --check changes nothing
+
+        p = readme("--root", str(self.root))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        text = page.read_text()
+        self.assertNotIn("old", text)
+        self.assertIn("<!-- BEGIN GENERATED networks FROM results/m/networks.json -->\n", text)
+        self.assertIn("From `results/m/networks.json`", text)
+        self.assertIn("**resnet20**", text)
+        self.assertIn("From `results/m/softmax.json`", text)
+        self.assertEqual((self.root / "README.md").read_text(), readme_text)
+        p = readme("--root", str(self.root), "--check")
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_block_without_sources_says_there_are_no_results(self):
+        page = self.write("docs/c.md", "<!-- BEGIN GENERATED copy -->\nx\n<!-- END GENERATED copy -->\n")
+        p = readme("--root", str(self.root))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("(no results for this family", page.read_text())
+
+    def test_missing_source_exits_2_naming_it(self):
+        text = "<!-- BEGIN GENERATED networks FROM results/m/gone.json.gz -->\n<!-- END GENERATED networks -->\n"
+        page = self.write("docs/n.md", text)
+        for args in ((), ("--check",)):
+            p = readme("--root", str(self.root), *args)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("results/m/gone.json.gz", p.stderr)
+            self.assertIn("docs/n.md", p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+        self.assertEqual(page.read_text(), text)
+
+    def test_source_that_is_not_results_exits_2_naming_it(self):
+        self.write("results/m/bad.json", "{}")
+        self.write("docs/n.md", "<!-- BEGIN GENERATED networks FROM results/m/bad.json -->\n"
+                   "<!-- END GENERATED networks -->\n")
+        p = readme("--root", str(self.root), "--check")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad.json", p.stderr)
+
+    def test_unknown_family_exits_2(self):
+        self.write("docs/n.md", "<!-- BEGIN GENERATED networkz FROM results/m/networks.json -->\n"
+                   "<!-- END GENERATED networkz -->\n")
+        p = readme("--root", str(self.root), "--check")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("networkz", p.stderr)
+
+    def test_files_given_rewrite_one_page_and_name_them_in_the_marker(self):
+        page = self.write("docs/n.md", "<!-- BEGIN GENERATED networks FROM results/m/old.json -->\nold\n"
+                          "<!-- END GENERATED networks -->\n")
+        source = self.root / "results" / "m" / "networks.json"
+        p = readme(str(source), "--readme", str(page), "--families", "networks")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"<!-- BEGIN GENERATED networks FROM {source.as_posix()} -->\n", page.read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()
