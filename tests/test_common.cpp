@@ -15,6 +15,7 @@
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
 #include "kernels/common/random.h"
+#include "kernels/roofline/roofline.h"
 #include "reference/compare.h"
 
 namespace dlb {
@@ -218,6 +219,22 @@ TEST(CpuInfo, MicroarchitectureFromFamilyAndModel) {
   if (family < 0 || model < 0) GTEST_SKIP() << "/proc/cpuinfo has no cpu family / model lines";
   EXPECT_EQ(cpu_id().family, family);
   EXPECT_EQ(cpu_id().model, model);
+}
+
+// The GPU FMA ceiling's datasheet peak, 2 x lanes x SMs x clock, from the
+// compute capability's fp32 lanes per SM: the H100 SXM (sm_90, 132 SMs,
+// 1.98 GHz) is NVIDIA's 66.9 TFLOP/s, the A100 (sm_80, 108 SMs, 1.41 GHz)
+// its 19.5, an RTX 4090 (sm_89, 128 SMs, 2.52 GHz) its 82.6.
+TEST(GpuCeilings, DatasheetPeakFromLanesPerSm) {
+  const auto peak = [](int major, int minor, int sms, double ghz) {
+    return 2.0 * gpu_fp32_lanes_per_sm(major, minor) * sms * ghz * 1e9;
+  };
+  EXPECT_NEAR(peak(9, 0, 132, 1.98), 66.9e12, 0.1e12);
+  EXPECT_NEAR(peak(8, 0, 108, 1.41), 19.5e12, 0.1e12);
+  EXPECT_NEAR(peak(8, 9, 128, 2.52), 82.6e12, 0.1e12);
+  EXPECT_EQ(gpu_fp32_lanes_per_sm(7, 0), 64);
+  EXPECT_EQ(gpu_fp32_lanes_per_sm(8, 6), 128);
+  EXPECT_EQ(gpu_fp32_lanes_per_sm(10, 0), 128);
 }
 
 }  // namespace

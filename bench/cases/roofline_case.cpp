@@ -59,7 +59,8 @@ FmaPeakCase::FmaPeakCase(Device device, std::int64_t iterations)
 #if DLB_HAVE_CUDA
       gpu_blocks_(device == Device::gpu ? gpu_fma_blocks() : 0),
 #endif
-      gpu_out_(static_cast<std::size_t>(gpu_blocks_) * kGpuFmaBlock, device) {
+      gpu_out_(static_cast<std::size_t>(gpu_blocks_) * kGpuFmaBlock, device),
+      gpu_cycles_(device == Device::gpu ? 1 : 0, device) {
   DLB_REQUIRE(iterations >= 25, "fma peak: at least 25 rounds, for the lanes to reach 1.0");
   if (device == Device::gpu) poison_nan(gpu_out_.host());
   gpu_out_.upload();
@@ -71,7 +72,23 @@ void FmaPeakCase::run() {
     return;
   }
 #if DLB_HAVE_CUDA
-  launch_gpu_fma_peak(iterations_, gpu_blocks_, gpu_out_.data(), ctx_.exec().stream);
+  launch_gpu_fma_peak(iterations_, gpu_blocks_, gpu_out_.data(), gpu_cycles_.data(), ctx_.exec().stream);
+#endif
+}
+
+double FmaPeakCase::measured_sm_clock_hz() {
+#if DLB_HAVE_CUDA
+  if (device_ != Device::gpu) return 0.0;
+  Event start, stop;
+  start.record(ctx_.exec().stream);
+  run();
+  stop.record(ctx_.exec().stream);
+  stop.synchronize();
+  gpu_cycles_.download();
+  const double seconds = 1e-3 * stop.elapsed_ms_since(start);
+  return seconds > 0.0 ? static_cast<double>(gpu_cycles_.host()[0]) / seconds : 0.0;
+#else
+  return 0.0;
 #endif
 }
 
@@ -137,6 +154,33 @@ ref::Comparison SgemmCase::validate() {
   for (auto r : rows) got.insert(got.end(), c_.host().begin() + r * n_, c_.host().begin() + (r + 1) * n_);
   // fp32 accumulation over k terms: 1e-5 of the largest |C| is ample for k up to ~10^4.
   return ref::compare(std::span<const float>(got), expected, 1e-5);
+}
+
+// ---------------------------------------------------------------- GPU triad
+
+GpuTriadCase::GpuTriadCase(std::int64_t n)
+    : n_(n),
+      a_(static_cast<std::size_t>(n), Device::gpu),
+      b_(static_cast<std::size_t>(n), Device::gpu),
+      c_(static_cast<std::size_t>(n), Device::gpu) {
+  DLB_REQUIRE(n > 0 && n % 2 == 0, "gpu triad: n must be positive and even");
+  fill_random(b_.host(), 22);
+  fill_random(c_.host(), 23);
+  b_.upload();
+  c_.upload();
+}
+
+void GpuTriadCase::run() {
+#if DLB_HAVE_CUDA
+  launch_gpu_triad(a_.data(), b_.data(), c_.data(), kTriadScalar, n_, ctx_.exec().stream);
+#endif
+}
+
+ref::Comparison GpuTriadCase::validate() {
+  // One fused multiply-add per element: exact against std::fma.
+  std::vector<double> expected(static_cast<std::size_t>(n_));
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = std::fma(kTriadScalar, c_.host()[i], b_.host()[i]);
+  return checked_run([this] { run(); }, ctx_, a_, expected, 0.0);
 }
 
 // ---------------------------------------------------------------- GPU copy

@@ -40,6 +40,9 @@ class FmaPeakCase {
   const ExecContext& context() const { return ctx_; }
   double flops_per_call() const;
   std::string label() const;  // ISA and threads (CPU) or grid (GPU)
+  // GPU: one more call timed by CUDA events, and the SM clock it ran at
+  // (the cycles block 0 counted over the call's time), in Hz.
+  double measured_sm_clock_hz();
 
  private:
   Device device_;
@@ -49,6 +52,7 @@ class FmaPeakCase {
   int cpu_threads_ = 0;
   unsigned gpu_blocks_ = 0;
   Operand<float> gpu_out_;
+  Operand<long long> gpu_cycles_;
 };
 
 // A large fp32 GEMM through the vendor library: oneDNN (CPU) or cuBLAS (GPU).
@@ -69,6 +73,22 @@ class SgemmCase {
 };
 
 // cudaMemcpyAsync device to device.
+// STREAM's triad on the GPU: a = b + s*c over n doubles (an own kernel),
+// 24 bytes per element moved, as daxpy moves.
+class GpuTriadCase {
+ public:
+  explicit GpuTriadCase(std::int64_t n);
+  ref::Comparison validate();
+  void run();
+  const ExecContext& context() const { return ctx_; }
+  double bytes_per_call() const { return 3.0 * 8.0 * static_cast<double>(n_); }
+
+ private:
+  std::int64_t n_;
+  ExecContext ctx_{Device::gpu};
+  Operand<double> a_, b_, c_;
+};
+
 class GpuCopyCase {
  public:
   explicit GpuCopyCase(std::int64_t n);

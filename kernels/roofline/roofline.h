@@ -6,6 +6,7 @@
 //   cpu_fma           independent FMA chains in vector registers, all cores, fp32
 //   cpu_sgemm_onednn  large fp32 GEMM through oneDNN
 //   gpu_copy          cudaMemcpyAsync device to device
+//   gpu_triad         a = b + s*c, fp64, an own kernel (daxpy's two reads to one write)
 //   gpu_fma           independent FMA chains per thread, fp32, every SM
 //   gpu_sgemm_cublas  large fp32 GEMM through cuBLAS (no TF32)
 //
@@ -36,10 +37,27 @@ void sgemm_onednn(std::int64_t m, std::int64_t n, std::int64_t k, const float* a
 
 // GPU ceilings (device pointers, enqueued on `stream`).
 inline constexpr int kGpuFmaChains = 8;
+inline constexpr int kGpuFmaUnroll = 16;  // rounds per loop step
 inline constexpr unsigned kGpuFmaBlock = 256;
-// One float per thread into out[threads]: the sum of its chains, exactly kGpuFmaChains.
-void launch_gpu_fma_peak(std::int64_t iterations, unsigned blocks, float* out, CUstream_st* stream);
+// One float per thread into out[threads]: the sum of its chains, exactly
+// kGpuFmaChains; *cycles: the SM clock cycles block 0 took. `iterations` is
+// a multiple of kGpuFmaUnroll.
+void launch_gpu_fma_peak(std::int64_t iterations, unsigned blocks, float* out, long long* cycles,
+                         CUstream_st* stream);
 unsigned gpu_fma_blocks();  // enough blocks to fill every SM
+// fp32 FMA lanes per SM by compute capability (NVIDIA's tables: 64 on
+// sm_80 and sm_60-62, 128 on sm_86-89, sm_90 and later, 64 otherwise).
+constexpr int gpu_fp32_lanes_per_sm(int major, int minor) {
+  if (major >= 9) return 128;
+  if (major == 8) return minor == 0 ? 64 : 128;
+  return major == 7 ? 64 : major == 6 ? (minor == 0 ? 64 : 128) : 128;
+}
+// Device 0's maximum SM clock (cudaDevAttrClockRate), in Hz.
+double gpu_max_sm_clock_hz();
+// The datasheet fp32 peak of device 0: 2 x lanes x SMs x its maximum SM clock.
+double gpu_datasheet_fma_flops();
+// a[i] = b[i] + s * c[i], fp64, n even: STREAM's triad on the GPU.
+void launch_gpu_triad(double* a, const double* b, const double* c, double s, std::int64_t n, CUstream_st* stream);
 // C[m,n] = A[m,k] * B[k,n], fp32, row-major, strict fp32 math (no TF32).
 Run prepare_sgemm_cublas(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
                          float* c, const Exec& exec);

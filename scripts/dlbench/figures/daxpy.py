@@ -8,7 +8,7 @@ from dlbench.figures._common import (GB, ceiling, fraction_of_ceiling, label_for
 from dlbench.results import Results
 
 FAMILY = "daxpy"
-CEILINGS = ("roofline/cpu_copy", "roofline/cpu_triad", "roofline/gpu_copy")
+CEILINGS = ("roofline/cpu_copy", "roofline/cpu_triad", "roofline/gpu_copy", "roofline/gpu_triad")
 TABLE_SIZES = (1 << 10, 1 << 16, 1 << 20, 1 << 25)
 
 
@@ -25,7 +25,7 @@ def figures(results_list: list[Results]):
             value = ceiling(r, name, "bytes_per_second")
             if value is not None:
                 short = name.split("/")[1]
-                ax.axhline(value / GB, linestyle="--", linewidth=1, color=f"C{7 + i % 3}",
+                ax.axhline(value / GB, linestyle="--", linewidth=1, color=f"C{6 + i % 4}",
                            label=label_for(r, f"{short} ceiling {value / GB:.1f} GB/s", many))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -54,10 +54,11 @@ def table(results: Results) -> str:
     for variant in sorted(by_variant):
         cells = [f"{by_variant[variant][n]:.1f}" if by_variant[variant].get(n) else "n/a" for n in shown]
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    gpu_text = gpu_summary(results, by_variant)
     triad = ceiling(results, "roofline/cpu_triad", "bytes_per_second")
     big = {v: by_variant[v].get(1 << 25) for v in by_variant if v.startswith("cpu_") and by_variant[v].get(1 << 25)}
     if not big:
-        return "\n".join(lines)
+        return "\n".join(lines + ([""] + gpu_text if gpu_text else []))
     best = max(big, key=big.get)
     case = results.cases.get(f"{FAMILY}/{best}/n:{1 << 25}")
     of_ceiling, bracketed = fraction_of_ceiling(results, case, "roofline/cpu_triad")
@@ -71,4 +72,20 @@ def table(results: Results) -> str:
     elif of_ceiling:
         text += f", {of_ceiling:.2f} of `roofline/cpu_triad` ({triad / GB:.1f} GB/s) from the same run"
     lines.append(text + ".")
-    return "\n".join(lines)
+    return "\n".join(lines + gpu_text)
+
+
+def gpu_summary(results: Results, by_variant: dict[str, dict[int, float]]) -> list[str]:
+    """The best GPU daxpy at n = 2^26 against both GPU memory ceilings of the
+    run: the triad (two reads to one write, as daxpy) and the copy."""
+    n = 1 << 26
+    big = {v: by_variant[v][n] for v in by_variant if v.startswith("gpu_") and by_variant[v].get(n)}
+    if not big:
+        return []
+    best = max(big, key=big.get)
+    text = f"Best GPU daxpy at n = 2^26: `{best}`, {big[best]:.1f} GB/s"
+    for name in ("roofline/gpu_triad", "roofline/gpu_copy"):
+        value = ceiling(results, name, "bytes_per_second")
+        if value:
+            text += f"; {big[best] / (value / GB):.2f} of `{name}` ({value / GB:.1f} GB/s)"
+    return ["", text + "."]

@@ -111,7 +111,12 @@ def roofline_table(results: Results, network: str, variant: str, batch: int) -> 
         return ""
     gpu = variant.startswith("gpu_")
     fma = ceiling(results, "roofline/gpu_fma" if gpu else "roofline/cpu_fma", "flops")
-    bw = ceiling(results, "roofline/gpu_copy" if gpu else "roofline/cpu_triad", "bytes_per_second")
+    if gpu:  # the higher of the GPU's two memory ceilings (copy; triad, two reads to one write)
+        found = [v for v in (ceiling(results, n, "bytes_per_second") for n in ("roofline/gpu_copy", "roofline/gpu_triad"))
+                 if v is not None]
+        bw = max(found) if found else None
+    else:
+        bw = ceiling(results, "roofline/cpu_triad", "bytes_per_second")
     lines = ["| layer | op | time | GFLOP/s | GB/s | FLOP/byte | bound | of the bound |",
              "|---|---|---:|---:|---:|---:|---|---:|"]
     for l in layers:
