@@ -130,6 +130,7 @@ struct CaseSlot {
   std::shared_ptr<void> object;
   ref::Comparison comparison;
   double setup_seconds = 0.0;  // construction + validation, the last time
+  bool gpu = false;            // a GPU case: set up once, whatever it costs
 };
 CaseSlot& case_slot();
 const std::string& current_case_name();  // set by add_case around each body call
@@ -147,19 +148,25 @@ inline constexpr double kRebuildBelowSeconds = 0.05;
 // comparison tools see it, not hidden between one process and the next. A
 // case whose set-up costs more (gigabytes of seeded data) is set up and
 // validated once and reused by the calls that follow. One case object is
-// alive at a time; the previous one is freed before the next is built.
+// alive at a time; the previous one is freed before the next is built. GPU
+// cases are set up once whatever it costs: device memory is not placed
+// as host pages are, and rebuilding one (upload, validation) in each of
+// Google Benchmark's calls would cost more wall time than it measures.
 // Records max_rel_err on every call; returns nullptr (case skipped with the
 // comparison's summary) on a wrong result.
 template <class Case, class... CtorArgs>
 Case* validated_case(benchmark::State& state, CtorArgs&&... args) {
   auto& slot = detail::case_slot();
-  if (slot.name != detail::current_case_name() || !slot.object || slot.setup_seconds < kRebuildBelowSeconds) {
+  if (slot.name != detail::current_case_name() || !slot.object ||
+      (slot.setup_seconds < kRebuildBelowSeconds && !slot.gpu)) {
     slot.object.reset();
     slot.name.clear();
     const auto start = std::chrono::steady_clock::now();
     auto c = std::make_shared<Case>(std::forward<CtorArgs>(args)...);
     slot.comparison = c->validate();
     slot.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if constexpr (requires { c->context().exec().stream; }) slot.gpu = c->context().exec().stream != nullptr;
+    else slot.gpu = false;
     slot.object = std::move(c);
     slot.name = detail::current_case_name();
   }
