@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <limits>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -108,6 +109,28 @@ TEST_P(SoftmaxTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SoftmaxTest, ::testing::ValuesIn(params()), param_name);
 
+// Runs `input` (the pattern in the even rows, the odd rows random) through
+// the variant: the random rows must match the reference, and
+// `check(row, r)` judges each patterned row.
+template <class Check>
+void check_patterned_rows(const SoftmaxVariant& v, SoftmaxKind kind, std::int64_t rows, std::int64_t cols,
+                          SoftmaxInput input, Check&& check) {
+  SoftmaxCase c(v, kind, rows, cols, input);
+  c.validate();
+  const auto y = c.output();
+  const auto expected = c.expected();
+  const auto n = static_cast<std::size_t>(cols);
+  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) {
+    const auto row = y.subspan(r * n, n);
+    if (r % 2 == 1) {
+      const auto result = ref::compare_rows(row, expected.subspan(r * n, n), n, v.tolerance);
+      EXPECT_TRUE(result.ok) << v.name << " row " << r << ": " << result.summary();
+      continue;
+    }
+    check(row, r);
+  }
+}
+
 // A NaN input stays in its row: the NaN's own output is NaN (the whole row
 // where nan_fills_row), and the random rows next to it match the reference.
 // Checked on the output itself, for every variant.
@@ -115,24 +138,13 @@ TEST(SoftmaxNan, StaysInItsRow) {
   for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
     for (const SoftmaxVariant* v : variants(kind)) {
       for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{4, 100}, {3, 7}, {2, 4097}}) {
-        SoftmaxCase c(*v, kind, rows, cols, SoftmaxInput::nan);
-        c.validate();
-        const auto y = c.output();
-        const auto expected = c.expected();
-        const auto n = static_cast<std::size_t>(cols);
-        for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) {
-          const auto row = y.subspan(r * n, n);
-          if (r % 2 == 1) {
-            const auto result = ref::compare_rows(row, expected.subspan(r * n, n), n, v->tolerance);
-            EXPECT_TRUE(result.ok) << v->name << " row " << r << ": " << result.summary();
-            continue;
-          }
-          EXPECT_TRUE(std::isnan(row[n / 3])) << v->name << " row " << r;
+        check_patterned_rows(*v, kind, rows, cols, SoftmaxInput::nan, [&](std::span<const float> row, std::size_t r) {
+          EXPECT_TRUE(std::isnan(row[row.size() / 3])) << v->name << " row " << r;
           if (nan_fills_row(*v)) {
             EXPECT_TRUE(std::all_of(row.begin(), row.end(), [](float e) { return std::isnan(e); }))
                 << v->name << " row " << r;
           }
-        }
+        });
       }
     }
   }
@@ -144,24 +156,15 @@ TEST(SoftmaxNan, StaysInItsRow) {
 TEST(SoftmaxAllMasked, CudnnGivesZeroNotNaN) {
   int checked = 0;
   for (SoftmaxKind kind : {SoftmaxKind::softmax, SoftmaxKind::log_softmax}) {
+    const float masked = kind == SoftmaxKind::softmax ? 0.0f : -std::numeric_limits<float>::infinity();
     for (const SoftmaxVariant* v : variants(kind)) {
       if (all_masked_row_is_nan(*v)) continue;
       for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{3, 7}, {4, 33}, {2, 4097}}) {
-        SoftmaxCase c(*v, kind, rows, cols, SoftmaxInput::all_masked);
-        c.validate();
-        const auto y = c.output();
-        const auto expected = c.expected();
-        const auto n = static_cast<std::size_t>(cols);
-        const float masked = kind == SoftmaxKind::softmax ? 0.0f : -std::numeric_limits<float>::infinity();
-        for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r) {
-          const auto row = y.subspan(r * n, n);
-          if (r % 2 == 1) {
-            const auto result = ref::compare_rows(row, expected.subspan(r * n, n), n, v->tolerance);
-            EXPECT_TRUE(result.ok) << v->name << " row " << r << ": " << result.summary();
-            continue;
-          }
-          for (std::size_t j = 0; j < n; ++j) ASSERT_EQ(row[j], masked) << v->name << " row " << r << " col " << j;
-        }
+        check_patterned_rows(*v, kind, rows, cols, SoftmaxInput::all_masked,
+                             [&](std::span<const float> row, std::size_t r) {
+                               for (std::size_t j = 0; j < row.size(); ++j)
+                                 ASSERT_EQ(row[j], masked) << v->name << " row " << r << " col " << j;
+                             });
         ++checked;
       }
     }
