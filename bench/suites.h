@@ -6,7 +6,8 @@
 //              one telling size per regime (cache and DRAM for the
 //              memory-bound ops, the networks' shapes for gemm and conv,
 //              the networks at batch 1 and 64, the layer profiles at one
-//              batch), on the CPU and, where there is one, the GPU
+//              batch: on the CPU batch 1 for cpu_onednn, cpu_onednn_s8 and
+//              cpu_own_s8 only), on the CPU and, where there is one, the GPU
 //   gpu-quick  the GPU families at their telling sizes (the ceilings; daxpy
 //              and softmax at DRAM size and one cache size; gemm at 4096 and
 //              the networks' shapes; every conv algorithm at the ResNet20
