@@ -52,8 +52,6 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from scipy.stats import mannwhitneyu
-
 from dlbench.quality import NOISY_RUN_DRIFT, case_reason, quality
 from dlbench.results import Case, Results, relative_mad, repetitions
 
@@ -179,6 +177,8 @@ def decide(name: str, base_t: list[float], new_t: list[float], alpha: float, min
     if len(base_t) < 2 or len(new_t) < 2:
         v.note = "one repetition: no test possible"
         return v
+    from scipy.stats import mannwhitneyu  # here: scipy takes most of a second to import
+
     v.p_value = float(mannwhitneyu(base_t, new_t, alternative="two-sided").pvalue)
     if v.p_value < alpha and v.change > v.threshold:
         v.verdict, v.regression = "slower", True
