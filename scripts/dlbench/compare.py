@@ -46,13 +46,14 @@ comparisons call a case slower and the planted 20% slowdown is found in
 
 from __future__ import annotations
 
+import json
 import statistics
+import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from scipy.stats import mannwhitneyu
-
-from dlbench.quality import NOISY_RUN_DRIFT, case_reason
-from dlbench.results import Case, Results, relative_mad
+from dlbench.quality import NOISY_RUN_DRIFT, case_reason, quality
+from dlbench.results import Case, Results, relative_mad, repetitions
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_EFFECT = 0.10
@@ -176,6 +177,8 @@ def decide(name: str, base_t: list[float], new_t: list[float], alpha: float, min
     if len(base_t) < 2 or len(new_t) < 2:
         v.note = "one repetition: no test possible"
         return v
+    from scipy.stats import mannwhitneyu  # here: scipy takes most of a second to import
+
     v.p_value = float(mannwhitneyu(base_t, new_t, alternative="two-sided").pvalue)
     if v.p_value < alpha and v.change > v.threshold:
         v.verdict, v.regression = "slower", True
@@ -222,3 +225,104 @@ def compare(base: Results, new: Results, alpha: float = DEFAULT_ALPHA, min_effec
             out.append(v)
     out.sort(key=lambda v: (VERDICT_ORDER[v.verdict], -(v.change or 0.0) if v.verdict != "faster" else (v.change or 0.0), v.name))
     return out
+
+
+# The command line of a comparison, shared by scripts/compare.py (two files)
+# and scripts/results compare/check (two runs of the results store).
+
+def add_options(parser) -> None:
+    """The options of the rule and the report (everything but the two runs)."""
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                        help="significance level of the Mann-Whitney U test (default %(default)s)")
+    parser.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT,
+                        help="smallest relative change of the median that counts (default %(default)s)")
+    parser.add_argument("--noise-factor", type=float, default=DEFAULT_NOISE_FACTOR,
+                        help="the change must also exceed this many relative MADs (default %(default)s)")
+    parser.add_argument("--normalize", choices=list(NORMALIZATIONS),
+                        help="roofline: divide each case's time by its run's matching roofline ceiling first; "
+                             "bracket: compare memory-bound CPU cases by their bracketed frac_of_ceiling")
+    parser.add_argument("--cross-machine", action="store_true", help="compare runs from different machines")
+    parser.add_argument("--json", type=Path, help="write the verdicts as JSON here")
+
+
+def fmt_time(v: float | None, normalized: bool) -> str:
+    if v is None:
+        return "-"
+    if normalized:
+        return f"{v:.4g}x"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if v >= scale:
+            return f"{v / scale:.4g} {unit}"
+    return f"{v / 1e-9:.3g} ns"
+
+
+def table(verdicts, normalized: bool) -> str:
+    rows = [("verdict", "change", "p", "threshold", "base", "new", "reps", "case")]
+    for v in verdicts:
+        rows.append((
+            v.verdict + (" !" if v.regression else "") + (" (noisy)" if v.noisy else ""),
+            f"{v.change:+.1%}" if v.change is not None else "-",
+            f"{v.p_value:.2g}" if v.p_value is not None else "-",
+            f"{v.threshold:.1%}" if v.threshold is not None else "-",
+            fmt_time(v.base_median, normalized),
+            fmt_time(v.new_median, normalized),
+            f"{v.base_repetitions}/{v.new_repetitions}",
+            v.name + (f"  ({v.note})" if v.note else "") + (f"  [noisy: {v.noisy}]" if v.noisy else ""),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)
+
+
+def report(base: Results, new: Results, base_label: str, new_label: str, args, prog: str) -> int:
+    """Compares, prints the table and the machine states, writes --json;
+    returns the exit code: 0 no regression, 1 regression, 2 bad input
+    (message on stderr, prefixed with `prog`), 3 only noisy slowdowns."""
+    try:
+        diff = check_machines(base, new, args.cross_machine)
+        normalized = args.normalize is not None
+        verdicts = compare(base, new, args.alpha, args.min_effect, args.noise_factor, args.normalize)
+    except CompareError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+
+    print(f"BASE {base_label} (commit {str(base.context.get('git_commit', '?'))[:12]})")
+    print(f"NEW  {new_label} (commit {str(new.context.get('git_commit', '?'))[:12]})")
+    for label, r in (("BASE", base), ("NEW", new)):
+        print(f"{label} machine: {quality(r).summary()}")
+    if diff:
+        print(f"CROSS-MACHINE comparison (--cross-machine): {diff}")
+    for label, r in (("BASE", base), ("NEW", new)):
+        if repetitions(r) < 2:
+            print(f"warning: {label} has one repetition per case: run with --benchmark_repetitions=10 "
+                  "for a verdict; every case is `same` without repetitions", file=sys.stderr)
+        elif processes(r) < 2:
+            print(f"warning: {label} is one process: a whole process can be off by 10% or more on a case "
+                  "here, which its repetitions do not show; pool three (DLB_PROCESSES=3) for a verdict "
+                  "without false alarms", file=sys.stderr)
+    print(f"rule: slower/faster when p < {args.alpha} (Mann-Whitney U, two-sided) and |change| > "
+          f"max({args.min_effect:.0%}, {args.noise_factor:g} x relative MAD)"
+          + {None: "", "roofline": "; times normalized by the run's roofline ceiling",
+             "bracket": "; memory-bound CPU cases compared by their bracketed fraction of the ceiling"}[args.normalize])
+    print()
+    print(table(verdicts, normalized))
+    counts = {}
+    for v in verdicts:
+        counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    regressions = [v for v in verdicts if v.regression]
+    rerun = [v for v in verdicts if v.rerun]
+    print()
+    print(", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: VERDICT_ORDER[kv[0]]))
+          + f"; {len(regressions)} regression(s)"
+          + (f"; {len(rerun)} slower where the machine was noisy: rerun them" if rerun else ""))
+
+    if args.json:
+        args.json.write_text(json.dumps({
+            "base": str(base_label), "new": str(new_label), "alpha": args.alpha, "min_effect": args.min_effect,
+            "noise_factor": args.noise_factor, "normalize": args.normalize, "cross_machine": diff,
+            "regressions": len(regressions), "noisy_slower": len(rerun),
+            "base_machine": quality(base).summary(), "new_machine": quality(new).summary(),
+            "cases": [v.as_dict() for v in verdicts]}, indent=1))
+    if regressions:
+        return 1
+    return 3 if rerun else 0
+

@@ -162,7 +162,13 @@ def load(path: str | Path) -> Results:
     """Loads one Google Benchmark JSON file (plain or .json.gz); raises
     ResultsError with the reason."""
     path = Path(path)
-    data = read_document(path)
+    return from_document(read_document(path), path)
+
+
+def from_document(data, path: str | Path) -> Results:
+    """The Results of a Google Benchmark JSON document already read (from a
+    file, or from the results store); `path` names it in messages."""
+    path = Path(path)
     if not isinstance(data, dict) or "benchmarks" not in data or "context" not in data:
         raise ResultsError(f"{path}: not Google Benchmark JSON (no 'context' and 'benchmarks')")
     if not isinstance(data["benchmarks"], list):
