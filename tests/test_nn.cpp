@@ -821,6 +821,19 @@ TEST(Int8Rows, AgreeWithEachOther) {
   }
 }
 
+// Every row, the GPU ones too (the table is read, nothing runs): its
+// precision field says what its name ends in ("_bf16", "_f16", "_s8"; fp32
+// otherwise), so that a row added with the field left out is caught here
+// rather than held to the fp32 accuracy bound.
+TEST(NetworkRows, PrecisionFieldMatchesTheName) {
+  for (const auto& v : nn::network_variants()) {
+    std::string_view expected = "f32";
+    for (const std::string_view suffix : {"_bf16", "_f16", "_s8"})
+      if (v.name.ends_with(suffix)) expected = suffix.substr(1);
+    EXPECT_EQ(nn::precision_name(v.precision), expected) << v.name;
+  }
+}
+
 // The weights the NHWC rows (gpu_cudnn_f16 and its kin) use: every conv of
 // every network, at every output pixel of a random image, and every fc, sum
 // the same products with the permuted weights over the NHWC image as with

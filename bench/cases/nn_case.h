@@ -64,7 +64,7 @@ class NetCase {
   // Top-1 over the whole Fashion-MNIST test set, `images` of them (all by
   // default), in batches of this case's size.
   NetAccuracy accuracy(std::int64_t images = -1);
-  nn::NetPrecision precision() const { return nn::net_precision(variant_.name); }
+  nn::NetPrecision precision() const { return variant_.precision; }
   void run() { run_(); }
   const ExecContext& context() const { return ctx_; }
   const nn::Network& network() const { return net_; }

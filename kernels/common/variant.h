@@ -30,6 +30,14 @@ struct Exec {
 // GPU variants only enqueue work on Exec::stream; the caller synchronizes.
 using Run = std::function<void()>;
 
+// A row's precision, for the tables that have that column (the networks':
+// nn.h specializes this for NetArgs); the others carry an empty field.
+struct NoPrecision {};
+template <class Args>
+struct VariantPrecision {
+  using type = NoPrecision;
+};
+
 template <class Args>
 struct Variant {
   // Stable, "<device>_<implementation>", the second part of the benchmark name.
@@ -60,6 +68,9 @@ struct Variant {
   // nonfused Winograd, whose tile grows with the filter); nullptr means
   // `tolerance` for every problem. Only the shape fields of args are read.
   double (*problem_tolerance)(const Args& args) = nullptr;
+  // What the row computes in (nn.h: NetPrecision), where the table has that
+  // column; read by the checks that depend on it (the accuracy bound).
+  typename VariantPrecision<Args>::type precision{};
 
   double tolerance_for(const Args& args) const {
     return problem_tolerance == nullptr ? tolerance : problem_tolerance(args);

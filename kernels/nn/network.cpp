@@ -4,13 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <set>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/calibration.h"
+#include "kernels/nn/cache.h"
 #include "kernels/nn/safetensors.h"
 
 namespace dlb::nn {
@@ -307,20 +304,8 @@ std::string reference_path(std::string_view name) {
   return models_dir() + "/" + std::string(name) + ".reference.safetensors";
 }
 
-namespace {
-template <class T, class Load>
-const T& cached(std::string_view name, Load load) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<T>, std::less<>> cache;
-  std::lock_guard lock(mutex);
-  auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(std::string(name), std::make_unique<T>(load())).first;
-  return *it->second;
-}
-}  // namespace
-
 const Network& network(std::string_view name) {
-  return cached<Network>(name, [name] { return load_network(name, weights_path(name)); });
+  return load_once<Network>(name, [name] { return load_network(name, weights_path(name)); });
 }
 
 NetworkReference load_reference(const std::string& path, std::int64_t classes) {
@@ -345,16 +330,9 @@ NetworkReference load_reference(const std::string& path, std::int64_t classes) {
   return r;
 }
 
-std::string calibration_path(std::string_view name) {
-  return models_dir() + "/" + std::string(name) + ".calibration.safetensors";
-}
-
-const Calibration& calibration(std::string_view name) {
-  return cached<Calibration>(name, [name] { return read_calibration(calibration_path(name), network(name)); });
-}
-
 const NetworkReference& reference(std::string_view name) {
-  return cached<NetworkReference>(name, [name] { return load_reference(reference_path(name), network(name).classes); });
+  return load_once<NetworkReference>(name,
+                                     [name] { return load_reference(reference_path(name), network(name).classes); });
 }
 
 }  // namespace dlb::nn

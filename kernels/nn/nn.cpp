@@ -62,19 +62,24 @@ inline constexpr double kInt8Tolerance = 5e-2;
 
 inline constexpr double kF16Tolerance = 1e-2;  // likewise
 
+// The last field of a row is its precision (f32 where left out).
+constexpr NetPrecision bf16 = NetPrecision::bf16, f16 = NetPrecision::f16, s8 = NetPrecision::s8;
+
 static const NetVariant kNetworkVariants[] = {
     {"cpu_own", Device::cpu, prepare_net_cpu_own, kNetworkTolerance},
-    {"cpu_own_s8", Device::cpu, prepare_net_cpu_own_s8, kInt8Tolerance, cpu_has_avx512_vnni},
-    {"cpu_own_pertensor_s8", Device::cpu, prepare_net_cpu_own_pertensor_s8, kInt8Tolerance, cpu_has_avx512_vnni},
-    {"cpu_fakequant_s8", Device::cpu, prepare_net_cpu_fakequant_s8, kInt8Tolerance},
+    {"cpu_own_s8", Device::cpu, prepare_net_cpu_own_s8, kInt8Tolerance, cpu_has_avx512_vnni, nullptr, 0, nullptr, s8},
+    {"cpu_own_pertensor_s8", Device::cpu, prepare_net_cpu_own_pertensor_s8, kInt8Tolerance, cpu_has_avx512_vnni,
+     nullptr, 0, nullptr, s8},
+    {"cpu_fakequant_s8", Device::cpu, prepare_net_cpu_fakequant_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn", Device::cpu, prepare_net_cpu_onednn, kNetworkTolerance},
     {"cpu_onednn_ownwino", Device::cpu, prepare_net_cpu_onednn_ownwino, kNetworkTolerance},
     {"cpu_onednn_bf16", Device::cpu, prepare_net_cpu_onednn_bf16, kBf16Tolerance, onednn_has_bf16, nullptr, 0,
-     sixteen_bit_tolerance<1, 8>},
+     sixteen_bit_tolerance<1, 8>, bf16},
     {"cpu_onednn_mixed_bf16", Device::cpu, prepare_net_cpu_onednn_mixed_bf16, kBf16Tolerance, onednn_has_bf16,
-     nullptr, 0, sixteen_bit_tolerance<1, 8>},
-    {"cpu_onednn_s8", Device::cpu, prepare_net_cpu_onednn_s8, kInt8Tolerance, onednn_int8_exact},
+     nullptr, 0, sixteen_bit_tolerance<1, 8>, bf16},
+    {"cpu_onednn_s8", Device::cpu, prepare_net_cpu_onednn_s8, kInt8Tolerance, onednn_int8_exact, nullptr, 0, nullptr,
+     s8},
 #endif
 #if DLB_HAVE_EIGEN
     {"cpu_eigen", Device::cpu, prepare_net_cpu_eigen, kNetworkTolerance},
@@ -85,16 +90,16 @@ static const NetVariant kNetworkVariants[] = {
     {"gpu_hybrid_first_conv", Device::gpu, prepare_net_gpu_hybrid_first_conv, kNetworkTolerance, nullptr,
      has_residual_blocks},
     {"gpu_cudnn_f16", Device::gpu, prepare_net_gpu_cudnn_f16, kF16Tolerance, nullptr, nullptr, 0,
-     sixteen_bit_tolerance<2, 11>},
+     sixteen_bit_tolerance<2, 11>, f16},
     {"gpu_cudnn_bf16", Device::gpu, prepare_net_gpu_cudnn_bf16, kBf16Tolerance, nullptr, nullptr, 0,
-     sixteen_bit_tolerance<2, 8>},
+     sixteen_bit_tolerance<2, 8>, bf16},
     {"gpu_cudnn_mixed_f16", Device::gpu, prepare_net_gpu_cudnn_mixed_f16, kF16Tolerance, nullptr, nullptr, 0,
-     sixteen_bit_tolerance<2, 11>},
+     sixteen_bit_tolerance<2, 11>, f16},
 #endif
 #if DLB_HAVE_CUDA
     {"gpu_own", Device::gpu, prepare_net_gpu_own, kNetworkTolerance},
-    {"gpu_own_s8", Device::gpu, prepare_net_gpu_own_s8, kInt8Tolerance},
-    {"gpu_cublaslt_s8", Device::gpu, prepare_net_gpu_cublaslt_s8, kInt8Tolerance},
+    {"gpu_own_s8", Device::gpu, prepare_net_gpu_own_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
+    {"gpu_cublaslt_s8", Device::gpu, prepare_net_gpu_cublaslt_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
 #endif
 };
 
@@ -108,16 +113,6 @@ std::string_view precision_name(NetPrecision precision) {
     case NetPrecision::s8: return "s8";
   }
   return "?";
-}
-
-NetPrecision net_precision(std::string_view variant_name) {
-  for (auto p : {NetPrecision::bf16, NetPrecision::f16, NetPrecision::s8}) {
-    const std::string_view suffix = precision_name(p);
-    if (variant_name.size() > suffix.size() + 1 && variant_name.ends_with(suffix) &&
-        variant_name[variant_name.size() - suffix.size() - 1] == '_')
-      return p;
-  }
-  return NetPrecision::f32;
 }
 
 }  // namespace dlb::nn

@@ -109,14 +109,23 @@ struct NetArgs {
   NetReport* report = nullptr;  // may be null
 };
 
+// What a row computes in: its activations' format (the row's precision
+// field; its name ends in the same word, "cpu_onednn_bf16", "cpu_own_s8",
+// unless it is fp32).
+enum class NetPrecision { f32, bf16, f16, s8 };
+std::string_view precision_name(NetPrecision precision);
+
+}  // namespace dlb::nn
+
+template <>
+struct dlb::VariantPrecision<dlb::nn::NetArgs> {
+  using type = dlb::nn::NetPrecision;
+};
+
+namespace dlb::nn {
+
 using NetVariant = Variant<NetArgs>;
 VariantTable<NetArgs> network_variants();
-
-// What a row computes in, from the last part of its name: "cpu_onednn_bf16"
-// -> bf16, "cpu_own_s8" -> s8; a name without one of those is fp32.
-enum class NetPrecision { f32, bf16, f16, s8 };
-NetPrecision net_precision(std::string_view variant_name);
-std::string_view precision_name(NetPrecision precision);
 
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_onednn(const NetArgs& args, const Exec& exec);

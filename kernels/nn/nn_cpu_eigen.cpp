@@ -8,8 +8,10 @@
 #include <Eigen/Core>
 
 #include <memory>
+#include <string>
 
 #include "kernels/nn/layers.h"
+#include "kernels/nn/walk.h"
 
 namespace dlb::nn {
 namespace {
@@ -30,61 +32,52 @@ void eigen_epilogue(const Layer& l, const Vector& bias, std::int64_t batch, cons
   }
 }
 
+// cpu_eigen's functions for the walk (walk.h): host NCHW buffers.
+class EigenLayers final : public HostNchwPools {
+ public:
+  EigenLayers(std::int64_t batch, const Exec& exec) : HostNchwPools(batch), exec_(exec) {}
+
+  Run conv(const Layer& l, const LayerIo& io) override {
+    Run conv = prepare_conv_im2col(ConvArgs{conv_shape(l, batch_), io.x, l.weight.data(), io.y}, exec_);
+    auto bias = std::make_shared<Vector>(Eigen::Map<const Vector>(l.bias.data(), l.k));
+    return [conv = std::move(conv), bias, &l, batch = batch_, residual = io.residual, y = io.y] {
+      conv();
+      eigen_epilogue(l, *bias, batch, residual, y);
+    };
+  }
+  Run fc(const Layer& l, const LayerIo& io) override {
+    // y [batch, k] = x [batch, in] * W^T + b, W [k, in] as stored.
+    auto w = std::make_shared<RowMajor>(Eigen::Map<const RowMajor>(l.weight.data(), l.k, l.in_size()));
+    auto b = std::make_shared<RowVector>(Eigen::Map<const RowVector>(l.bias.data(), l.k));
+    return [w, b, &l, batch = batch_, x = io.x, y = io.y] {
+      Eigen::Map<const RowMajor> in(x, batch, l.in_size());
+      Eigen::Map<RowMajor> out(y, batch, l.k);
+      out.noalias() = in * w->transpose();
+      out.rowwise() += *b;
+      if (l.relu) out = out.cwiseMax(0.0f);
+    };
+  }
+  Run log_softmax(const Layer& l, const LayerIo& io) override {
+    return [k = l.k, batch = batch_, x = io.x, y = io.y] {
+      Eigen::Map<const RowMajor> in(x, batch, k);
+      Eigen::Map<RowMajor> out(y, batch, k);
+      const Vector max = in.rowwise().maxCoeff();
+      out = in.colwise() - max;
+      const Vector log_sum = out.array().exp().rowwise().sum().log().matrix();
+      out.colwise() -= log_sum;
+    };
+  }
+  std::string implementation() const override { return "convs: cpu_im2col (Eigen GEMM)"; }
+
+ private:
+  const Exec exec_;
+};
+
 }  // namespace
 
 Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec) {
-  const Network& net = *args.net;
-  const std::int64_t batch = args.batch;
-  auto act = std::make_shared<CpuActivations>(args);
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    const float* x = act->input(i);
-    const float* residual = act->residual(i);
-    float* y = act->output(i);
-    switch (l.kind) {
-      case LayerKind::conv: {
-        Run conv = prepare_conv_im2col(ConvArgs{conv_shape(l, batch), x, l.weight.data(), y}, exec);
-        auto bias = std::make_shared<Vector>(Eigen::Map<const Vector>(l.bias.data(), l.k));
-        calls.push_back([act, conv = std::move(conv), bias, &l, batch, residual, y] {
-          conv();
-          eigen_epilogue(l, *bias, batch, residual, y);
-        });
-        break;
-      }
-      case LayerKind::fc: {
-        // y [batch, k] = x [batch, in] * W^T + b, W [k, in] as stored.
-        auto w = std::make_shared<RowMajor>(Eigen::Map<const RowMajor>(l.weight.data(), l.k, l.in_size()));
-        auto b = std::make_shared<RowVector>(Eigen::Map<const RowVector>(l.bias.data(), l.k));
-        calls.push_back([act, w, b, &l, batch, x, y] {
-          Eigen::Map<const RowMajor> in(x, batch, l.in_size());
-          Eigen::Map<RowMajor> out(y, batch, l.k);
-          out.noalias() = in * w->transpose();
-          out.rowwise() += *b;
-          if (l.relu) out = out.cwiseMax(0.0f);
-        });
-        break;
-      }
-      case LayerKind::max_pool:
-        calls.push_back([act, &l, batch, x, y] { max_pool_nchw(l, batch, x, y); });
-        break;
-      case LayerKind::global_avg_pool:
-        calls.push_back([act, &l, batch, x, y] { global_avg_pool_nchw(l, batch, x, y); });
-        break;
-      case LayerKind::log_softmax:
-        calls.push_back([act, k = l.k, batch, x, y] {
-          Eigen::Map<const RowMajor> in(x, batch, k);
-          Eigen::Map<RowMajor> out(y, batch, k);
-          const Vector max = in.rowwise().maxCoeff();
-          out = in.colwise() - max;
-          const Vector log_sum = out.array().exp().rowwise().sum().log().matrix();
-          out.colwise() -= log_sum;
-        });
-        break;
-    }
-  }
-  if (args.report != nullptr) args.report->implementation = "convs: cpu_im2col (Eigen GEMM)";
-  return run_layers(std::move(calls), args.report);
+  EigenLayers backend(args.batch, exec);
+  return walk<HostBuffer<float>>(args, backend);
 }
 
 }  // namespace dlb::nn

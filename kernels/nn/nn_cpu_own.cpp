@@ -8,6 +8,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/nn/layers.h"
+#include "kernels/nn/walk.h"
 #include "kernels/softmax/softmax.h"
 
 namespace dlb::nn {
@@ -120,59 +121,50 @@ class OwnFc {
   HostBuffer<float> wt_, bias_;
 };
 
+// cpu_own's functions for the walk (walk.h): host NCHW buffers.
+class OwnCpuLayers final : public HostNchwPools {
+ public:
+  OwnCpuLayers(std::int64_t batch, const Exec& exec) : HostNchwPools(batch), exec_(exec) {}
+
+  Run conv(const Layer& l, const LayerIo& io) override {
+    auto conv = fastest_own_conv(ConvArgs{conv_shape(l, batch_), io.x, l.weight.data(), io.y}, exec_);
+    ++chosen_[conv.name];
+    auto bias = std::make_shared<std::vector<float>>(l.bias);
+    return [run = std::move(conv.run), bias, residual = io.residual, relu = l.relu, batch = batch_, k = l.k,
+            plane = l.oh * l.ow, y = io.y] {
+      run();
+      conv_epilogue(bias->data(), residual, relu, batch, k, plane, y);
+    };
+  }
+  Run fc(const Layer& l, const LayerIo& io) override {
+    auto fc = std::make_shared<OwnFc>(l, batch_);
+    return [fc, x = io.x, y = io.y] { fc->run(x, y); };
+  }
+  Run log_softmax(const Layer& l, const LayerIo& io) override {
+    return [sm = SoftmaxArgs{batch_, l.k, io.x, io.y}] { softmax_fused<SoftmaxKind::log_softmax>(sm); };
+  }
+  std::string implementation() const override {
+    std::string s = "convs:";
+    for (const auto& [name, count] : chosen_) s.append(" ").append(name).append(" x").append(std::to_string(count));
+    return s;
+  }
+
+ private:
+  const Exec exec_;
+  std::map<std::string_view, int> chosen_;
+};
+
 }  // namespace
 
 OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec) {
-  const Network& net = *args.net;
-  const std::int64_t batch = args.batch;
-  OwnCpuPlan plan;
-  plan.act = std::make_shared<CpuActivations>(args);
-  auto& act = plan.act;
-  std::map<std::string_view, int> chosen;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    const float* x = act->input(i);
-    const float* residual = act->residual(i);
-    float* y = act->output(i);
-    switch (l.kind) {
-      case LayerKind::conv: {
-        auto conv = fastest_own_conv(ConvArgs{conv_shape(l, batch), x, l.weight.data(), y}, exec);
-        ++chosen[conv.name];
-        auto bias = std::make_shared<std::vector<float>>(l.bias);
-        plan.calls.push_back([act, run = std::move(conv.run), bias, residual, relu = l.relu, batch, k = l.k,
-                              plane = l.oh * l.ow, y] {
-          run();
-          conv_epilogue(bias->data(), residual, relu, batch, k, plane, y);
-        });
-        break;
-      }
-      case LayerKind::fc: {
-        auto fc = std::make_shared<OwnFc>(l, batch);
-        plan.calls.push_back([act, fc, x, y] { fc->run(x, y); });
-        break;
-      }
-      case LayerKind::max_pool:
-        plan.calls.push_back([act, &l, batch, x, y] { max_pool_nchw(l, batch, x, y); });
-        break;
-      case LayerKind::global_avg_pool:
-        plan.calls.push_back([act, &l, batch, x, y] { global_avg_pool_nchw(l, batch, x, y); });
-        break;
-      case LayerKind::log_softmax:
-        plan.calls.push_back(
-            [act, sm = SoftmaxArgs{batch, l.k, x, y}] { softmax_fused<SoftmaxKind::log_softmax>(sm); });
-        break;
-    }
-  }
-  plan.implementation = "convs:";
-  for (const auto& [name, count] : chosen)
-    plan.implementation.append(" ").append(name).append(" x").append(std::to_string(count));
-  return plan;
+  OwnCpuLayers backend(args.batch, exec);
+  WalkedLayers<HostBuffer<float>> walked = walk_layers<HostBuffer<float>>(args, backend);
+  return {std::move(walked.act), std::move(walked.calls), backend.implementation()};
 }
 
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {
-  OwnCpuPlan plan = build_own_cpu(args, exec);
-  if (args.report != nullptr) args.report->implementation = plan.implementation;
-  return run_layers(std::move(plan.calls), args.report);
+  OwnCpuLayers backend(args.batch, exec);
+  return walk<HostBuffer<float>>(args, backend);
 }
 
 }  // namespace dlb::nn
