@@ -27,6 +27,17 @@ def run_plot(*args):
 
 
 class PlotFixture(unittest.TestCase):
+    def test_a_default_suite_run_draws_every_figure(self):
+        # A real default-suite run (layer cases at batch 1 only): every figure
+        # is drawn; the top-ops figure once failed on its empty batches
+        # ("Data cannot be log-scaled"), ending scripts/bench in a traceback.
+        run = ROOT / "results" / "amd-epyc-zen5-2c" / "20261126T193042Z.json.gz"
+        with tempfile.TemporaryDirectory() as d:
+            p = run_plot(run, "--out-dir", d)
+            self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+            for name in ("layers_top", "layers", "networks", "daxpy", "softmax", "conv_n1", "gemm"):
+                self.assertTrue((Path(d) / f"{name}.png").exists(), name)
+
     def test_writes_daxpy_png(self):
         with tempfile.TemporaryDirectory() as d:
             p = run_plot(FIXTURE, "--out-dir", d)

@@ -206,14 +206,22 @@ def figures(results_list: list[Results]):
                 ops = [op for op, _, _ in top_ops(layers_of(r, network, measured[0][1], measured[0][0]))][:10] \
                     if measured else []
                 height = 0.8 / max(len(variants), 1)
+                ax.set_title(f"{network}, batch {batch}: top ops")
+                values = {v: [per_variant[v].get(op, math.nan) * 1e6 for op in ops] for v in variants}
+                if not any(x > 0 for vs in values.values() for x in vs):
+                    # A run without layer cases at this batch (the default suite profiles one):
+                    # nothing to put on a log axis.
+                    ax.text(0.5, 0.5, "no layer cases at this batch", ha="center", va="center",
+                            transform=ax.transAxes, fontsize=9)
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+                    continue
                 for j, v in enumerate(variants):
-                    ax.barh([i + j * height for i in range(len(ops))],
-                            [per_variant[v].get(op, math.nan) * 1e6 for op in ops], height=height, label=v)
+                    ax.barh([i + j * height for i in range(len(ops))], values[v], height=height, label=v)
                 ax.set_yticks([i + 0.4 - height / 2 for i in range(len(ops))], ops, fontsize=8)
                 ax.invert_yaxis()
                 ax.set_xscale("log")
                 ax.set_xlabel("us per pass")
-                ax.set_title(f"{network}, batch {batch}: top ops")
                 ax.grid(True, axis="x", which="both", alpha=0.3)
                 ax.legend(fontsize=7)
         figs["layers_top"] = fig
