@@ -256,6 +256,18 @@ class StoreTests:
         p = self.results("check", "1", check_rc=2)  # the earliest run has no baseline
         self.assertIn("no baseline", p.stderr)
 
+    def test_a_baseline_shares_cases_with_the_run(self):
+        # The GPU kit's runs: one file per family of one machine. The copy run
+        # (the latest) has no case in common with the network and layer runs
+        # before it: none of them is its baseline.
+        gpu = sorted((ROOT / "results" / "nvidia-h100-80gb-hbm3").glob("*.json.gz"))
+        self.assertEqual([f.name.split("-")[1] for f in gpu], ["resnet20.json.gz", "layers.json.gz", "copy.json.gz"])
+        self.results("ingest", *gpu, check_rc=0)
+        p = self.results("check", "latest", check_rc=2)
+        self.assertIn("with a case in common", p.stderr)
+        self.results("ingest", BASE, NEW, check_rc=0)  # another machine's runs: the Xeon's pair
+        self.assertEqual(self.store_verdicts("check", "latest:intel-xeon-processor-2c"), self.compare_py(BASE, NEW))
+
     # -- live -----------------------------------------------------------------------------------
     def test_two_live_runs_make_a_history_of_two_points(self):
         if not Path(BENCH).exists():

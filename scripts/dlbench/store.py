@@ -475,7 +475,9 @@ class Store:
 
     def baseline(self, run_id: int) -> int | None:
         """The run `run_id` is judged against: its machine's pinned run, else
-        the latest earlier run on the same machine (same name, CPU and GPU)."""
+        the latest earlier run on the same machine (same name, CPU and GPU)
+        that has a case in common with it (the GPU kit stores one file per
+        family: a copy run is not the baseline of a network run)."""
         info = self.run_info(run_id)
         with self.engine.connect() as conn:
             pinned = conn.execute(select(pins.c.run_id).where(pins.c.machine == info["machine"])).scalar()
@@ -487,8 +489,12 @@ class Store:
                  .order_by(runs.c.started_at.desc(), runs.c.id.desc()))
             from dlbench.compare import MACHINE_KEYS
             mine = {k: str(info["context"].get(k, "?")) for k in MACHINE_KEYS}
-            for rid, context in conn.execute(q):
-                if {k: str(context.get(k, "?")) for k in MACHINE_KEYS} == mine:
+            mine_cases = select(entries.c.case_id).where(entries.c.run_id == run_id)
+            for rid, context in conn.execute(q).all():
+                if {k: str(context.get(k, "?")) for k in MACHINE_KEYS} != mine:
+                    continue
+                shared = select(entries.c.id).where(entries.c.run_id == rid, entries.c.case_id.in_(mine_cases))
+                if conn.execute(shared.limit(1)).first() is not None:
                     return int(rid)
         return None
 
