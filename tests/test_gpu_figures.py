@@ -50,3 +50,56 @@ class GpuDaxpy(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def net_entry(name, images_per_second, **counters):
+    e = entry(name, 0.0)
+    e.pop("bytes_per_second")
+    e.update(items_per_second=images_per_second, **counters)
+    return e
+
+
+class GpuTargets(unittest.TestCase):
+    """dlbench/figures/gpu_targets.py on a synthetic run: each target's
+    verdict from our rows and the PyTorch modes side by side."""
+
+    def table(self, benchmarks):
+        from dlbench.figures import gpu_targets
+        doc = {"context": {"machine": "synthetic-gpu", "gpu_name": "Synthetic GPU"}, "benchmarks": benchmarks}
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "synthetic.json"
+            path.write_text(json.dumps(doc))
+            return gpu_targets.table(load(path))
+
+    def row(self, text, start):
+        return next(line for line in text.splitlines() if line.startswith("| " + start))
+
+    def test_verdicts(self):
+        text = self.table([
+            net_entry("mnist_cnn/gpu_onekernel/batch:1", 1e5, latency_p50_us=12.0),
+            net_entry("mnist_cnn/peer_torch_cuda_graph/batch:1", 3e4, latency_p50_us=36.0),
+            net_entry("mnist_cnn/gpu_cudnn/batch:64", 6.0e5),
+            net_entry("mnist_cnn/peer_torch_cuda_graph/batch:64", 4.0e5),  # 1.5x: met
+            net_entry("mnist_cnn/peer_torch_cuda/batch:64", 2.0e5),
+            net_entry("mnist_cnn/gpu_cudnn/batch:1024", 1.3e6),
+            net_entry("mnist_cnn/peer_torch_compile_cuda/batch:1024", 1.0e6),  # 1.3x < 1.5x: not met
+            net_entry("mnist_cnn/gpu_cudnn_f16/batch:1024", 2.0e6),
+            net_entry("mnist_cnn/peer_torch_cuda_graph_f16/batch:1024", 1.5e6),  # 1.33x: met
+            net_entry("mnist_cnn/gpu_own_s8/batch:1024", 3.0e6, accuracy_drop=0.006),  # 1.5x but drop > 0.005
+            net_entry("mnist_cnn/peer_torch/batch:64", 9e9),  # a CPU peer: not a PyTorch GPU mode
+        ])
+        self.assertIn("**mnist_cnn** on Synthetic GPU", text)
+        self.assertIn("| met |", self.row(text, "batch 1 p50 <= 15 us"))
+        self.assertIn("3.00x faster", self.row(text, "batch 1 p50"))
+        row = self.row(text, "fp32 batch 64")
+        self.assertIn("`peer_torch_cuda_graph` 400,000", row)
+        self.assertIn("| 1.50x | met |", row)
+        self.assertIn("| 1.30x | **not met** |", self.row(text, "fp32 batch 1024"))
+        self.assertIn("| 1.33x | met |", self.row(text, "fp16/bf16 batch 1024"))
+        self.assertIn("| - | n/a |", self.row(text, "fp16/bf16 batch 64"))  # no 16-bit side at 64
+        self.assertIn("**not met**", self.row(text, "int8 batch 1024"))
+        self.assertIn("accuracy drop 0.0060", self.row(text, "int8 batch 1024"))
+        self.assertNotIn("resnet20", text)
+
+    def test_cpu_run_has_no_table(self):
+        self.assertEqual(self.table([net_entry("resnet20/cpu_onednn/batch:64", 3e4)]), "")
