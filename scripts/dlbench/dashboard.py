@@ -65,7 +65,11 @@ FAMILIES = {
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    """A file name for a case or family: '/' as '__', ':' as '-' (case names
+    have neither '__' nor '-', so two names never meet), anything else
+    outside [A-Za-z0-9._] as '_'."""
+    text = text.replace("/", "__").replace(":", "-")
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text) or "_"
 
 
 @dataclass
