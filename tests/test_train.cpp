@@ -259,6 +259,20 @@ TEST_F(MnistCnn, StepMatchesTheReference) {
   EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
 }
 
+// mnist_lenet is a chain without batch-norm too (two max pools, 5x5 convs).
+TEST(TrainStep, MnistLenetMatchesTheReference) {
+  const nn::Network& net = nn::network("mnist_lenet");
+  constexpr std::int64_t kBatch = 16;
+  const Batch b = fashion_batch(net, kBatch);
+  nn::TrainStep step(net, kBatch, nn::Sgd{});
+  const double loss = step.forward(b.x.data(), b.labels.data());
+  step.backward();
+  const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
+  EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
+  EXPECT_TRUE(c.ok) << c.summary;
+}
+
 // The bound is not vacuous: a step that leaves one image of the 64 out (the
 // mean over the other 63, scaled by 63/64 as the mean over 64 would be) is off by
 // about 1/64 of each gradient, and fails the check in every tensor but

@@ -25,6 +25,18 @@ using Map = Eigen::Map<RowMajor>;
 using ConstMap = Eigen::Map<const RowMajor>;
 using Vector = Eigen::Matrix<float, Eigen::Dynamic, 1>;
 
+// The outputs j of a row whose input column j * stride + b - pad is inside
+// [0, w): [first, last).
+struct Span {
+  std::int64_t first, last;
+};
+Span inside(const Layer& l, std::int64_t b) {
+  const std::int64_t lo = l.pad - b, hi = l.w - 1 + l.pad - b;  // j * stride in [lo, hi]
+  const std::int64_t first = lo <= 0 ? 0 : (lo + l.stride - 1) / l.stride;
+  const std::int64_t last = hi < 0 ? 0 : std::min(l.ow, hi / l.stride + 1);
+  return {std::min(first, last), last};
+}
+
 // One image's patches: col [c*r*r, oh*ow], zero where the window is in the padding.
 void im2col(const Layer& l, const float* x, float* col) {
   const std::int64_t r = l.window, plane = l.oh * l.ow;
@@ -32,13 +44,22 @@ void im2col(const Layer& l, const float* x, float* col) {
     for (std::int64_t a = 0; a < r; ++a)
       for (std::int64_t b = 0; b < r; ++b) {
         float* row = col + ((c * r + a) * r + b) * plane;
+        const Span s = inside(l, b);
         for (std::int64_t i = 0; i < l.oh; ++i) {
+          float* dst = row + i * l.ow;
           const std::int64_t sy = i * l.stride + a - l.pad;
-          for (std::int64_t j = 0; j < l.ow; ++j) {
-            const std::int64_t sx = j * l.stride + b - l.pad;
-            const bool inside = sy >= 0 && sy < l.h && sx >= 0 && sx < l.w;
-            row[i * l.ow + j] = inside ? x[(c * l.h + sy) * l.w + sx] : 0.0f;
+          if (sy < 0 || sy >= l.h) {
+            std::fill(dst, dst + l.ow, 0.0f);
+            continue;
           }
+          std::fill(dst, dst + s.first, 0.0f);
+          const float* src = x + (c * l.h + sy) * l.w + b - l.pad;
+          if (l.stride == 1) {
+            std::copy(src + s.first, src + s.last, dst + s.first);
+          } else {
+            for (std::int64_t j = s.first; j < s.last; ++j) dst[j] = src[j * l.stride];
+          }
+          std::fill(dst + s.last, dst + l.ow, 0.0f);
         }
       }
 }
@@ -51,12 +72,16 @@ void col2im(const Layer& l, const float* dcol, float* dx) {
     for (std::int64_t a = 0; a < r; ++a)
       for (std::int64_t b = 0; b < r; ++b) {
         const float* row = dcol + ((c * r + a) * r + b) * plane;
+        const Span s = inside(l, b);
         for (std::int64_t i = 0; i < l.oh; ++i) {
           const std::int64_t sy = i * l.stride + a - l.pad;
           if (sy < 0 || sy >= l.h) continue;
-          for (std::int64_t j = 0; j < l.ow; ++j) {
-            const std::int64_t sx = j * l.stride + b - l.pad;
-            if (sx >= 0 && sx < l.w) dx[(c * l.h + sy) * l.w + sx] += row[i * l.ow + j];
+          float* dst = dx + (c * l.h + sy) * l.w + b - l.pad;
+          const float* src = row + i * l.ow;
+          if (l.stride == 1) {
+            for (std::int64_t j = s.first; j < s.last; ++j) dst[j] += src[j];
+          } else {
+            for (std::int64_t j = s.first; j < s.last; ++j) dst[j * l.stride] += src[j];
           }
         }
       }

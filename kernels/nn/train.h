@@ -10,8 +10,9 @@
 // masks from the kept outputs (gradient where the output is > 0, as
 // PyTorch's threshold_backward), max pooling routing each output's
 // gradient to the first maximum of its window (kept as an index), global
-// average pooling spreading it evenly. The step allocates nothing: every
-// buffer is made once by the constructor.
+// average pooling spreading it evenly. The step's own buffers are made
+// once by the constructor; Eigen's GEMMs allocate their packing blocks on
+// each call (the benchmark's allocated_bytes_per_step counts them).
 //
 // Semantics: a chain of conv (+bias) (+ReLU), max_pool, global_avg_pool,
 // fc (+ReLU) and a final log_softmax (or none: then the loss applies

@@ -1,0 +1,52 @@
+#include "bench/cases/train_case.h"
+
+#include "kernels/common/error.h"
+#include "kernels/nn/dataset.h"
+#include "reference/train.h"
+
+namespace dlb {
+
+TrainCase::TrainCase(std::string_view network, std::int64_t batch) : net_(nn::network(network)), batch_(batch) {
+  const nn::Dataset& data = nn::fashion_mnist_train();
+  DLB_REQUIRE(batch >= 1 && batch <= data.n, "training batch " + std::to_string(batch) + " out of the training set");
+  x_.resize(static_cast<std::size_t>(batch * net_.in_size()));
+  nn::network_input(data, 0, batch, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
+  labels_.assign(data.labels.begin(), data.labels.begin() + batch);
+  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{});
+}
+
+ref::Comparison TrainCase::validate() {
+  nn::TrainStep fresh(net_, batch_, nn::Sgd{});
+  fresh.forward(x_.data(), labels_.data());
+  fresh.backward();
+  const auto expected = ref::gradients(net_, ref::train_params(net_), x_, labels_, batch_);
+  std::vector<std::span<const float>> got;
+  std::size_t elements = 0;
+  for (std::size_t j = 0; j < fresh.params().size(); ++j) {
+    got.push_back(fresh.grad(j));
+    elements += got.back().size();
+  }
+  const double tolerance = nn::gradient_tolerance(net_, batch_);
+  const auto check = ref::compare_gradients(fresh.params(), got, expected, tolerance);
+  ref::Comparison c;
+  c.ok = check.ok;
+  c.max_rel_err = check.worst;
+  c.tolerance = tolerance;
+  c.checked = elements;
+  c.mismatches = check.ok ? 0 : 1;
+  c.first = "gradients relative to their magnitudes: " + check.summary;
+  return c;
+}
+
+double TrainCase::flops_per_step() const {
+  double macs = 0;
+  bool first = true;
+  for (const auto& l : net_.layers) {
+    if (l.kind != nn::LayerKind::conv && l.kind != nn::LayerKind::fc) continue;
+    macs += l.macs() * (first ? 2 : 3);
+    first = false;
+  }
+  return 2.0 * macs * static_cast<double>(batch_);
+}
+
+}  // namespace dlb

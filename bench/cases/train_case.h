@@ -1,0 +1,41 @@
+// One network's training step at one batch size (kernels/nn/train.h): the
+// committed weights, the first `batch` Fashion-MNIST training images and
+// their labels (no augmentation), the prepared step. Validation (before any
+// timing) runs forward and backward once on a step of its own and compares
+// every parameter's gradient with the double-precision reference
+// (reference/train.h) within nn::gradient_tolerance.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "kernels/nn/train.h"
+#include "reference/compare.h"
+
+namespace dlb {
+
+class TrainCase {
+ public:
+  TrainCase(std::string_view network, std::int64_t batch);
+  ref::Comparison validate();
+  nn::TrainStep& step() { return *step_; }
+  const nn::Network& network() const { return net_; }
+  std::int64_t batch() const { return batch_; }
+  const float* x() const { return x_.data(); }
+  const std::uint8_t* labels() const { return labels_.data(); }
+  // The arithmetic of one step: forward 2 x MACs, backward 2 x MACs for the
+  // weight gradients and 2 x MACs for the input gradients of every layer but
+  // the first (conv and fc), per image.
+  double flops_per_step() const;
+
+ private:
+  const nn::Network& net_;
+  std::int64_t batch_;
+  std::vector<float> x_;
+  std::vector<std::uint8_t> labels_;
+  std::unique_ptr<nn::TrainStep> step_;
+};
+
+}  // namespace dlb

@@ -1,0 +1,86 @@
+// <network>_train/cpu_eigen/batch:<b>: one training step (kernels/nn/train.h:
+// forward, cross-entropy loss, backward, SGD with momentum) of each network
+// the step supports (mnist_cnn, mnist_lenet; not resnet20 yet: batch-norm
+// in training mode), from the committed weights, on the first <b>
+// Fashion-MNIST training images, at batch 64 and 256. Each iteration is one
+// step on the same batch (the parameters move as training would).
+//
+// Before timing, the case's gradients are checked against the double
+// reference (TrainCase::validate). Counters: items_per_second (images/s),
+// flops (TrainCase::flops_per_step), forward_us, backward_us, optimizer_us
+// (each phase's mean wall time per step), peak_bytes (what the step holds,
+// by its own accounting: TrainStep::memory, all allocated before the first
+// step) and its split weights_bytes, activations_bytes (outputs kept for
+// backward, pool indices, log-probabilities), gradients_bytes,
+// optimizer_bytes (momentum), workspace_bytes; allocated_bytes_per_step
+// (host heap, the whole process, alloc_counter.h; not in sanitizer builds).
+#include <chrono>
+#include <string>
+
+#include "bench/alloc_counter.h"
+#include "bench/cases/train_case.h"
+#include "bench/harness.h"
+
+namespace dlb::bench {
+namespace {
+
+constexpr std::int64_t kTrainBatches[] = {64, 256};
+constexpr int kAllocSteps = 3;
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+void register_train(Config&) {
+  for (const std::string_view network : nn::network_names()) {
+    try {
+      nn::trainable_params(nn::network(network));
+    } catch (const std::exception&) {
+      continue;  // unsupported (resnet20), or files that cannot be read: the network cases report those
+    }
+    for (const std::int64_t batch : kTrainBatches) {
+      const auto name = case_name(std::string(network) + "_train", "cpu_eigen", {{"batch", batch}});
+      add_case(name, Device::cpu, [network, batch](benchmark::State& state) {
+        auto* c = validated_case<TrainCase>(state, network, batch);
+        if (c == nullptr) return;
+        nn::TrainStep& step = c->step();
+        double forward = 0, backward = 0, optimizer = 0;
+        const MachineWatch watch;
+        for (auto _ : state) {
+          const double t0 = now();
+          step.forward(c->x(), c->labels());
+          const double t1 = now();
+          step.backward();
+          const double t2 = now();
+          step.update();
+          const double t3 = now();
+          forward += t1 - t0, backward += t2 - t1, optimizer += t3 - t2;
+        }
+        watch.record(state);
+        const double steps = static_cast<double>(state.iterations());
+        state.SetItemsProcessed(state.iterations() * batch);
+        set_flops(state, c->flops_per_step());
+        state.counters["forward_us"] = forward / steps * 1e6;
+        state.counters["backward_us"] = backward / steps * 1e6;
+        state.counters["optimizer_us"] = optimizer / steps * 1e6;
+        const nn::TrainMemory m = step.memory();
+        state.counters["peak_bytes"] = static_cast<double>(m.total());
+        state.counters["weights_bytes"] = static_cast<double>(m.weights);
+        state.counters["activations_bytes"] = static_cast<double>(m.activations);
+        state.counters["gradients_bytes"] = static_cast<double>(m.gradients);
+        state.counters["optimizer_bytes"] = static_cast<double>(m.optimizer);
+        state.counters["workspace_bytes"] = static_cast<double>(m.workspace);
+        if (alloc_counting()) {
+          const AllocCounts before = alloc_counts();
+          for (int i = 0; i < kAllocSteps; ++i) step.step(c->x(), c->labels());
+          const AllocCounts after = alloc_counts();
+          state.counters["allocated_bytes_per_step"] = static_cast<double>(after.bytes - before.bytes) / kAllocSteps;
+        }
+        state.SetLabel("im2col + Eigen GEMM, fp32, SGD momentum 0.9");
+      });
+    }
+  }
+}
+
+DLB_BENCH_FAMILY(register_train);
+
+}  // namespace
+}  // namespace dlb::bench
