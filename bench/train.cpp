@@ -1,9 +1,11 @@
-// <network>_train/cpu_eigen/batch:<b>: one training step (kernels/nn/train.h:
+// <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train.h:
 // forward, cross-entropy loss, backward, SGD with momentum) of each network
 // the step supports (mnist_cnn, mnist_lenet; not resnet20 yet: batch-norm
 // in training mode), from the committed weights, on the first <b>
 // Fashion-MNIST training images, at batch 64 and 256. Each iteration is one
-// step on the same batch (the parameters move as training would).
+// step on the same batch (the parameters move as training would). <impl>:
+// cpu_eigen (the step's GEMMs by Eigen) and, in builds with oneDNN,
+// cpu_onednn (by oneDNN's sgemm); the rest of the step is the same code.
 //
 // Before timing, the case's gradients are checked against the double
 // reference (TrainCase::validate). Counters: items_per_second (images/s),
@@ -27,6 +29,18 @@ namespace {
 constexpr std::int64_t kTrainBatches[] = {64, 256};
 constexpr int kAllocSteps = 3;
 
+struct Impl {
+  const char* name;
+  nn::TrainGemm gemm;
+  const char* label;
+};
+constexpr Impl kImpls[] = {
+    {"cpu_eigen", nn::TrainGemm::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9"},
+#if DLB_HAVE_ONEDNN
+    {"cpu_onednn", nn::TrainGemm::onednn, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
+#endif
+};
+
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void register_train(Config&) {
@@ -36,10 +50,11 @@ void register_train(Config&) {
     } catch (const std::exception&) {
       continue;  // unsupported (resnet20), or files that cannot be read: the network cases report those
     }
+    for (const auto& [impl, gemm, label] : kImpls)
     for (const std::int64_t batch : kTrainBatches) {
-      const auto name = case_name(std::string(network) + "_train", "cpu_eigen", {{"batch", batch}});
-      add_case(name, Device::cpu, [network, batch](benchmark::State& state) {
-        auto* c = validated_case<TrainCase>(state, network, batch);
+      const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
+      add_case(name, Device::cpu, [network, batch, gemm, label](benchmark::State& state) {
+        auto* c = validated_case<TrainCase>(state, network, batch, gemm);
         if (c == nullptr) return;
         nn::TrainStep& step = c->step();
         double forward = 0, backward = 0, optimizer = 0;
@@ -74,7 +89,7 @@ void register_train(Config&) {
           const AllocCounts after = alloc_counts();
           state.counters["allocated_bytes_per_step"] = static_cast<double>(after.bytes - before.bytes) / kAllocSteps;
         }
-        state.SetLabel("im2col + Eigen GEMM, fp32, SGD momentum 0.9");
+        state.SetLabel(label);
       });
     }
   }

@@ -108,13 +108,15 @@ class TinyNet {
 };
 
 // The small networks: every layer kind, padding, stride, a conv without bias,
-// a network with log-softmax and one whose loss applies it (cross_entropy).
+// max pools after a conv (run inside the conv's loop: 2x2 and 3x3) and after
+// a pool (on their own), a network with log-softmax and one whose loss
+// applies it (cross_entropy).
 std::vector<nn::Network> tiny_nets() {
   std::vector<nn::Network> nets;
   nets.push_back(TinyNet(2, 8, 8, 1).conv(3, 3, 1, 1, true).conv(4, 3, 2, 1, true).max_pool(2).fc(6, true).fc(3, false)
                      .log_softmax().done());
-  nets.push_back(TinyNet(1, 9, 9, 2).conv(4, 3, 1, 0, true, false).max_pool(3).conv(5, 1, 1, 0, true).global_avg_pool()
-                     .fc(4, false).done());
+  nets.push_back(TinyNet(1, 9, 9, 2).conv(4, 3, 1, 0, true, false).max_pool(3).max_pool(2).conv(5, 1, 1, 0, true)
+                     .global_avg_pool().fc(4, false).done());
   return nets;
 }
 
@@ -182,12 +184,22 @@ TEST(TrainReference, MatchesFiniteDifferences) {
   }
 }
 
+// The GEMM libraries this build has.
+std::vector<nn::TrainGemm> gemms() {
+#if DLB_HAVE_ONEDNN
+  return {nn::TrainGemm::eigen, nn::TrainGemm::onednn};
+#else
+  return {nn::TrainGemm::eigen};
+#endif
+}
+
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
+  for (const auto gemm : gemms())
   for (const auto& net : tiny_nets()) {
     for (const std::int64_t batch : {1, 5}) {
       SCOPED_TRACE(std::to_string(net.layers.size()) + " layers, batch " + std::to_string(batch));
       const Batch b = random_batch(net, batch, 11);
-      nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3});
+      nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, gemm);
       const double loss = step.forward(b.x.data(), b.labels.data());
       step.backward();
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
@@ -243,20 +255,22 @@ Batch* MnistCnn::b = nullptr;
 ref::TrainGradients* MnistCnn::g = nullptr;
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
-  nn::TrainStep step(*net, kBatch, nn::Sgd{});
+  for (const auto gemm : gemms()) {
+  nn::TrainStep step(*net, kBatch, nn::Sgd{}, gemm);
   const double loss = step.forward(b->x.data(), b->labels.data());
   step.backward();
   EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
   const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch));
   EXPECT_TRUE(c.ok) << c.summary;
-  std::printf("mnist_cnn fp32 step against the reference, batch %lld: %s\n", static_cast<long long>(kBatch),
-              c.summary.c_str());
+  std::printf("mnist_cnn fp32 step (%s GEMMs) against the reference, batch %lld: %s\n",
+              gemm == nn::TrainGemm::eigen ? "Eigen" : "oneDNN", static_cast<long long>(kBatch), c.summary.c_str());
   // The memory split: parameters, gradients and momentum of 1,199,882 floats each.
   const nn::TrainMemory m = step.memory();
   EXPECT_EQ(m.weights, 1199882 * 4);
   EXPECT_EQ(m.gradients, m.weights);
   EXPECT_EQ(m.optimizer, m.weights);
   EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
+  }
 }
 
 // mnist_lenet is a chain without batch-norm too (two max pools, 5x5 convs).

@@ -18,7 +18,7 @@ namespace dlb {
 
 class TrainCase {
  public:
-  TrainCase(std::string_view network, std::int64_t batch);
+  TrainCase(std::string_view network, std::int64_t batch, nn::TrainGemm gemm = nn::TrainGemm::eigen);
   ref::Comparison validate();
   nn::TrainStep& step() { return *step_; }
   const nn::Network& network() const { return net_; }
@@ -33,6 +33,7 @@ class TrainCase {
  private:
   const nn::Network& net_;
   std::int64_t batch_;
+  nn::TrainGemm gemm_;
   std::vector<float> x_;
   std::vector<std::uint8_t> labels_;
   std::unique_ptr<nn::TrainStep> step_;

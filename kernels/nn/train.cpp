@@ -9,6 +9,10 @@
 
 #include <omp.h>
 
+#if DLB_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 
@@ -24,6 +28,34 @@ using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 using Map = Eigen::Map<RowMajor>;
 using ConstMap = Eigen::Map<const RowMajor>;
 using Vector = Eigen::Matrix<float, Eigen::Dynamic, 1>;
+
+// C [m, n] = op(A) op(B) (+ C where accumulate), row-major, op = transpose
+// where asked; lda, ldb, ldc: the row lengths as stored.
+void gemm(TrainGemm lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+          std::int64_t lda, const float* b, std::int64_t ldb, bool accumulate, float* c, std::int64_t ldc) {
+#if DLB_HAVE_ONEDNN
+  if (lib == TrainGemm::onednn) {
+    const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb,
+                                            accumulate ? 1.0f : 0.0f, c, ldc);
+    if (status != dnnl_success)
+      throw_error("dnnl_sgemm failed with status " + std::to_string(static_cast<int>(status)), __FILE__, __LINE__);
+    return;
+  }
+#endif
+  DLB_REQUIRE(lib == TrainGemm::eigen, "training step: this build has no oneDNN");
+  using Stride = Eigen::OuterStride<>;
+  const Eigen::Map<const RowMajor, 0, Stride> A(a, ta ? k : m, ta ? m : k, Stride(lda));
+  const Eigen::Map<const RowMajor, 0, Stride> B(b, tb ? n : k, tb ? k : n, Stride(ldb));
+  Eigen::Map<RowMajor, 0, Stride> C(c, m, n, Stride(ldc));
+  const auto run = [&](const auto& x, const auto& y) {
+    if (accumulate) C.noalias() += x * y;
+    else C.noalias() = x * y;
+  };
+  if (ta && tb) run(A.transpose(), B.transpose());
+  else if (ta) run(A.transpose(), B);
+  else if (tb) run(A, B.transpose());
+  else run(A, B);
+}
 
 // The outputs j of a row whose input column j * stride + b - pad is inside
 // [0, w): [first, last).
@@ -87,12 +119,60 @@ void col2im(const Layer& l, const float* dcol, float* dx) {
       }
 }
 
+// One image's max pool: y and, per output, the offset in its window of the
+// first maximum (row-major in the window).
+void pool_image(const Layer& l, const float* x, float* y, std::uint8_t* arg) {
+  for (std::int64_t c = 0; c < l.c; ++c) {
+    const float* src = x + c * l.h * l.w;
+    for (std::int64_t i = 0; i < l.oh; ++i) {
+      float* out = y + (c * l.oh + i) * l.ow;
+      std::uint8_t* at = arg + (c * l.oh + i) * l.ow;
+      const float* top = src + i * l.stride * l.w;
+      if (l.window == 2 && l.stride == 2) {
+        const float* bottom = top + l.w;
+        for (std::int64_t j = 0; j < l.ow; ++j) {
+          float m = top[2 * j];
+          std::uint8_t where = 0;
+          if (top[2 * j + 1] > m) m = top[2 * j + 1], where = 1;
+          if (bottom[2 * j] > m) m = bottom[2 * j], where = 2;
+          if (bottom[2 * j + 1] > m) m = bottom[2 * j + 1], where = 3;
+          out[j] = m;
+          at[j] = where;
+        }
+        continue;
+      }
+      for (std::int64_t j = 0; j < l.ow; ++j) {
+        const float* window = top + j * l.stride;
+        float m = window[0];
+        int where = 0;
+        for (std::int64_t a = 0; a < l.window; ++a)
+          for (std::int64_t b = 0; b < l.window; ++b)
+            if (window[a * l.w + b] > m) m = window[a * l.w + b], where = static_cast<int>(a * l.window + b);
+        out[j] = m;
+        at[j] = static_cast<std::uint8_t>(where);
+      }
+    }
+  }
+}
+
+// Its adjoint: dx (one image, every element written) from dy and the routes.
+void unpool_image(const Layer& l, const std::uint8_t* arg, const float* dy, float* dx) {
+  std::fill(dx, dx + l.in_size(), 0.0f);
+  for (std::int64_t c = 0; c < l.c; ++c)
+    for (std::int64_t i = 0; i < l.oh; ++i)
+      for (std::int64_t j = 0; j < l.ow; ++j) {
+        const std::int64_t o = (c * l.oh + i) * l.ow + j;
+        dx[(c * l.h + i * l.stride + arg[o] / l.window) * l.w + j * l.stride + arg[o] % l.window] += dy[o];
+      }
+}
+
 }  // namespace
 
 struct TrainStep::Impl {
   const Network& net;
   std::int64_t batch;
   Sgd sgd;
+  TrainGemm lib;
   int threads = omp_get_max_threads();
   std::vector<TrainParam> params;
   std::vector<std::vector<float>> p, g, v;  // per parameter
@@ -105,12 +185,16 @@ struct TrainStep::Impl {
   std::size_t logits_layer = 0;  // the last layer before log-softmax
   std::vector<float> log_probs;  // [batch, classes]
   std::vector<float> dbuf[2];    // backward's gradients of a layer's output and of its input
-  std::vector<std::vector<float>> col, dcol, partial;  // per thread
+  std::vector<std::vector<float>> col, dcol, partial, dout;  // per thread
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
 
-  Impl(const Network& n, std::int64_t b, Sgd s) : net(n), batch(b), sgd(s), params(trainable_params(n)) {
+  Impl(const Network& n, std::int64_t b, Sgd s, TrainGemm gemm_lib)
+      : net(n), batch(b), sgd(s), lib(gemm_lib), params(trainable_params(n)) {
+#if !DLB_HAVE_ONEDNN
+    if (lib == TrainGemm::onednn) throw Unsupported("training step: this build has no oneDNN");
+#endif
     DLB_REQUIRE(batch >= 1, "training step: batch " + std::to_string(batch) + " is not positive");
     const auto& ls = net.layers;
     logits_layer = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
@@ -124,7 +208,7 @@ struct TrainStep::Impl {
       v.emplace_back(values.size(), 0.0f);
       (params[j].bias ? layers[params[j].layer].bias : layers[params[j].layer].weight) = static_cast<int>(j);
     }
-    std::int64_t largest = ls[logits_layer].out_size(), col_floats = 0, partial_floats = 0;
+    std::int64_t largest = ls[logits_layer].out_size(), col_floats = 0, partial_floats = 0, out_floats = 0;
     for (std::size_t i = 0; i <= logits_layer; ++i) {
       const Layer& l = ls[i];
       layers[i].out.assign(static_cast<std::size_t>(batch * l.out_size()), 0.0f);
@@ -133,6 +217,7 @@ struct TrainStep::Impl {
       if (l.kind == LayerKind::conv) {
         col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow);
         partial_floats = std::max(partial_floats, l.k * l.c * l.window * l.window + l.k);
+        out_floats = std::max(out_floats, l.out_size());
       }
     }
     log_probs.assign(static_cast<std::size_t>(batch * ls[logits_layer].out_size()), 0.0f);
@@ -141,52 +226,54 @@ struct TrainStep::Impl {
       col.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
       dcol.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
       partial.emplace_back(static_cast<std::size_t>(partial_floats), 0.0f);
+      dout.emplace_back(static_cast<std::size_t>(out_floats), 0.0f);
     }
   }
 
   const float* input_of(std::size_t i) const { return i == 0 ? x : layers[i - 1].out.data(); }
 
-  void conv_forward(const Layer& l, const PerLayer& s, const float* in, float* y) {
+  // Whether layer i is a conv whose output a max pool reads: the pool then
+  // runs inside the conv's loop over the images, on each image's output
+  // while it is in cache, and its backward inside the conv's backward.
+  bool pooled(std::size_t i) const {
+    return net.layers[i].kind == LayerKind::conv && i + 1 <= logits_layer &&
+           net.layers[i + 1].kind == LayerKind::max_pool;
+  }
+
+  // pool: the max pool that reads this conv's output (pooled), or nullptr.
+  void conv_forward(const Layer& l, const PerLayer& s, const float* in, float* y, const Layer* pool,
+                    PerLayer* pool_state) {
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
-    const ConstMap w(p[static_cast<std::size_t>(s.weight)].data(), l.k, crr);
+    const float* w = p[static_cast<std::size_t>(s.weight)].data();
     const float* bias = s.bias >= 0 ? p[static_cast<std::size_t>(s.bias)].data() : nullptr;
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t n = 0; n < batch; ++n) {
       float* patches = col[static_cast<std::size_t>(omp_get_thread_num())].data();
       im2col(l, in + n * l.in_size(), patches);
       Map out(y + n * l.k * plane, l.k, plane);
-      out.noalias() = w * ConstMap(patches, crr, plane);
-      if (bias != nullptr) out.colwise() += Eigen::Map<const Vector>(bias, l.k);
-      if (l.relu) out = out.cwiseMax(0.0f);
+      gemm(lib, false, false, l.k, plane, crr, w, crr, patches, plane, false, out.data(), plane);
+      if (bias != nullptr && l.relu) out = (out.colwise() + Eigen::Map<const Vector>(bias, l.k)).cwiseMax(0.0f);
+      else if (bias != nullptr) out.colwise() += Eigen::Map<const Vector>(bias, l.k);
+      else if (l.relu) out = out.cwiseMax(0.0f);
+      if (pool != nullptr) {
+        pool_image(*pool, out.data(), pool_state->out.data() + n * pool->out_size(),
+                   pool_state->argmax.data() + n * pool->out_size());
+      }
     }
   }
 
   void fc_forward(const Layer& l, const PerLayer& s, const float* in, float* y) {
-    const ConstMap w(p[static_cast<std::size_t>(s.weight)].data(), l.k, l.in_size());
     Map out(y, batch, l.k);
-    out.noalias() = ConstMap(in, batch, l.in_size()) * w.transpose();
+    gemm(lib, false, true, batch, l.k, l.in_size(), in, l.in_size(), p[static_cast<std::size_t>(s.weight)].data(),
+         l.in_size(), false, y, l.k);
     out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(p[static_cast<std::size_t>(s.bias)].data(), l.k);
     if (l.relu) out = out.cwiseMax(0.0f);
   }
 
   void max_pool_forward(const Layer& l, PerLayer& s, const float* in, float* y) {
-    std::uint8_t* arg = s.argmax.data();
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t plane = 0; plane < batch * l.c; ++plane) {
-      const float* src = in + plane * l.h * l.w;
-      for (std::int64_t i = 0; i < l.oh; ++i)
-        for (std::int64_t j = 0; j < l.ow; ++j) {
-          const float* window = src + i * l.stride * l.w + j * l.stride;
-          float m = window[0];
-          int at = 0;
-          for (std::int64_t a = 0; a < l.window; ++a)
-            for (std::int64_t b = 0; b < l.window; ++b)
-              if (window[a * l.w + b] > m) m = window[a * l.w + b], at = static_cast<int>(a * l.window + b);
-          const std::int64_t o = (plane * l.oh + i) * l.ow + j;
-          y[o] = m;
-          arg[o] = static_cast<std::uint8_t>(at);
-        }
-    }
+    for (std::int64_t n = 0; n < batch; ++n)
+      pool_image(l, in + n * l.in_size(), y + n * l.out_size(), s.argmax.data() + n * l.out_size());
   }
 
   double forward(const float* input, const std::uint8_t* label) {
@@ -204,7 +291,14 @@ struct TrainStep::Impl {
       const float* in = input_of(i);
       float* y = s.out.data();
       switch (l.kind) {
-        case LayerKind::conv: conv_forward(l, s, in, y); break;
+        case LayerKind::conv:
+          if (pooled(i)) {
+            conv_forward(l, s, in, y, &net.layers[i + 1], &layers[i + 1]);
+            ++i;  // the pool is done
+          } else {
+            conv_forward(l, s, in, y, nullptr, nullptr);
+          }
+          break;
         case LayerKind::fc: fc_forward(l, s, in, y); break;
         case LayerKind::max_pool: max_pool_forward(l, s, in, y); break;
         case LayerKind::global_avg_pool: global_avg_pool_nchw(l, batch, in, y); break;
@@ -229,10 +323,12 @@ struct TrainStep::Impl {
     return loss / static_cast<double>(batch);
   }
 
-  // dy: the gradient of layer l's output (ReLU applied to it here); dx: of its input, or nullptr.
-  void conv_backward(const Layer& l, const PerLayer& s, const float* in, float* dy, float* dx) {
+  // dy: the gradient of layer l's output (ReLU applied to it here), or of
+  // its pool's output where `pool` is given (pooled); dx: of its input, or nullptr.
+  void conv_backward(const Layer& l, const PerLayer& s, const float* in, float* dy, float* dx, const Layer* pool,
+                     const PerLayer* pool_state) {
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
-    const ConstMap w(p[static_cast<std::size_t>(s.weight)].data(), l.k, crr);
+    const float* w = p[static_cast<std::size_t>(s.weight)].data();
     const bool has_bias = s.bias >= 0;
 #pragma omp parallel num_threads(threads)
     {
@@ -243,14 +339,18 @@ struct TrainStep::Impl {
       db.setZero();
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n) {
-        Map d(dy + n * l.k * plane, l.k, plane);
+        float* dn = dy + n * l.k * plane;
+        if (pool != nullptr) {
+          dn = dout[t].data();
+          unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
+        }
+        Map d(dn, l.k, plane);
         if (l.relu) d = (ConstMap(layers_out(s) + n * l.k * plane, l.k, plane).array() > 0.0f).select(d, 0.0f);
         im2col(l, in + n * l.in_size(), col[t].data());
-        dw.noalias() += d * ConstMap(col[t].data(), crr, plane).transpose();
+        gemm(lib, false, true, l.k, crr, plane, d.data(), plane, col[t].data(), plane, true, dw.data(), crr);
         if (has_bias) db += d.rowwise().sum();
         if (dx != nullptr) {
-          Map dc(dcol[t].data(), crr, plane);
-          dc.noalias() = w.transpose() * d;
+          gemm(lib, true, false, crr, plane, l.k, w, crr, d.data(), plane, false, dcol[t].data(), plane);
           col2im(l, dcol[t].data(), dx + n * l.in_size());
         }
       }
@@ -273,27 +373,19 @@ struct TrainStep::Impl {
   void fc_backward(const Layer& l, const PerLayer& s, const float* in, float* dy, float* dx) {
     Map d(dy, batch, l.k);
     if (l.relu) d = (ConstMap(s.out.data(), batch, l.k).array() > 0.0f).select(d, 0.0f);
-    Map dw(g[static_cast<std::size_t>(s.weight)].data(), l.k, l.in_size());
-    dw.noalias() = d.transpose() * ConstMap(in, batch, l.in_size());
+    gemm(lib, true, false, l.k, l.in_size(), batch, dy, l.k, in, l.in_size(), false,
+         g[static_cast<std::size_t>(s.weight)].data(), l.in_size());
     Eigen::Map<Eigen::RowVectorXf>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = d.colwise().sum();
     if (dx != nullptr) {
-      const ConstMap w(p[static_cast<std::size_t>(s.weight)].data(), l.k, l.in_size());
-      Map(dx, batch, l.in_size()).noalias() = d * w;
+      gemm(lib, false, false, batch, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
+           l.in_size(), false, dx, l.in_size());
     }
   }
 
   void max_pool_backward(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t plane = 0; plane < batch * l.c; ++plane) {
-      float* dst = dx + plane * l.h * l.w;
-      std::fill(dst, dst + l.h * l.w, 0.0f);
-      for (std::int64_t i = 0; i < l.oh; ++i)
-        for (std::int64_t j = 0; j < l.ow; ++j) {
-          const std::int64_t o = (plane * l.oh + i) * l.ow + j;
-          const int at = s.argmax[static_cast<std::size_t>(o)];
-          dst[(i * l.stride + at / l.window) * l.w + j * l.stride + at % l.window] += dy[o];
-        }
-    }
+    for (std::int64_t n = 0; n < batch; ++n)
+      unpool_image(l, s.argmax.data() + n * l.out_size(), dy + n * l.out_size(), dx + n * l.in_size());
   }
 
   void global_avg_pool_backward(const Layer& l, const float* dy, float* dx) {
@@ -319,9 +411,13 @@ struct TrainStep::Impl {
       const PerLayer& s = layers[i];
       float* to = i == 0 ? nullptr : dx;
       switch (l.kind) {
-        case LayerKind::conv: conv_backward(l, s, input_of(i), dy, to); break;
+        case LayerKind::conv:
+          if (pooled(i)) conv_backward(l, s, input_of(i), dy, to, &net.layers[i + 1], &layers[i + 1]);
+          else conv_backward(l, s, input_of(i), dy, to, nullptr, nullptr);
+          break;
         case LayerKind::fc: fc_backward(l, s, input_of(i), dy, to); break;
         case LayerKind::max_pool:
+          if (i > 0 && pooled(i - 1)) continue;  // done in its conv's backward, which reads dy
           if (to != nullptr) max_pool_backward(l, s, dy, to);
           break;
         case LayerKind::global_avg_pool:
@@ -362,13 +458,14 @@ struct TrainStep::Impl {
     for (const auto& d : dbuf) m.workspace += bytes(d);
     for (int t = 0; t < threads; ++t) {
       const auto u = static_cast<std::size_t>(t);
-      m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(partial[u]);
+      m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(partial[u]) + bytes(dout[u]);
     }
     return m;
   }
 };
 
-TrainStep::TrainStep(const Network& net, std::int64_t batch, Sgd sgd) : impl_(std::make_unique<Impl>(net, batch, sgd)) {}
+TrainStep::TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainGemm gemm)
+    : impl_(std::make_unique<Impl>(net, batch, sgd, gemm)) {}
 TrainStep::~TrainStep() = default;
 double TrainStep::forward(const float* x, const std::uint8_t* labels) { return impl_->forward(x, labels); }
 void TrainStep::backward() { impl_->backward(); }

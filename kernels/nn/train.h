@@ -4,9 +4,10 @@
 // nll_loss on a log-softmax output), backward through every layer, and an
 // SGD-with-momentum update, in fp32 on the CPU.
 //
-// Backend cpu_eigen: convolutions as im2col + Eigen GEMM per image (forward
-// Y = W col + b; backward dW += dY col^T, dcol = W^T dY then col2im), fc as
-// Eigen GEMMs on the batch (Y = X W^T + b; dW = dY^T X, dX = dY W), ReLU
+// Convolutions as im2col + GEMM per image (forward Y = W col + b; backward
+// dW += dY col^T, dcol = W^T dY then col2im), fc as GEMMs on the batch
+// (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
+// oneDNN's sgemm (TrainGemm; benchmark rows cpu_eigen, cpu_onednn), ReLU
 // masks from the kept outputs (gradient where the output is > 0, as
 // PyTorch's threshold_backward), max pooling routing each output's
 // gradient to the first maximum of its window (kept as an index), global
@@ -92,12 +93,17 @@ struct TrainMemory {
   std::int64_t total() const { return weights + activations + gradients + optimizer + workspace; }
 };
 
+// The GEMMs of the convolutions (per image) and fc layers: Eigen's, or
+// oneDNN's sgemm (its JIT kernels; builds with oneDNN only).
+enum class TrainGemm { eigen, onednn };
+
 class TrainStep {
  public:
   // Copies the network's parameters; `net` must outlive the step. Throws
   // dlb::Error for an unsupported network (see trainable_params) or a
   // batch below 1.
-  TrainStep(const Network& net, std::int64_t batch, Sgd sgd);
+  // TrainGemm::onednn in a build without oneDNN throws dlb::Unsupported.
+  TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainGemm gemm = TrainGemm::eigen);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
