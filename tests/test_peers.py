@@ -196,6 +196,30 @@ class PeerTable(unittest.TestCase):
         self.assertIn("| resnet20, batch 64 | `cpu_onednn` | 5,000.0 | `peer_ort` | 4,000.0 | 1.25 |", text)
         self.assertIn("**gemm** (GPU", text)
 
+    def test_gpu_networks_meet_peers_of_their_precision_in_a_block_each(self):
+        from dlbench.figures import peers as table_module
+        from dlbench.results import Case, Results, parse_name
+        entries = [_entry("resnet20/gpu_cudnn_graph/batch:1024", items_per_second=200000.0),
+                   _entry("resnet20/gpu_cudnn_f16/batch:1024", items_per_second=400000.0),
+                   _entry("resnet20/gpu_cudnn_mixed_f16/batch:1024", items_per_second=380000.0),
+                   _entry("resnet20/peer_torch_cuda_compile/batch:1024", items_per_second=250000.0),
+                   _entry("resnet20/peer_torch_cuda_graph_f16/batch:1024", items_per_second=300000.0),
+                   _entry("resnet20/peer_torch_cuda_compile_f16/batch:1024", items_per_second=350000.0),
+                   _entry("resnet20/gpu_own_s8/batch:1024", items_per_second=900000.0)]  # no int8 peer: no row
+        cases = {}
+        for e in entries:
+            name, op, variant, args = parse_name(e["name"])
+            cases[name] = Case(name, op, variant, args, [e])
+        r = Results(Path("t.json"), {}, cases)
+        found = table_module.pairs(r, "networks", "gpu")
+        self.assertEqual([(label, o[1], t[1]) for label, o, t in found],
+                         [("resnet20, batch 1024", "gpu_cudnn_graph", "peer_torch_cuda_compile"),
+                          ("resnet20, batch 1024 f16", "gpu_cudnn_f16", "peer_torch_cuda_compile_f16")])
+        text = table_module.table(r)
+        self.assertIn("**networks** (GPU, images/s; dlbench / peer: geometric mean 0.80, 0 of 1 shapes >= 1)", text)
+        self.assertIn("**networks** (GPU, f16, images/s; dlbench / peer: geometric mean 1.14, 1 of 1 shapes >= 1)",
+                      text)
+
     def test_plot_pairs_a_bench_file_with_a_peers_file(self):
         from dlbench.figures import peers as table_module
         from dlbench.results import Results
