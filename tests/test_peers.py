@@ -352,6 +352,9 @@ class GpuNetworkPeers(unittest.TestCase):
         path = list(sys.path)
         try:
             venv.reexec("test", None)  # returns: nothing to re-execute, nothing installed
+            # and takes scripts/ off the path: scripts/profile.py would shadow the standard library's
+            # profile, which torch.compile imports (through cProfile), and re-execute the process in .venv
+            self.assertNotIn(ROOT / "scripts", [Path(p or ".").resolve() for p in sys.path])
         finally:
             sys.path[:] = path  # reexec took scripts/ off it
 

@@ -23,11 +23,12 @@ modules of dlbench.nets (the ONNX and OpenVINO models exported from them):
     <net>/peer_torch_cuda_f16/batch:<b>          eager
     <net>/peer_torch_cuda_graph_f16/batch:<b>    CUDA graph of the eager pass
     <net>/peer_torch_cuda_compile_f16/batch:<b>  torch.compile(mode="reduce-overhead")
-  (the compile, graph and fp16 modes are unverified on hardware until the
-  next device run). A compiled peer is compiled once per batch size it runs
-  (dynamic=False, as a server with fixed batches) and validated at the
-  largest batch it is timed at, so that validation compiles no shape of its
-  own.
+  (peer_torch_cuda_compile and the three fp16 modes are unverified on
+  hardware until the next device run). A compiled peer is compiled once per
+  batch size it runs (dynamic=False, as a server with fixed batches) and
+  validated at the largest batch it is timed at, so that validation compiles
+  no shape of its own; the compiled peers run after the others
+  (wanted_cases).
 
 Validation, as bench's network cases: the outputs for PyTorch's 256
 reference images against the committed reference logits (max_rel_err; fp32
@@ -88,8 +89,9 @@ def tolerance_for(precision: str, network: str) -> float:
 
     Error analysis of the fp16 peers. They run model.half(): weights, biases
     and batch-norm parameters rounded to fp16 once, activations stored in
-    fp16 between kernels; convolutions (cuDNN) and fc (cuBLAS, with
-    allow_fp16_reduced_precision_reduction off) accumulate in fp32 and
+    fp16 between kernels; convolutions (cuDNN: PyTorch's descriptor asks
+    for fp32 math on fp16 data, ATen/cudnn/Descriptors.h) and fc (cuBLAS,
+    with allow_fp16_reduced_precision_reduction off) accumulate in fp32 and
     round their sum once, as bench's gpu_cudnn_f16 does. Where bench's rows
     round twice per layer (the raw sum, then the epilogue of bias, shortcut
     and ReLU: k = 2), eager PyTorch rounds up to three times: the conv's sum,
