@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from dlbench import seeded  # noqa: E402
-from dlbench.peers import harness, ops  # noqa: E402
+from dlbench.peers import harness, networks, ops  # noqa: E402
 from dlbench.quality import quality  # noqa: E402
 from dlbench.results import load  # noqa: E402
 
@@ -196,6 +196,30 @@ class PeerTable(unittest.TestCase):
         self.assertIn("| resnet20, batch 64 | `cpu_onednn` | 5,000.0 | `peer_ort` | 4,000.0 | 1.25 |", text)
         self.assertIn("**gemm** (GPU", text)
 
+    def test_gpu_networks_meet_peers_of_their_precision_in_a_block_each(self):
+        from dlbench.figures import peers as table_module
+        from dlbench.results import Case, Results, parse_name
+        entries = [_entry("resnet20/gpu_cudnn_graph/batch:1024", items_per_second=200000.0),
+                   _entry("resnet20/gpu_cudnn_f16/batch:1024", items_per_second=400000.0),
+                   _entry("resnet20/gpu_cudnn_mixed_f16/batch:1024", items_per_second=380000.0),
+                   _entry("resnet20/peer_torch_cuda_compile/batch:1024", items_per_second=250000.0),
+                   _entry("resnet20/peer_torch_cuda_graph_f16/batch:1024", items_per_second=300000.0),
+                   _entry("resnet20/peer_torch_cuda_compile_f16/batch:1024", items_per_second=350000.0),
+                   _entry("resnet20/gpu_own_s8/batch:1024", items_per_second=900000.0)]  # no int8 peer: no row
+        cases = {}
+        for e in entries:
+            name, op, variant, args = parse_name(e["name"])
+            cases[name] = Case(name, op, variant, args, [e])
+        r = Results(Path("t.json"), {}, cases)
+        found = table_module.pairs(r, "networks", "gpu")
+        self.assertEqual([(label, o[1], t[1]) for label, o, t in found],
+                         [("resnet20, batch 1024", "gpu_cudnn_graph", "peer_torch_cuda_compile"),
+                          ("resnet20, batch 1024 f16", "gpu_cudnn_f16", "peer_torch_cuda_compile_f16")])
+        text = table_module.table(r)
+        self.assertIn("**networks** (GPU, images/s; dlbench / peer: geometric mean 0.80, 0 of 1 shapes >= 1)", text)
+        self.assertIn("**networks** (GPU, f16, images/s; dlbench / peer: geometric mean 1.14, 1 of 1 shapes >= 1)",
+                      text)
+
     def test_plot_pairs_a_bench_file_with_a_peers_file(self):
         from dlbench.figures import peers as table_module
         from dlbench.results import Results
@@ -208,6 +232,131 @@ class PeerTable(unittest.TestCase):
         self.assertIn("peers", table_module.figures([ours, theirs]))
         elsewhere = Results(Path("x.json"), {"machine": "other"}, theirs.cases)
         self.assertEqual(table_module.figures([ours, elsewhere]), {})
+
+
+class GpuNetworkPeers(unittest.TestCase):
+    """The GPU network peers' names, order, validation and time budget, without
+    PyTorch or a GPU (the peers themselves run only where PyTorch sees one)."""
+
+    MODES = ("peer_torch_cuda", "peer_torch_cudnn_benchmark", "peer_torch_cuda_graph", "peer_torch_cuda_f16",
+             "peer_torch_cuda_graph_f16", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16")
+
+    def gpu_session(self, pattern="."):
+        return harness.Session(harness.Selection(pattern), 1, 0.001, 1, gpu=True)
+
+    def test_names_precision_and_batches(self):
+        from dlbench.isa import precision_of
+        from dlbench.results import parse_name
+        for mode in self.MODES:
+            gpu, precision, _ = networks.PEERS[mode]
+            self.assertTrue(gpu, mode)
+            self.assertEqual(precision, precision_of(mode), mode)  # what the figures read off the name
+            name, op, variant, args = parse_name(f"resnet20/{mode}/batch:1024/manual_time")
+            self.assertEqual((op, variant, args), ("resnet20", mode, {"batch": 1024}))
+        from dlbench.results import Case
+        self.assertEqual({Case("x", "resnet20", m, {}).runs_on for m in self.MODES}, {"gpu"})
+        self.assertLessEqual({1, 64, 1024}, set(networks.GPU_BATCHES))
+
+    def test_compiled_peers_run_last_network_by_network(self):
+        cases = networks.wanted_cases(self.gpu_session(r"peer_torch_cud.*/batch:(1|1024)$"))
+        self.assertEqual(len(cases), 3 * len(self.MODES) * 2)
+        pairs = list(dict.fromkeys((net, peer) for net, peer, _ in cases))
+        compiled = [p for p in pairs if p[1] in networks.COMPILED]
+        self.assertEqual(pairs[-len(compiled):], compiled)  # every compiled peer after every other
+        self.assertEqual(compiled, [(net, peer) for net in networks.NETWORK_NAMES
+                                    for peer in ("peer_torch_cuda_compile", "peer_torch_cuda_compile_f16")])
+        self.assertEqual(pairs[:3], [(net, "peer_torch_cuda") for net in networks.NETWORK_NAMES])
+        self.assertEqual([b for net, p, b in cases if (net, p) == ("resnet20", "peer_torch_cuda")], [1, 1024])
+        self.assertEqual(networks.wanted_cases(harness.Session(harness.Selection("cuda"), 1, 0.001, 1, gpu=False)),
+                         [])
+
+    @unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
+    def test_layers_are_bench_layers(self):
+        """The L of the 16-bit bound is the layer count of bench's network (its <net>_layer cases)."""
+        listed = subprocess.run([BENCH, "--benchmark_list_tests", "--benchmark_filter=_layer/cpu_own/batch:1/layer:"],
+                                capture_output=True, text=True, check=True).stdout.split()
+        for net, layers in networks.LAYERS.items():
+            prefix = f"{net}_layer/cpu_own/batch:1/layer:"
+            self.assertEqual(len({n for n in listed if n.startswith(prefix)}), layers, net)
+
+    def test_f16_tolerance_is_bench_rule_with_three_roundings(self):
+        self.assertEqual(networks.tolerance_for("f32", "resnet20"), 1e-5)
+        self.assertAlmostEqual(networks.tolerance_for("f16", "resnet20"), math.sqrt(3 * 23) * 2.0 ** -11)
+        self.assertAlmostEqual(networks.tolerance_for("f16", "mnist_cnn"), math.sqrt(3 * 6) * 2.0 ** -11)
+        # bench's gpu_cudnn_f16 (k = 2) on a 21-layer chain: the 3.2e-3 kernels/nn/nn.cpp states
+        self.assertAlmostEqual(networks.sixteen_bit_tolerance(2, 11, 21), 3.16e-3, places=5)
+        for net in networks.NETWORK_NAMES:
+            self.assertLess(networks.tolerance_for("f16", net), 1e-2)  # a wrong layer (1e-1 or more) fails
+
+    def planted(self, n=300, classes=10, seed=1):
+        rng = np.random.default_rng(seed)
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        w = rng.standard_normal((4, classes))
+        logits = x.astype(np.float64) @ w
+        return x, w, logits, logits.argmax(1)
+
+    def test_chunked_validation_runs_only_the_timed_batch(self):
+        x, w, logits, predictions = self.planted()
+        seen = set()
+
+        def predict(batch):
+            seen.add(len(batch))
+            return (batch.astype(np.float64) @ w).astype(np.float32)
+
+        peer = networks.Peer(predict, "planted", static_shapes=True)
+        problem, counters = networks._validate(peer, "f16", x, predictions, logits[:64], predictions, 1e-3, chunk=128)
+        self.assertIsNone(problem)
+        self.assertEqual(seen, {128})  # 300 images in 3 batches of 128, the last filled up
+        self.assertEqual(counters["torch_disagreements"], 0.0)
+        self.assertEqual(counters["accuracy"], 1.0)
+
+    def test_f16_rows_are_held_to_their_bound_and_to_one_percent(self):
+        x, w, logits, predictions = self.planted(n=1000)
+        off = networks.Peer(lambda b: (b.astype(np.float64) @ w * 1.01).astype(np.float32), "1% off")
+        problem, _ = networks._validate(off, "f16", x, predictions, logits[:64], predictions,
+                                        networks.tolerance_for("f16", "resnet20"))
+        self.assertRegex(problem, r"max_rel_err .* \(tolerance 0.00406\)")
+        flipped = predictions.copy()
+        flipped[:11] = (flipped[:11] + 1) % 10  # 11 of 1000 differ: over 1%
+        exact = networks.Peer(lambda b: (b.astype(np.float64) @ w).astype(np.float32), "exact")
+        problem, counters = networks._validate(exact, "f16", x, predictions, logits[:64], flipped, 1e-3)
+        self.assertEqual(problem, "top-1 differs from PyTorch's on 11 test images (at most 10)")
+        ten = np.r_[flipped[:10], predictions[10:]]
+        problem, _ = networks._validate(exact, "f16", x, predictions, logits[:64], ten, 1e-3)
+        self.assertIsNone(problem)  # 10 of 1000: within 1%
+        problem, _ = networks._validate(exact, "f32", x, predictions, logits[:64], np.r_[flipped[:6], predictions[6:]])
+        self.assertEqual(problem, "top-1 differs from PyTorch's on 6 test images (at most 5)")
+
+    def test_time_budget_records_what_it_leaves_out(self):
+        s = harness.Session(harness.Selection("."), 1, 0.001, 1, gpu=False, budget=1e-9)
+        prepared = harness.Prepared(lambda: None, lambda: np.zeros(1), "x")
+        s.measure("op/peer_x/n:1", prepared)
+        self.assertTrue(s.out_of_time(["op/peer_y/n:2"], gpu=True))
+        self.assertEqual(s.entries, [])
+        self.assertEqual(s.not_run, ["op/peer_x/n:1/real_time", "op/peer_y/n:2/manual_time"])
+        self.assertFalse(harness.Session(harness.Selection("."), 1, 0.001, 1, gpu=False).out_of_time(["a/b/c:1"]))
+
+    def test_system_means_the_current_interpreter(self):
+        from dlbench import venv
+        old = os.environ.get("DLB_PEERS_VENV")
+        try:
+            os.environ["DLB_PEERS_VENV"] = "system"
+            self.assertIsNone(venv.peers_venv())
+            os.environ["DLB_PEERS_VENV"] = ".venv"
+            self.assertEqual(venv.peers_venv(), venv.ROOT / ".venv")
+        finally:
+            if old is None:
+                os.environ.pop("DLB_PEERS_VENV", None)
+            else:
+                os.environ["DLB_PEERS_VENV"] = old
+        path = list(sys.path)
+        try:
+            venv.reexec("test", None)  # returns: nothing to re-execute, nothing installed
+            # and takes scripts/ off the path: scripts/profile.py would shadow the standard library's
+            # profile, which torch.compile imports (through cProfile), and re-execute the process in .venv
+            self.assertNotIn(ROOT / "scripts", [Path(p or ".").resolve() for p in sys.path])
+        finally:
+            sys.path[:] = path  # reexec took scripts/ off it
 
 
 @unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
@@ -289,10 +438,48 @@ class CommandLine(unittest.TestCase):
             self.assertIn("not JSON", p.stderr)
             self.assertNotIn("Traceback", p.stderr)
 
+    def test_gpu_cases_listed_without_a_gpu_with_list_gpu(self):
+        kit = "^(resnet20|mnist_cnn|mnist_lenet)/peer_torch_cud[a-z0-9_]*/batch:(1|64|1024)$"  # scripts/gpu-kit's
+        p = peers("--benchmark_list_tests", "--list_gpu", f"--benchmark_filter={kit}", venv="system")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        listed = p.stdout.split()
+        self.assertEqual(len(listed), 63)
+        self.assertEqual(listed[0], "resnet20/peer_torch_cuda/batch:1/manual_time")
+        self.assertEqual(listed[-1], "mnist_lenet/peer_torch_cuda_compile_f16/batch:1024/manual_time")
+        self.assertEqual({n.split("/")[1] for n in listed}, set(GpuNetworkPeers.MODES))
+        p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
+
+    def test_time_budget_and_sigterm_keep_what_finished(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "p.json"
+            p = peers("--benchmark_filter=^daxpy/peer_numpy/n:1024$", "--time_budget=0.000001",
+                      f"--benchmark_out={out}")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("1 cases not run within the time budget of 1e-06 s: daxpy/peer_numpy/n:1024/real_time",
+                          p.stderr)
+            self.assertFalse(out.exists())
+            env = dict(os.environ, DLB_PEERS_VENV=".venv", DLB_BENCH=BENCH, PYTHONUNBUFFERED="1")
+            run = subprocess.Popen([sys.executable, str(PEERS), "--benchmark_filter=^daxpy/peer_numpy/n:(1024|65536)$",
+                                    "--benchmark_repetitions=200", "--benchmark_min_time=0.05",
+                                    f"--benchmark_out={out}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=env)
+            first = run.stdout.readline()  # the first case finished (10 s), the second under way
+            self.assertIn("daxpy/peer_numpy/n:1024", first)
+            run.terminate()
+            stdout, stderr = run.communicate(timeout=120)
+            self.assertEqual(run.returncode, 0, stderr)
+            self.assertIn("stopped by SIGTERM: the 200 entries finished are written", stderr)
+            results = load(out)
+            self.assertEqual(sorted(results.cases), ["daxpy/peer_numpy/n:1024"])
+            self.assertEqual(results.context["peers_stopped"], "SIGTERM")
+
     def test_bad_arguments_are_one_line_and_exit_2(self):
         for args, expected in ((["--benchmark_filter=("], "not a regular expression"),
                                (["--benchmark_repetitions=0"], "must be >= 1"),
                                (["--benchmark_min_time=soon"], "not a time in seconds"),
+                               (["--list_gpu"], "--list_gpu goes with --benchmark_list_tests"),
+                               (["--time_budget=0"], "--time_budget must be > 0"),
                                (["--append-to=/nonexistent/run.json"], "no such file"),
                                (["--frobnicate"], "unrecognized arguments")):
             p = peers(*args)

@@ -5,7 +5,8 @@ shows them they start in the system Python. reexec() moves them into their
 environment before anything imports a package from it: .venv (matplotlib,
 numpy, scipy; made by scripts/setup) for plot, compare, readme and the other
 result scripts, .venv-peers (PyTorch, ONNX Runtime, OpenVINO; made here on
-first use) for peers and train.py. Imports nothing outside the standard
+first use) for peers and train.py; DLB_PEERS_VENV=system keeps the peers in
+the interpreter they were started with. Imports nothing outside the standard
 library."""
 
 from __future__ import annotations
@@ -21,11 +22,20 @@ PEERS_VENV = ROOT / ".venv-peers"
 PEERS_REQUIREMENTS = ROOT / "scripts" / "requirements-peers.txt"
 
 
-def peers_venv() -> Path:
+# DLB_PEERS_VENV's word for "the interpreter the script was started with":
+# a machine whose system Python holds PyTorch and where no environment can
+# be made (the GPU kit's lent machine).
+SYSTEM = "system"
+
+
+def peers_venv() -> Path | None:
     """The peers' environment: .venv-peers, or the one DLB_PEERS_VENV names
     (relative to the repository), e.g. .venv to run only the peers whose
-    packages it has (the tests do)."""
+    packages it has (the tests do); None for DLB_PEERS_VENV=system, the
+    interpreter that runs the script, whatever it is (nothing is installed)."""
     named = os.environ.get("DLB_PEERS_VENV")
+    if named == SYSTEM:
+        return None
     return (ROOT / named) if named else PEERS_VENV
 
 
@@ -55,15 +65,19 @@ def _help_requested() -> bool:
     return any(a in ("-h", "--help") for a in sys.argv[1:])
 
 
-def reexec(script: str, venv: Path = VENV, requirements: Path | None = None) -> None:
+def reexec(script: str, venv: Path | None = VENV, requirements: Path | None = None) -> None:
     """Re-executes this process's command line with `venv`'s Python, unless it
-    already runs there, where it takes scripts/ off sys.path. A missing
+    already runs there (or `venv` is None: the current interpreter, as it
+    is), where it takes scripts/ off sys.path. A missing
     .venv is a one-line message naming scripts/setup (exit 2). With
     `requirements`, an environment without them all (missing, or left
     incomplete by an install that did not finish) is created or completed
     from them first, except for --help, which prints the script's docstring
     in the system Python instead of installing a few GB; a failed install
     is a one-line message (exit 2) and is retried on the next run."""
+    if venv is None:
+        _unshadow_stdlib()
+        return
     python = venv / "bin" / "python"
     if Path(sys.prefix).resolve() == venv.resolve():
         _unshadow_stdlib()

@@ -8,9 +8,10 @@ the files given to plot.py that come from the same machine.
 
 What meets what: the same op and shape (softmax and log_softmax apart), the
 same precision (a gemm variant's last word: f32 with f32, bf16 with bf16;
-the networks in fp32 only: reduced-precision rows and peers are compared in
-the precision table), the same device (a peer's device from its name,
-Case.runs_on). The rates are the families' own: GB/s (daxpy, softmax),
+a network row's from its name's last word, fp32 where it has none:
+gpu_cudnn_f16 meets peer_torch_cuda_graph_f16, not an fp32 peer; the 16-bit
+and int8 rows are also set against fp32 in the precision table), the same
+device (a peer's device from its name, Case.runs_on). The rates are the families' own: GB/s (daxpy, softmax),
 GFLOP/s by the direct count (conv, gemm), images/s (networks)."""
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import matplotlib.pyplot as plt
 
 from dlbench.figures import conv, daxpy, gemm, networks, softmax
 from dlbench.figures._common import GB, GFLOP, plain_numbers, tables_with_note
-from dlbench.isa import is_fp32
+from dlbench.isa import precision_of
 from dlbench.results import Case, Results
 
 FAMILY = "peers"  # the README block; the cases are the families'
-NETWORK_BATCHES = (1, 16, 64, 256)
+NETWORK_BATCHES = (1, 16, 64, 256, 1024)  # 1024: the GPU's
 
 
 def _daxpy(c: Case):
@@ -50,9 +51,11 @@ def _gemm(c: Case):
 
 def _network(c: Case):
     b = c.args.get("batch")
-    if b not in NETWORK_BATCHES or not is_fp32(c.variant):
+    if b not in NETWORK_BATCHES or "fakequant" in c.variant:  # fp32 arithmetic simulating int8: no peer's kind
         return None
-    return (networks.NETWORKS.index(c.op), b), f"{c.op}, batch {b}"
+    precision = precision_of(c.variant)
+    label = f"{c.op}, batch {b}" + ("" if precision == "f32" else f" {precision}")
+    return (precision != "f32", precision, networks.NETWORKS.index(c.op), b), label
 
 
 # family -> (ops, metric, scale, unit, shape_of)
@@ -95,27 +98,38 @@ def table(results: Results) -> str:
     blocks = []
     for device in ("cpu", "gpu"):
         for family, (_, _, scale, unit, _) in FAMILIES.items():
-            found = pairs(results, family, device)
-            if not found:
-                continue
-            ratios = [ours[0] / theirs[0] for _, ours, theirs in found]
-            lines = [f"**{family}** ({device.upper()}, {unit}; dlbench / peer: geometric mean "
-                     f"{_geomean(ratios):.2f}, {sum(r >= 1 for r in ratios)} of {len(ratios)} shapes >= 1)", "",
-                     f"| shape | best dlbench | {unit} | best peer | {unit} | dlbench / peer |",
-                     "|---|---|---:|---|---:|---:|"]
-            for (label, ours, theirs), ratio in zip(found, ratios):
-                lines.append(f"| {label} | `{ours[1]}` | {ours[0] / scale:,.1f} | `{theirs[1]}` | "
-                             f"{theirs[0] / scale:,.1f} | {ratio:.2f} |")
-            ran = {}
-            for _, _, (_, peer, what) in found:
-                ran.setdefault(peer, set()).add(what)
-            lines += ["", "Peers above: " + "; ".join(f"`{p}` {' / '.join(sorted(w))}" for p, w in sorted(ran.items()))
-                      + "."]
-            blocks.append("\n".join(lines))
+            found_all = pairs(results, family, device)
+            # the networks one block per precision (fp32, then the others): a geometric mean of one kind
+            groups = ([[f for f in found_all if precision_of(f[1][1]) == p]
+                       for p in dict.fromkeys(precision_of(f[1][1]) for f in found_all)]
+                      if family == "networks" else [found_all])
+            for found in groups:
+                if found:
+                    blocks.append(_block(family, device, scale, unit, found))
     return tables_with_note(
         blocks, "Medians of the repetitions, dlbench and peers from the same file. "
         "Each peer's output was checked against the same reference with the family's tolerance before it "
         "was timed.")
+
+
+def _block(family: str, device: str, scale: float, unit: str, found: list) -> str:
+    """One family's table on one device (for the networks, in one precision)."""
+    precision = precision_of(found[0][1][1]) if family == "networks" else "f32"
+    kind = "" if precision == "f32" else f", {precision}"
+    ratios = [ours[0] / theirs[0] for _, ours, theirs in found]
+    lines = [f"**{family}** ({device.upper()}{kind}, {unit}; dlbench / peer: geometric mean "
+             f"{_geomean(ratios):.2f}, {sum(r >= 1 for r in ratios)} of {len(ratios)} shapes >= 1)", "",
+             f"| shape | best dlbench | {unit} | best peer | {unit} | dlbench / peer |",
+             "|---|---|---:|---|---:|---:|"]
+    for (label, ours, theirs), ratio in zip(found, ratios):
+        lines.append(f"| {label} | `{ours[1]}` | {ours[0] / scale:,.1f} | `{theirs[1]}` | "
+                     f"{theirs[0] / scale:,.1f} | {ratio:.2f} |")
+    ran = {}
+    for _, _, (_, peer, what) in found:
+        ran.setdefault(peer, set()).add(what)
+    lines += ["", "Peers above: " + "; ".join(f"`{p}` {' / '.join(sorted(w))}" for p, w in sorted(ran.items()))
+              + "."]
+    return "\n".join(lines)
 
 
 def combined(results_list: list[Results]) -> Results:

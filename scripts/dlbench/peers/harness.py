@@ -226,14 +226,18 @@ def percentile(sorted_values: list[float], q: float) -> float:
 class Session:
     """Collects the entries of one scripts/peers run and prints a line per case."""
 
-    def __init__(self, selection: Selection, repetitions: int, min_time: float, threads: int, gpu: bool):
+    def __init__(self, selection: Selection, repetitions: int, min_time: float, threads: int, gpu: bool,
+                 budget: float | None = None):
         self.selection = selection
         self.repetitions = repetitions
         self.min_time = min_time
         self.threads = threads
         self.gpu = gpu  # a CUDA device is usable: GPU peers are registered
+        self.budget = budget  # seconds from now after which no further case starts (None: no limit)
+        self.deadline = None if budget is None else time.monotonic() + budget
         self.entries: list[dict] = []
         self.labels: dict[str, str] = {}  # '<op>/<peer>' -> what it is (versions, settings), for the context
+        self.not_run: list[str] = []  # the cases the budget left out, with their suffix
         self._skipped: set[str] = set()
 
     @staticmethod
@@ -248,6 +252,17 @@ class Session:
         if (peer, reason) not in self._skipped:
             self._skipped.add((peer, reason))
             print(f"peers: {peer} skipped: {reason}", file=sys.stderr)
+
+    def out_of_time(self, names: list[str], gpu: bool = False) -> bool:
+        """Whether the time budget is spent: then `names` are recorded as not
+        run (no entry: neither a time nor an error) and the caller starts none
+        of them. A case already started runs to its end."""
+        if self.deadline is None or time.monotonic() < self.deadline:
+            return False
+        if not self.not_run:
+            print(f"peers: the time budget of {self.budget:g} s is spent: the cases left are not run", file=sys.stderr)
+        self.not_run += [f"{n}/{self.suffix(gpu)}" for n in names]
+        return True
 
     def prepare(self, peer: str, make: Callable, *args):
         """make(*args), or None with the peer skipped (one line) where its package or device is missing."""
@@ -288,7 +303,10 @@ class Session:
         batch-1 latency percentiles where asked, the machine state (CPU). The
         peer (the name's second part) is described in the context by
         `describes`, else by the case's label, under '<op>/<peer>' (peer_torch
-        is a different call in each family)."""
+        is a different call in each family). Past the time budget the case
+        is recorded as not run instead."""
+        if self.out_of_time([name], gpu):
+            return
         self.labels["/".join(name.split("/")[:2])] = describes or prepared.label
         if gpu:
             reps = time_gpu(prepared.run, self.repetitions, self.min_time, flush)

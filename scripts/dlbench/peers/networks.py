@@ -9,16 +9,32 @@ modules of dlbench.nets (the ONNX and OpenVINO models exported from them):
     <net>/peer_openvino/batch:<b>             OpenVINO, CPU, INFERENCE_PRECISION_HINT f32
     <net>/peer_openvino_bf16/batch:<b>        OpenVINO, CPU, its default precision where that
                                               is bf16 (CPUs with native bf16; skipped elsewhere)
-  on a GPU (batch 1024 too), strict fp32 (TF32 off):
-    <net>/peer_torch_cuda/batch:<b>           eager, cudnn.benchmark off
+  on a GPU (batch 1024 too), strict fp32 (TF32 off), cudnn.benchmark off
+  except where the name says otherwise:
+    <net>/peer_torch_cuda/batch:<b>           eager
     <net>/peer_torch_cudnn_benchmark/batch:<b>  eager with the cuDNN autotuner
     <net>/peer_torch_cuda_graph/batch:<b>     the eager pass captured in a CUDA graph, replayed
+    <net>/peer_torch_cuda_compile/batch:<b>   torch.compile(mode="reduce-overhead", dynamic=False):
+                                              inductor's kernels in CUDA graphs (cudagraph trees)
     <net>/peer_ort_cuda/batch:<b>             ONNX Runtime's CUDA EP where installed (host in/out)
+  and in fp16 (weights and activations; the pass takes the fp32 input and
+  gives fp32 logits, casting inside it, as bench's gpu_cudnn_f16 does; fp32
+  accumulation: reduced-precision reductions off):
+    <net>/peer_torch_cuda_f16/batch:<b>          eager
+    <net>/peer_torch_cuda_graph_f16/batch:<b>    CUDA graph of the eager pass
+    <net>/peer_torch_cuda_compile_f16/batch:<b>  torch.compile(mode="reduce-overhead")
+  (peer_torch_cuda_compile and the three fp16 modes are unverified on
+  hardware until the next device run). A compiled peer is compiled once per
+  batch size it runs (dynamic=False, as a server with fixed batches) and
+  validated at the largest batch it is timed at, so that validation compiles
+  no shape of its own; the compiled peers run after the others
+  (wanted_cases).
 
 Validation, as bench's network cases: the outputs for PyTorch's 256
 reference images against the committed reference logits (max_rel_err; fp32
-bound 1e-5, bf16 1e-2), then top-1 over the 10,000 test images against
-PyTorch's committed predictions (fp32: at most 5 differ; bf16: at most 1%).
+bound 1e-5, bf16 1e-2, fp16 the bound of bench's 16-bit rows, see
+tolerance_for), then top-1 over the 10,000 test images against PyTorch's
+committed predictions (fp32: at most 5 differ; bf16 and fp16: at most 1%).
 A peer that fails gets an error entry, no time. Counters: items_per_second,
 flops, accuracy, accuracy_drop, torch_disagreements, max_rel_err, and at
 batch 1 latency_p50_us/p90/p99. GPU peers time the pass on device-resident
@@ -27,6 +43,7 @@ input with CUDA events (ORT's CUDA EP: its run, host input and output)."""
 from __future__ import annotations
 
 import io
+import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -36,7 +53,8 @@ import numpy as np
 from dlbench.peers.harness import PeerUnavailable, Prepared, Session
 
 ROOT = Path(__file__).resolve().parents[3]
-MODELS = ROOT / "models" / "fashion-mnist"
+# bench's $DLB_MODELS_DIR (the GPU kit sets it to the models it carries), else the committed ones
+MODELS = Path(os.environ.get("DLB_MODELS_DIR") or ROOT / "models" / "fashion-mnist")
 DATA = Path(os.environ.get("DLB_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
 NETWORK_NAMES = ("resnet20", "mnist_cnn", "mnist_lenet")  # dlbench.nets.NETWORKS, without importing torch
 CPU_BATCHES = (1, 16, 64, 256)
@@ -46,16 +64,66 @@ GPU_BATCHES = CPU_BATCHES + (1024,)
 TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
 MAX_DISAGREEMENTS = 5
 MAX_DISAGREEMENT_FRACTION = 0.01
+# The layers of each network as kernels/nn/network.cpp builds it (a conv with
+# its batch norm, ReLU and shortcut, an fc, a pooling, the log-softmax: one
+# layer each), the L of bench's 16-bit bound; test_peers checks them against
+# bench's <net>_layer cases.
+LAYERS = {"resnet20": 23, "mnist_cnn": 6, "mnist_lenet": 7}
+# fp16 peers: PyTorch rounds to fp16 up to 3 times per layer, one more than
+# bench's GPU 16-bit rows (see tolerance_for).
+F16_ROUNDINGS_PER_LAYER = 3
+F16_SIGNIFICANT_BITS = 11
+
+
+def sixteen_bit_tolerance(roundings_per_layer: int, significant_bits: int, layers: int) -> float:
+    """kernels/nn/nn.cpp's sixteen_bit_tolerance: k roundings per layer through
+    L layers, each off by at most the unit roundoff u = 2^-bits, independent
+    roundings adding up to about sqrt(k L) u."""
+    return math.sqrt(roundings_per_layer * layers) * 2.0 ** -significant_bits
+
+
+def tolerance_for(precision: str, network: str) -> float:
+    """The logit bound a peer of this precision is held to on this network:
+    bench's flat fp32 (and bf16) bounds, and for fp16 bench's 16-bit rule
+    (what the rows' problem_tolerance gives) with PyTorch's roundings.
+
+    Error analysis of the fp16 peers. They run model.half(): weights, biases
+    and batch-norm parameters rounded to fp16 once, activations stored in
+    fp16 between kernels; convolutions (cuDNN: PyTorch's descriptor asks
+    for fp32 math on fp16 data, ATen/cudnn/Descriptors.h) and fc (cuBLAS,
+    with allow_fp16_reduced_precision_reduction off) accumulate in fp32 and
+    round their sum once, as bench's gpu_cudnn_f16 does. Where bench's rows
+    round twice per layer (the raw sum, then the epilogue of bias, shortcut
+    and ReLU: k = 2), eager PyTorch rounds up to three times: the conv's sum,
+    the batch norm (a kernel of its own, not folded) or the bias add, and the
+    shortcut add (ReLU and max-pooling are exact, log-softmax rounds once
+    and is a layer of its own). The input's cast to fp16 is one more
+    rounding at the first layer, within the same count. CUDA graphs replay
+    the eager kernels (same roundings); torch.compile fuses batch norm,
+    shortcut and ReLU into one kernel that rounds once (k = 2), so k = 3
+    bounds all three modes. resnet20 (L = 23): sqrt(69) 2^-11 = 4.1e-3;
+    mnist_cnn (L = 6): 2.1e-3; mnist_lenet (L = 7): 2.2e-3. bench's
+    gpu_cudnn_f16 measured 1.3e-3 on resnet20 on an H100 against its bound of
+    3.2e-3; a wrong layer moves the logits by 1e-1 or more. As for bench's
+    16-bit rows, the top-1 check (at most 1% of the test images differ from
+    PyTorch's fp32 answers) is what holds the row; the bound catches gross
+    errors. Unmeasured for the peers until the next device run."""
+    if precision == "f16":
+        return sixteen_bit_tolerance(F16_ROUNDINGS_PER_LAYER, F16_SIGNIFICANT_BITS, LAYERS[network])
+    return TOLERANCE[precision]
 
 
 class Peer:
     """A network in one framework: predict(x) for any batch (NumPy in, logits
-    out), and timed(x) -> a closure that runs one pass on x as the case times it."""
+    out), and timed(x) -> a closure that runs one pass on x as the case times it.
+    static_shapes: each batch size costs a compilation, so the peer is
+    validated at a batch size it is timed at (not at 64 and 100)."""
 
-    def __init__(self, predict, label: str, timed=None):
+    def __init__(self, predict, label: str, timed=None, static_shapes: bool = False):
         self.predict = predict
         self.label = label
         self._timed = timed
+        self.static_shapes = static_shapes
 
     def timed(self, x: np.ndarray):
         return self._timed(x) if self._timed else (lambda: self.predict(x))
@@ -172,15 +240,41 @@ def _make_openvino(precision: str):
 def _cuda_torch(torch):
     torch.backends.cudnn.allow_tf32 = False  # strict fp32, as bench's gpu rows
     torch.backends.cuda.matmul.allow_tf32 = False
+    # fp16: cuBLAS accumulates in fp32 throughout, as bench's 16-bit rows (no split-K in fp16)
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
 
 
-def _make_torch_cuda(benchmark: bool):
+def _on_gpu(model, f16: bool):
+    """The module on the GPU; in fp16, wrapped so that it takes the fp32 input
+    and gives fp32 logits (the casts inside the pass, as bench's f16 rows)."""
+    import torch
+
+    gpu_model = model.to("cuda")
+    if not f16:
+        return gpu_model
+
+    class Half(torch.nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net.half()
+
+        def forward(self, x):
+            return self.net(x.half()).float()
+
+    return Half(gpu_model).eval()
+
+
+def _precision_words(f16: bool) -> str:
+    return "fp16 (fp32 in and out, fp32 accumulation)" if f16 else "TF32 off, fp32"
+
+
+def _make_torch_cuda(benchmark: bool, f16: bool = False):
     def make(model, example, threads):
         import torch
 
         _cuda_torch(torch)
         torch.backends.cudnn.benchmark = benchmark
-        gpu_model = model.to("cuda")
+        gpu_model = _on_gpu(model, f16)
 
         def predict(x):
             with torch.inference_mode():
@@ -195,52 +289,86 @@ def _make_torch_cuda(benchmark: bool):
             return run
 
         how = "cudnn.benchmark on (autotuner)" if benchmark else "cudnn.benchmark off"
-        return Peer(predict, f"torch {_torch_version(torch)} eager on the GPU, {how}, TF32 off, fp32", timed)
+        return Peer(predict, f"torch {_torch_version(torch)} eager on the GPU, {how}, {_precision_words(f16)}", timed)
     return make
 
 
-def make_torch_cuda_graph(model, example, threads):
-    """The eager pass captured once per batch size into a CUDA graph (static
-    input and output buffers), replayed: what removing per-layer launch
-    overhead buys, as bench's gpu_cudnn_graph."""
-    import torch
+def _make_torch_cuda_graph(f16: bool = False):
+    def make(model, example, threads):
+        """The eager pass captured once per batch size into a CUDA graph (static
+        input and output buffers), replayed: what removing per-layer launch
+        overhead buys, as bench's gpu_cudnn_graph."""
+        import torch
 
-    _cuda_torch(torch)
-    torch.backends.cudnn.benchmark = False
-    gpu_model = model.to("cuda")
-    graphs = {}
+        _cuda_torch(torch)
+        torch.backends.cudnn.benchmark = False
+        gpu_model = _on_gpu(model, f16)
+        graphs = {}
 
-    def graph_for(batch):
-        if batch not in graphs:
-            static_x = torch.zeros((batch, *example.shape[1:]), device="cuda")
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side), torch.inference_mode():
-                for _ in range(3):  # warm-up outside the capture (cuDNN handles, workspaces)
-                    gpu_model(static_x)
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph), torch.inference_mode():
-                static_y = gpu_model(static_x)
-            graphs[batch] = (graph, static_x, static_y)
-        return graphs[batch]
+        def graph_for(batch):
+            if batch not in graphs:
+                static_x = torch.zeros((batch, *example.shape[1:]), device="cuda")
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side), torch.inference_mode():
+                    for _ in range(3):  # warm-up outside the capture (cuDNN handles, workspaces)
+                        gpu_model(static_x)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph), torch.inference_mode():
+                    static_y = gpu_model(static_x)
+                graphs[batch] = (graph, static_x, static_y)
+            return graphs[batch]
 
-    def predict(x):
-        graph, static_x, static_y = graph_for(len(x))
-        static_x.copy_(torch.from_numpy(x))
-        graph.replay()
-        return static_y.cpu().numpy()
+        def predict(x):
+            graph, static_x, static_y = graph_for(len(x))
+            static_x.copy_(torch.from_numpy(x))
+            graph.replay()
+            return static_y.cpu().numpy()
 
-    def timed(x):
-        graph, static_x, _ = graph_for(len(x))
-        static_x.copy_(torch.from_numpy(x))
-        return graph.replay
+        def timed(x):
+            graph, static_x, _ = graph_for(len(x))
+            static_x.copy_(torch.from_numpy(x))
+            return graph.replay
 
-    return Peer(predict, f"torch {_torch_version(torch)} CUDA graph of the eager pass, replayed, TF32 off, fp32",
-                timed)
+        return Peer(predict, f"torch {_torch_version(torch)} CUDA graph of the eager pass, replayed, "
+                             f"{_precision_words(f16)}", timed)
+    return make
 
 
-# peer -> (gpu, precision, make)
+def _make_torch_cuda_compile(f16: bool = False):
+    def make(model, example, threads):
+        """torch.compile(mode="reduce-overhead"): inductor's fused kernels
+        (convolutions through cuDNN, the rest generated in Triton), the pass
+        recorded in CUDA graphs by cudagraph trees and replayed; a graph per
+        batch size (dynamic=False). The compilation happens on the first call
+        of each batch size, before timing (validation, warm-up)."""
+        import torch
+
+        _cuda_torch(torch)
+        torch.backends.cudnn.benchmark = False
+        torch._dynamo.reset()
+        compiled = torch.compile(_on_gpu(model, f16), mode="reduce-overhead", dynamic=False)
+
+        def predict(x):
+            with torch.inference_mode():
+                return compiled(torch.from_numpy(x).to("cuda")).cpu().numpy()
+
+        def timed(x):
+            xd = torch.from_numpy(x).to("cuda")
+
+            def run():
+                with torch.inference_mode():
+                    compiled(xd)
+            return run
+
+        return Peer(predict, f"torch {_torch_version(torch)} torch.compile(mode=reduce-overhead, dynamic=False) "
+                             f"on the GPU (inductor, CUDA graphs), cudnn.benchmark off, {_precision_words(f16)}",
+                    timed, static_shapes=True)
+    return make
+
+
+# peer -> (gpu, precision, make); the order is the order they run in
 PEERS = {
     "peer_torch": (False, "f32", make_torch),
     "peer_torchscript": (False, "f32", make_torchscript),
@@ -250,8 +378,12 @@ PEERS = {
     "peer_openvino_bf16": (False, "bf16", _make_openvino("bf16")),
     "peer_torch_cuda": (True, "f32", _make_torch_cuda(False)),
     "peer_torch_cudnn_benchmark": (True, "f32", _make_torch_cuda(True)),
-    "peer_torch_cuda_graph": (True, "f32", make_torch_cuda_graph),
+    "peer_torch_cuda_graph": (True, "f32", _make_torch_cuda_graph()),
+    "peer_torch_cuda_f16": (True, "f16", _make_torch_cuda(False, f16=True)),
+    "peer_torch_cuda_graph_f16": (True, "f16", _make_torch_cuda_graph(f16=True)),
     "peer_ort_cuda": (True, "f32", lambda m, e, t: make_ort(m, e, t, "CUDAExecutionProvider")),
+    "peer_torch_cuda_compile": (True, "f32", _make_torch_cuda_compile()),
+    "peer_torch_cuda_compile_f16": (True, "f16", _make_torch_cuda_compile(f16=True)),
 }
 
 
@@ -279,28 +411,63 @@ def macs_per_image(model, shape) -> float:
     return total
 
 
-def _validate(peer: Peer, precision: str, test_x, labels, ref_logits, ref_predictions):
+def _outputs(peer: Peer, x: np.ndarray, chunk: int) -> np.ndarray:
+    """The peer's logits for every image of x, in batches of exactly `chunk`
+    (the last one filled up from the start of x, its extra rows dropped)."""
+    out = [peer.predict(np.ascontiguousarray(x[np.arange(i, i + chunk) % len(x)])) for i in range(0, len(x), chunk)]
+    return np.concatenate(out)[:len(x)]
+
+
+def _validate(peer: Peer, precision: str, test_x, labels, ref_logits, ref_predictions, tolerance: float | None = None,
+              chunk: int | None = None):
     """(problem or None, counters) for a peer: its logits on the reference
-    images, then its top-1 on the whole test set."""
-    out = np.concatenate([peer.predict(test_x[i:i + 64]) for i in range(0, len(ref_logits), 64)])
+    images, then its top-1 on the whole test set; with `chunk`, both from one
+    pass over the test set in batches of that size (a peer compiled per
+    batch size: no shape of the validation's own)."""
+    tolerance = TOLERANCE[precision] if tolerance is None else tolerance
+    if chunk is None:
+        out = np.concatenate([peer.predict(test_x[i:i + 64]) for i in range(0, len(ref_logits), 64)])
+        predictions = np.concatenate([peer.predict(test_x[i:i + 100]).argmax(1) for i in range(0, len(test_x), 100)])
+    else:
+        every = _outputs(peer, test_x, chunk)
+        out, predictions = every[:len(ref_logits)], every.argmax(1)
     err = float(np.abs(out - ref_logits).max() / np.abs(ref_logits).max())
-    predictions = np.concatenate([peer.predict(test_x[i:i + 100]).argmax(1) for i in range(0, len(test_x), 100)])
     accuracy = float((predictions == labels).mean())
     disagreements = int((predictions != ref_predictions).sum())
-    allowed = MAX_DISAGREEMENTS if precision == "f32" else int(MAX_DISAGREEMENT_FRACTION * len(test_x))
+    allowed = (MAX_DISAGREEMENTS if precision == "f32"
+               else max(MAX_DISAGREEMENTS, math.ceil(MAX_DISAGREEMENT_FRACTION * len(test_x))))
     counters = {"accuracy": accuracy, "accuracy_drop": float((ref_predictions == labels).mean()) - accuracy,
                 "max_rel_err": err, "torch_disagreements": float(disagreements)}
-    if not err <= TOLERANCE[precision]:
-        return f"max_rel_err {err:.3g} against PyTorch's reference logits (tolerance {TOLERANCE[precision]:g})", counters
+    if not err <= tolerance:
+        return f"max_rel_err {err:.3g} against PyTorch's reference logits (tolerance {tolerance:.3g})", counters
     if disagreements > allowed:
         return f"top-1 differs from PyTorch's on {disagreements} test images (at most {allowed})", counters
     return None, counters
 
 
+# Seconds of compilation per batch size each: they run after the others.
+COMPILED = ("peer_torch_compile", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16")
+
+
+def _run_order(case: tuple[str, str, int]) -> tuple:
+    net, peer, _ = case
+    n, p = NETWORK_NAMES.index(net), list(PEERS).index(peer)
+    return (1, n, p) if peer in COMPILED else (0, p, n)
+
+
+def wanted_cases(session: Session) -> list[tuple[str, str, int]]:
+    """(network, peer, batch) of every selected case, in the order they run:
+    peer by peer (PEERS' order), each over the networks; then the compiled
+    peers network by network (resnet20's in fp32 and fp16, then mnist_cnn's,
+    then mnist_lenet's), so that a time budget that runs out leaves out the
+    costliest cases of the least important network first."""
+    cases = [(net, p, b) for p, (gpu, _, _) in PEERS.items() for net in NETWORK_NAMES
+             for b in (GPU_BATCHES if gpu else CPU_BATCHES) if session.selected(f"{net}/{p}/batch:{b}", gpu)]
+    return sorted(cases, key=_run_order)  # stable: the batches in order
+
+
 def networks(session: Session) -> None:
-    wanted_all = [(net, p, b) for net in NETWORK_NAMES for p, (gpu, _, _) in PEERS.items()
-                  for b in (GPU_BATCHES if gpu else CPU_BATCHES)
-                  if session.selected(f"{net}/{p}/batch:{b}", gpu)]
+    wanted_all = wanted_cases(session)
     if not wanted_all:
         return
     try:
@@ -313,39 +480,47 @@ def networks(session: Session) -> None:
         session.skip("network peers", f"torch or safetensors not installed ({e})")
         return
     images, labels = load_fashion(DATA, "test")
-    for network in NETWORK_NAMES:
-        wanted = [(p, b) for net, p, b in wanted_all if net == network]
-        if not wanted:
+    loaded = {}
+
+    def load(network):
+        """(model, test_x, ref_logits, ref_predictions, flops per image), once per network."""
+        if network not in loaded:
+            weights = MODELS / f"{network}.safetensors"
+            reference = load_file(str(MODELS / f"{network}.reference.safetensors"))
+            if not np.array_equal(reference["labels"].numpy(), labels):
+                raise SystemExit(f"peers: the reference of {network} was made on other test labels than {DATA}")
+            with safe_open(str(weights), "pt") as f:
+                meta = f.metadata()
+            model = NETWORKS[network]()
+            model.load_state_dict(load_file(str(weights)))
+            model.eval()
+            shape = model.input_shape
+            test_x = network_input(images, shape, float(meta["input_mean"]), float(meta["input_std"])).numpy()
+            loaded[network] = (model, test_x, reference["logits"].double().numpy(), reference["predictions"].numpy(),
+                               2 * macs_per_image(model, shape))
+        return loaded[network]
+
+    for network, peer_name in dict.fromkeys((net, p) for net, p, _ in wanted_all):
+        batches = [b for net, p, b in wanted_all if (net, p) == (network, peer_name)]
+        gpu, precision, make = PEERS[peer_name]
+        names = [f"{network}/{peer_name}/batch:{b}" for b in batches]
+        if session.out_of_time(names, gpu):
             continue
-        weights = MODELS / f"{network}.safetensors"
-        reference = load_file(str(MODELS / f"{network}.reference.safetensors"))
-        ref_logits = reference["logits"].double().numpy()
-        ref_predictions = reference["predictions"].numpy()
-        if not np.array_equal(reference["labels"].numpy(), labels):
-            raise SystemExit(f"peers: the reference of {network} was made on other test labels than {DATA}")
-        with safe_open(str(weights), "pt") as f:
-            meta = f.metadata()
-        model = NETWORKS[network]()
-        model.load_state_dict(load_file(str(weights)))
-        model.eval()
-        shape = model.input_shape
-        test_x = network_input(images, shape, float(meta["input_mean"]), float(meta["input_std"])).numpy()
-        flops = 2 * macs_per_image(model, shape)
-        for peer_name in dict.fromkeys(p for p, _ in wanted):
-            gpu, precision, make = PEERS[peer_name]
-            fresh = NETWORKS[network]()  # each peer its own copy: .to('cuda') and compile change a module
-            fresh.load_state_dict(model.state_dict())
-            fresh.eval()
-            peer = session.prepare(peer_name, make, fresh, test_x[:1], session.threads)
-            if peer is None:
+        model, test_x, ref_logits, ref_predictions, flops = load(network)
+        fresh = NETWORKS[network]()  # each peer its own copy: .to('cuda'), .half() and compile change a module
+        fresh.load_state_dict(model.state_dict())
+        fresh.eval()
+        peer = session.prepare(peer_name, make, fresh, test_x[:1], session.threads)
+        if peer is None:
+            continue
+        problem, counters = _validate(peer, precision, test_x, labels, ref_logits, ref_predictions,
+                                      tolerance_for(precision, network),
+                                      chunk=max(batches) if peer.static_shapes else None)
+        for b, name in zip(batches, names):
+            if problem:
+                session.fail(name, problem, gpu)
                 continue
-            problem, counters = _validate(peer, precision, test_x, labels, ref_logits, ref_predictions)
-            for b in (b for p, b in wanted if p == peer_name):
-                name = f"{network}/{peer_name}/batch:{b}"
-                if problem:
-                    session.fail(name, problem, gpu)
-                    continue
-                x = np.ascontiguousarray(test_x[np.arange(b) % len(test_x)])
-                session.measure(name, Prepared(peer.timed(x), lambda: None, peer.label), gpu=gpu,
-                                items_per_call=float(b), flops_per_call=flops * b, counters=counters,
-                                latency=b == 1)
+            x = np.ascontiguousarray(test_x[np.arange(b) % len(test_x)])
+            session.measure(name, Prepared(peer.timed(x), lambda: None, peer.label), gpu=gpu,
+                            items_per_call=float(b), flops_per_call=flops * b, counters=counters,
+                            latency=b == 1)
