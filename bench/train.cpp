@@ -95,7 +95,35 @@ void register_train(Config&) {
   }
 }
 
+// <network>_load/cpu/batch:<b>/threads:<t>: the data-loading phase alone
+// (LoadCase: batches of an epoch's permutation of the training set, random
+// crop with padding 4 and horizontal flip, into the float batch), on t
+// loader threads (0: the calling thread, as PyTorch's num_workers=0).
+// Counters: items_per_second (images/s), bytes_per_second (the float batch
+// written).
+constexpr int kLoaderThreads[] = {0, 1, 2};
+
+void register_load(Config&) {
+  for (const std::string_view network : {std::string_view("mnist_cnn")}) {
+    for (const std::int64_t batch : kTrainBatches)
+      for (const int threads : kLoaderThreads) {
+        const auto name = case_name(std::string(network) + "_load", "cpu", {{"batch", batch}, {"threads", threads}});
+        add_case(name, Device::cpu, [network, batch, threads](benchmark::State& state) {
+          auto* c = validated_case<LoadCase>(state, network, batch, threads);
+          if (c == nullptr) return;
+          const MachineWatch watch;
+          for (auto _ : state) c->run();
+          watch.record(state);
+          state.SetItemsProcessed(state.iterations() * batch);
+          set_bytes(state, static_cast<double>(batch * nn::network(network).in_size()) * sizeof(float));
+          state.SetLabel("crop (pad 4) + flip, " + std::to_string(threads) + " loader threads");
+        });
+      }
+  }
+}
+
 DLB_BENCH_FAMILY(register_train);
+DLB_BENCH_FAMILY(register_load);
 
 }  // namespace
 }  // namespace dlb::bench

@@ -312,6 +312,26 @@ GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const
   return c;
 }
 
+std::vector<double> augmented_batch(const nn::Dataset& data, std::span<const std::int64_t> indices,
+                                    const nn::BatchFormat& f, const nn::Augment& augment, std::uint64_t seed) {
+  const std::int64_t plane = f.h * f.w, image = f.c * plane, pad = augment.pad;
+  std::vector<double> out;
+  std::vector<float> centred(static_cast<std::size_t>(image));
+  for (const std::int64_t index : indices) {
+    nn::network_input(data, index, 1, f.mean, f.std_dev, f.c, f.h, f.w, centred.data());
+    const nn::ImageAugment a = nn::augment_of(seed, index, augment);
+    for (std::int64_t ch = 0; ch < f.c; ++ch)
+      for (std::int64_t y = 0; y < f.h; ++y)
+        for (std::int64_t x = 0; x < f.w; ++x) {
+          const std::int64_t cx = a.flip ? f.w - 1 - x : x;      // column of the crop before the flip
+          const std::int64_t py = y + a.dy, px = cx + a.dx;       // in the padded image
+          const bool inside = py >= pad && py < pad + f.h && px >= pad && px < pad + f.w;
+          out.push_back(inside ? centred[static_cast<std::size_t>(ch * plane + (py - pad) * f.w + (px - pad))] : 0.0);
+        }
+  }
+  return out;
+}
+
 void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd) {
   DLB_REQUIRE(p.size() == velocity.size() && p.size() == grads.size(), "reference SGD: parameter count");
   for (std::size_t j = 0; j < p.size(); ++j)

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/nn/loader.h"
 #include "kernels/nn/network.h"
 #include "kernels/nn/train.h"
 
@@ -61,5 +62,11 @@ GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const
 
 // torch.optim.SGD's update in double: v = momentum v + (g + wd p); p -= lr v.
 void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd);
+
+// nn::load_batch's batch the plain way: each image through network_input
+// (centred, normalized), then zero-padded by augment.pad, the h x w window
+// at the image's (dy, dx) taken and flipped where it says. [n, c, h, w].
+std::vector<double> augmented_batch(const nn::Dataset& data, std::span<const std::int64_t> indices,
+                                    const nn::BatchFormat& format, const nn::Augment& augment, std::uint64_t seed);
 
 }  // namespace dlb::ref

@@ -14,8 +14,10 @@
 
 #include "kernels/common/error.h"
 #include "kernels/nn/dataset.h"
+#include "kernels/nn/loader.h"
 #include "kernels/nn/safetensors.h"
 #include "kernels/nn/train.h"
+#include "reference/compare.h"
 #include "reference/train.h"
 
 namespace dlb {
@@ -371,6 +373,78 @@ TEST(TrainStep, BadInputIsAClearError) {
   // resnet20: batch-norm in training mode and residual joins are not done yet.
   expect_error([] { nn::TrainStep(nn::network("resnet20"), 4, nn::Sgd{}); }, "batch-norm in training mode");
   expect_error([] { nn::SafeTensors::read("/nonexistent/mnist_cnn.train-reference.safetensors"); }, "nonexistent");
+}
+
+}  // namespace
+}  // namespace dlb
+
+namespace dlb {
+namespace {
+
+// The data-loading phase: load_batch against the plain crop of
+// network_input's images, bit for bit (the same float normalization, then
+// only copies), whatever the thread count; the crops and flips it draws;
+// bad input.
+TEST(LoadBatch, MatchesThePlainCropAtEveryThreadCount) {
+  const nn::Dataset& data = nn::fashion_mnist_train();
+  const std::vector<std::int64_t> indices = {5, 0, 59999, 17, 31337, 2};
+  for (const nn::BatchFormat format : {nn::BatchFormat{1, 28, 28, 0.286f, 0.353f}, nn::BatchFormat{3, 32, 32, 0.1f, 2.0f}}) {
+    for (const nn::Augment augment : {nn::Augment{4, true}, nn::Augment{0, false}, nn::Augment{2, true}}) {
+      const auto expected = ref::augmented_batch(data, indices, format, augment, 99);
+      for (const int threads : {0, 1, 2}) {
+        SCOPED_TRACE("c " + std::to_string(format.c) + ", pad " + std::to_string(augment.pad) + ", threads " +
+                     std::to_string(threads));
+        std::vector<float> out(expected.size(), std::nanf(""));
+        std::vector<std::uint8_t> labels(indices.size());
+        nn::load_batch(data, indices, format, augment, 99, threads, out.data(), labels.data());
+        const auto c = ref::compare(std::span<const float>(out), expected, 0.0);
+        EXPECT_TRUE(c.ok) << c.summary();
+        for (std::size_t i = 0; i < indices.size(); ++i)
+          EXPECT_EQ(labels[i], data.labels[static_cast<std::size_t>(indices[i])]);
+      }
+    }
+  }
+  // No crop, no flip: network_input itself.
+  std::vector<float> plain(2 * 28 * 28), loaded(plain.size());
+  std::vector<std::uint8_t> labels(2);
+  nn::network_input(data, 10, 2, 0.286f, 0.353f, 1, 28, 28, plain.data());
+  const std::vector<std::int64_t> two = {10, 11};
+  nn::load_batch(data, two, {1, 28, 28, 0.286f, 0.353f}, {0, false}, 1, 2, loaded.data(), labels.data());
+  EXPECT_EQ(plain, loaded);
+}
+
+TEST(LoadBatch, DrawsEveryOffsetAndFlipsHalf) {
+  const nn::Augment augment{4, true};
+  std::vector<int> dy(9), dx(9);
+  int flips = 0;
+  constexpr int kImages = 20000;
+  for (int i = 0; i < kImages; ++i) {
+    const auto a = nn::augment_of(7, i, augment);
+    ASSERT_TRUE(a.dy >= 0 && a.dy <= 8 && a.dx >= 0 && a.dx <= 8);
+    ++dy[static_cast<std::size_t>(a.dy)], ++dx[static_cast<std::size_t>(a.dx)];
+    flips += a.flip;
+  }
+  // Each of 9 offsets about 2,222 times (binomial sd 44): within 10%.
+  for (int k = 0; k < 9; ++k) {
+    EXPECT_NEAR(dy[static_cast<std::size_t>(k)], kImages / 9.0, kImages / 90.0) << k;
+    EXPECT_NEAR(dx[static_cast<std::size_t>(k)], kImages / 9.0, kImages / 90.0) << k;
+  }
+  EXPECT_NEAR(flips, kImages / 2, kImages / 50);  // sd 71: 400 is 5.7 sd
+  EXPECT_EQ(nn::augment_of(7, 3, {0, false}).dy, 0);
+  EXPECT_FALSE(nn::augment_of(7, 3, {0, false}).flip);
+}
+
+TEST(LoadBatch, BadInputIsAClearError) {
+  const nn::Dataset& data = nn::fashion_mnist_train();
+  std::vector<float> out(28 * 28);
+  std::uint8_t label = 0;
+  const std::vector<std::int64_t> outside = {60000};
+  expect_error([&] { nn::load_batch(data, outside, {}, {}, 1, 0, out.data(), &label); },
+               "index 60000 (batch position 0) is outside the data set's 60000 images");
+  const std::vector<std::int64_t> one = {0};
+  expect_error([&] { nn::load_batch(data, one, {1, 20, 20, 0, 1}, {}, 1, 0, out.data(), &label); },
+               "smaller than the images");
+  expect_error([&] { nn::load_batch(data, one, {}, {-1, true}, 1, 0, out.data(), &label); }, "negative pad");
 }
 
 }  // namespace

@@ -1,5 +1,10 @@
 #include "bench/cases/train_case.h"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
 #include "kernels/common/error.h"
 #include "kernels/nn/dataset.h"
 #include "reference/train.h"
@@ -48,6 +53,42 @@ double TrainCase::flops_per_step() const {
     first = false;
   }
   return 2.0 * macs * static_cast<double>(batch_);
+}
+
+constexpr std::uint64_t kLoadSeed = 20261126;
+constexpr nn::Augment kLoadAugment{4, true};
+
+LoadCase::LoadCase(std::string_view network, std::int64_t batch, int threads)
+    : data_(nn::fashion_mnist_train()), batch_(batch), threads_(threads) {
+  const nn::Network& net = nn::network(network);
+  format_ = {net.c, net.h, net.w, net.input_mean, net.input_std};
+  DLB_REQUIRE(batch >= 1 && batch <= data_.n, "loader batch " + std::to_string(batch) + " out of the training set");
+  order_.resize(static_cast<std::size_t>(data_.n));
+  std::iota(order_.begin(), order_.end(), std::int64_t{0});
+  std::shuffle(order_.begin(), order_.end(), std::mt19937_64(kLoadSeed));
+  x_.resize(static_cast<std::size_t>(batch * net.in_size()));
+  labels_.resize(static_cast<std::size_t>(batch));
+}
+
+ref::Comparison LoadCase::validate() {
+  const std::span<const std::int64_t> first(order_.data(), static_cast<std::size_t>(batch_));
+  std::fill(x_.begin(), x_.end(), std::nanf(""));
+  nn::load_batch(data_, first, format_, kLoadAugment, kLoadSeed, threads_, x_.data(), labels_.data());
+  const auto expected = ref::augmented_batch(data_, first, format_, kLoadAugment, kLoadSeed);
+  auto c = ref::compare(std::span<const float>(x_), expected, 0.0);
+  for (std::int64_t i = 0; i < batch_; ++i)
+    if (labels_[static_cast<std::size_t>(i)] != data_.labels[static_cast<std::size_t>(first[static_cast<std::size_t>(i)])]) {
+      c.ok = false;
+      c.first = "label of batch position " + std::to_string(i) + " wrong";
+    }
+  return c;
+}
+
+void LoadCase::run() {
+  if (next_ + batch_ > data_.n) next_ = 0;
+  const std::span<const std::int64_t> indices(order_.data() + next_, static_cast<std::size_t>(batch_));
+  nn::load_batch(data_, indices, format_, kLoadAugment, kLoadSeed, threads_, x_.data(), labels_.data());
+  next_ += batch_;
 }
 
 }  // namespace dlb

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/nn/loader.h"
 #include "kernels/nn/train.h"
 #include "reference/compare.h"
 
@@ -37,6 +38,30 @@ class TrainCase {
   std::vector<float> x_;
   std::vector<std::uint8_t> labels_;
   std::unique_ptr<nn::TrainStep> step_;
+};
+
+// The data-loading phase of `network`'s step (kernels/nn/loader.h): batches
+// of the Fashion-MNIST training set in the order of a seeded permutation
+// (an epoch's access pattern), cropped with padding 4 and flipped, on
+// `threads` loader threads (0: the calling thread). Validation compares the
+// first batch with the plain crop of network_input's images, bit for bit.
+class LoadCase {
+ public:
+  LoadCase(std::string_view network, std::int64_t batch, int threads);
+  ref::Comparison validate();
+  // The next batch of the permutation (wrapping around at its end).
+  void run();
+  std::int64_t batch() const { return batch_; }
+
+ private:
+  const nn::Dataset& data_;
+  nn::BatchFormat format_;
+  std::int64_t batch_;
+  int threads_;
+  std::vector<std::int64_t> order_;
+  std::int64_t next_ = 0;
+  std::vector<float> x_;
+  std::vector<std::uint8_t> labels_;
 };
 
 }  // namespace dlb
