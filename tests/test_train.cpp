@@ -370,6 +370,16 @@ TEST(TrainStep, BadInputIsAClearError) {
   b.labels[1] = 3;
   expect_error([&] { step.forward(b.x.data(), b.labels.data()); }, "label 3 of image 1 is not a class of tiny");
   expect_error([&] { ref::gradients(net, ref::train_params(net), b.x, b.labels, 3); }, "input size");
+  // The networks bench/train.cpp registers (kTrainable) are those the step takes.
+  for (const auto name : nn::network_names()) {
+    bool trainable = true;
+    try {
+      nn::trainable_params(nn::network(name));
+    } catch (const Error&) {
+      trainable = false;
+    }
+    EXPECT_EQ(trainable, name == "mnist_cnn" || name == "mnist_lenet") << name;
+  }
   // resnet20: batch-norm in training mode and residual joins are not done yet.
   expect_error([] { nn::TrainStep(nn::network("resnet20"), 4, nn::Sgd{}); }, "batch-norm in training mode");
   expect_error([] { nn::SafeTensors::read("/nonexistent/mnist_cnn.train-reference.safetensors"); }, "nonexistent");
