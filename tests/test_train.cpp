@@ -212,6 +212,34 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
   }
 }
 
+// A step called where OpenMP gives it fewer threads than it was made for
+// (inside another parallel region: one thread) computes the same gradients:
+// no thread's partial sums from an earlier call are left in.
+TEST(TrainStep, SameGradientsOnFewerThreads) {
+  const nn::Network net = tiny_nets()[0];
+  const std::int64_t batch = 6;
+  const Batch b = random_batch(net, batch, 21);
+  nn::TrainStep step(net, batch, nn::Sgd{});
+  step.forward(b.x.data(), b.labels.data());
+  step.backward();
+  std::vector<std::vector<float>> first;
+  for (std::size_t j = 0; j < step.params().size(); ++j) first.emplace_back(step.grad(j).begin(), step.grad(j).end());
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      step.forward(b.x.data(), b.labels.data());
+      step.backward();
+    }
+  }
+  const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+  EXPECT_TRUE(c.ok) << c.summary;
+  for (std::size_t j = 0; j < first.size(); ++j)
+    for (std::size_t i = 0; i < first[j].size(); ++i)
+      ASSERT_NEAR(step.grad(j)[i], first[j][i], 1e-6 * (1 + std::abs(first[j][i]))) << step.params()[j].name;
+}
+
 // Two steps of SGD with momentum and weight decay, fp32 against double.
 // After the first, v = g: the same float; p' = p - lr v off by at most
 // u |p'| plus lr times the gradient's error; the second step adds the same

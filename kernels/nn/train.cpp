@@ -330,13 +330,14 @@ struct TrainStep::Impl {
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
     const float* w = p[static_cast<std::size_t>(s.weight)].data();
     const bool has_bias = s.bias >= 0;
+    // Every thread's partial sums zeroed here, not in the region: OpenMP may
+    // run it on fewer threads than asked, and reduce() reads them all.
+    for (auto& part : partial) std::fill(part.begin(), part.begin() + l.k * crr + l.k, 0.0f);
 #pragma omp parallel num_threads(threads)
     {
       const auto t = static_cast<std::size_t>(omp_get_thread_num());
       Map dw(partial[t].data(), l.k, crr);
       Eigen::Map<Vector> db(partial[t].data() + l.k * crr, l.k);
-      dw.setZero();
-      db.setZero();
 #pragma omp for schedule(static)
       for (std::int64_t n = 0; n < batch; ++n) {
         float* dn = dy + n * l.k * plane;
