@@ -213,7 +213,11 @@ struct TrainStep::Impl {
       const Layer& l = ls[i];
       layers[i].out.assign(static_cast<std::size_t>(batch * l.out_size()), 0.0f);
       if (l.kind == LayerKind::max_pool) layers[i].argmax.assign(layers[i].out.size(), 0);
-      largest = std::max({largest, l.out_size(), l.in_size()});
+      // What backward's two buffers hold: the gradient of each layer's output
+      // (a pooled conv's is per image, in `dout`) and of its input (none
+      // for the first layer, nor for a pool run inside its conv).
+      if (!pooled(i)) largest = std::max(largest, l.out_size());
+      if (i > 0 && !(l.kind == LayerKind::max_pool && pooled(i - 1))) largest = std::max(largest, l.in_size());
       if (l.kind == LayerKind::conv) {
         col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow);
         partial_floats = std::max(partial_floats, l.k * l.c * l.window * l.window + l.k);
