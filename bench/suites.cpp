@@ -29,7 +29,7 @@ const std::vector<Suite>& suite_list() {
       {"full", "every case the families register", {}},
       {"default",
        "every family at one telling size per regime, the networks at batch 1 and 64, layer profiles at batch 1 "
-       "(CPU: onednn, onednn_s8, own_s8)",
+       "(CPU: onednn, onednn_s8, own_s8), the training steps at batch 64",
        {
            "^roofline/",
            "^daxpy/cpu_[a-z0-9_]+/n:(1024|65536|1048576|33554432)$",
@@ -38,6 +38,8 @@ const std::vector<Suite>& suite_list() {
            "^conv/cpu_[a-z0-9_]+/n:1/",
            "^conv/cpu_[a-z0-9_]+/n:64/c:16/h:32/w:32/k:16/r:3/s:3/stride:1/pad:1$",
            "^(resnet20|mnist_cnn|mnist_lenet)/cpu_[a-z0-9_]+/batch:(1|64)$",
+           // Training steps (issue 35) at batch 64: a few seconds each.
+           "^mnist_(cnn|lenet)_train/cpu_(eigen|onednn)/batch:64$", "^mnist_cnn_load/cpu/batch:64/threads:[0-2]$",
            // Layer profiles at batch 1 on three backends of ten: fp32 oneDNN (the
            // reference profile, against the fp32 ceilings) and the fastest
            // library and own ones (oneDNN s8, own VNNI s8). All ten cost 390

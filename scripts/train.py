@@ -13,12 +13,36 @@ writes what the C++ side reads (models/fashion-mnist/):
 
     scripts/train.py [--nets resnet20,mnist_cnn,mnist_lenet] [--epochs N ...]
                      [--data-dir /usr/share/datasets/fashion-mnist] [--out models/fashion-mnist]
-                     [--reference-only]
+                     [--reference-only] [--train-reference]
 
 Runs in the peers environment (.venv-peers: PyTorch, safetensors), created on
 first use; not part of CI. Fixed seeds, deterministic algorithms, one
 process: the same machine and versions give the same weights.
 --reference-only recomputes the reference files from the committed weights.
+
+--train-reference writes, for mnist_cnn (the networks the C++ training step
+supports: no batch-norm, no residual joins), what its tests compare with
+(issue 35), from the committed weights:
+
+    <net>.train-reference.safetensors
+        "labels"        u8 [64]: the labels of the batch, the first 64
+                        training images (no augmentation, no shuffling)
+        "loss"          f32 [1]: nll_loss of the log-softmax output (the
+                        mean over the batch)
+        "log_probs"     f32 [64, 10]
+        "grad.<param>"  f32, every parameter's gradient after one backward
+        "step2.<param>" f32, the parameters after two SGD steps (lr 0.01,
+                        momentum 0.9, no weight decay, dampening 0) on the
+                        same batch, for every parameter but fc1.weight (1.18 M
+                        floats, 4.7 MB: the gradients already take that much;
+                        fc1.weight's update is checked through its gradient
+                        and the other tensors' steps share its code)
+        metadata: batch, lr, momentum, torch version
+
+    Dropout: the step runs with model.eval(), i.e. dropout off (mnist_cnn's
+    two dropouts are its only training-mode difference): the step is
+    deterministic, as the C++ one is. Deterministic algorithms, one thread
+    count given by --threads.
 """
 
 from __future__ import annotations
@@ -43,6 +67,10 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from dlbench.nets import FASHION_MEAN, FASHION_STD, NETWORKS, load_fashion, network_input  # noqa: E402
 
 REFERENCE_IMAGES = 256
+TRAIN_REFERENCE_BATCH = 64
+TRAIN_REFERENCE_LR = 0.01
+TRAIN_REFERENCE_MOMENTUM = 0.9
+TRAIN_REFERENCE_NETS = ("mnist_cnn",)
 DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
 SEED = 20261123
 
@@ -121,6 +149,42 @@ def write_reference(name: str, model, test_x, test_y, out: Path, epochs) -> floa
     return accuracy
 
 
+def write_train_reference(name: str, model, train_images, train_labels, out: Path) -> float:
+    """One training step's gradients and two steps' parameters (see the
+    module docstring); returns the loss."""
+    x = network_input(train_images[:TRAIN_REFERENCE_BATCH], NETWORKS[name].input_shape)
+    y = torch.from_numpy(train_labels[:TRAIN_REFERENCE_BATCH].astype(np.int64))
+    model.eval()  # dropout off: a deterministic step, as the C++ one
+    opt = torch.optim.SGD(model.parameters(), lr=TRAIN_REFERENCE_LR, momentum=TRAIN_REFERENCE_MOMENTUM)
+    tensors = {"labels": y.to(torch.uint8).contiguous()}
+    for step in (1, 2):
+        opt.zero_grad(set_to_none=True)
+        log_probs = model(x)
+        loss = torch.nn.functional.nll_loss(log_probs, y)
+        loss.backward()
+        if step == 1:
+            tensors["loss"] = loss.detach().reshape(1).contiguous()
+            tensors["log_probs"] = log_probs.detach().contiguous()
+            for pname, p in model.named_parameters():
+                tensors[f"grad.{pname}"] = p.grad.detach().clone().contiguous()
+            first_loss = float(loss.detach())
+        opt.step()
+    for pname, p in model.named_parameters():
+        if pname != "fc1.weight":
+            tensors[f"step2.{pname}"] = p.detach().clone().contiguous()
+    save_file(tensors, str(out / f"{name}.train-reference.safetensors"), metadata={
+        "network": name,
+        "dataset": f"fashion-mnist training set, images 0..{TRAIN_REFERENCE_BATCH - 1}, no augmentation",
+        "batch": str(TRAIN_REFERENCE_BATCH),
+        "loss": repr(first_loss),
+        "lr": repr(TRAIN_REFERENCE_LR),
+        "momentum": repr(TRAIN_REFERENCE_MOMENTUM),
+        "dropout": "off (model.eval())",
+        "torch": torch.__version__,
+    })
+    return first_loss
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nets", default=",".join(NETWORKS))
@@ -129,6 +193,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "models" / "fashion-mnist")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--reference-only", action="store_true")
+    parser.add_argument("--train-reference", action="store_true",
+                        help="write <net>.train-reference.safetensors from the committed weights (mnist_cnn)")
     args = parser.parse_args()
 
     names = args.nets.split(",")
@@ -145,6 +211,18 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     train_images, train_labels = load_fashion(args.data_dir, "train")
     test_images, test_labels = load_fashion(args.data_dir, "test")
+    if args.train_reference:
+        for name in names:
+            if name not in TRAIN_REFERENCE_NETS:
+                print(f"train: no training reference for {name} (the C++ step supports "
+                      f"{', '.join(TRAIN_REFERENCE_NETS)})", file=sys.stderr)
+                return 2
+            model = NETWORKS[name]()
+            model.load_state_dict(load_file(str(args.out / f"{name}.safetensors")))
+            loss = write_train_reference(name, model, train_images, train_labels, args.out)
+            print(f"train: {name}: training reference, loss {loss:.6f} -> "
+                  f"{args.out / (name + '.train-reference.safetensors')}", flush=True)
+        return 0
     for name in names:
         shape = NETWORKS[name].input_shape
         test_x = network_input(test_images, shape)

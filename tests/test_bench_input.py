@@ -26,7 +26,8 @@ class MissingWeights(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_bench_exits_2_naming_the_file(self):
-        for flt in ("^mnist_cnn/cpu_own/batch:1/", "^mnist_cnn_layer/cpu_own/batch:1/pass"):
+        for flt in ("^mnist_cnn/cpu_own/batch:1/", "^mnist_cnn_layer/cpu_own/batch:1/pass",
+                    "^mnist_cnn_train/cpu_eigen/batch:64/", "^mnist_cnn_load/cpu/batch:64/threads:0/"):
             with self.subTest(filter=flt):
                 p = run([BENCH, f"--benchmark_filter={flt}", "--benchmark_min_time=0.001"], DLB_MODELS_DIR=self.missing)
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)

@@ -21,7 +21,7 @@ SOFTMAX = ROOT / "tests" / "data" / "softmax_small.json"
 
 # The pages this test checks the links of: the README's own documentation.
 PAGES = ("daxpy", "softmax", "conv", "copies", "gemm", "networks", "precision", "profiles", "peers",
-         "methodology", "architecture")
+         "training", "methodology", "architecture")
 # Pages the README links to that other changes add.
 LANDING_ELSEWHERE = {"gpu-kit.md", "results-store.md", "placement.md"}
 

@@ -1,0 +1,144 @@
+// <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train.h:
+// forward, cross-entropy loss, backward, SGD with momentum) of each network
+// the step supports (mnist_cnn, mnist_lenet; not resnet20 yet: batch-norm
+// in training mode), from the committed weights, on the first <b>
+// Fashion-MNIST training images, at batch 64 and 256. Each iteration is one
+// step on the same batch (the parameters move as training would). <impl>:
+// cpu_eigen (the step's GEMMs by Eigen) and, in builds with oneDNN,
+// cpu_onednn (by oneDNN's sgemm); the rest of the step is the same code.
+//
+// Before timing, the case's gradients are checked against the double
+// reference (TrainCase::validate). Counters: items_per_second (images/s),
+// flops (TrainCase::flops_per_step), forward_us, backward_us, optimizer_us
+// (each phase's mean wall time per step), peak_bytes (what the step holds,
+// by its own accounting: TrainStep::memory, all allocated before the first
+// step) and its split weights_bytes, activations_bytes (outputs kept for
+// backward, pool indices, log-probabilities), gradients_bytes,
+// optimizer_bytes (momentum), workspace_bytes; allocated_bytes_per_step
+// (host heap, the whole process, alloc_counter.h; not in sanitizer builds).
+#include <chrono>
+#include <string>
+
+#include "bench/alloc_counter.h"
+#include "bench/cases/train_case.h"
+#include "bench/harness.h"
+#include "kernels/nn/dataset.h"
+
+namespace dlb::bench {
+namespace {
+
+constexpr std::int64_t kTrainBatches[] = {64, 256};
+constexpr int kAllocSteps = 3;
+
+struct Impl {
+  const char* name;
+  nn::TrainGemm gemm;
+  const char* label;
+};
+constexpr Impl kImpls[] = {
+    {"cpu_eigen", nn::TrainGemm::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9"},
+#if DLB_HAVE_ONEDNN
+    {"cpu_onednn", nn::TrainGemm::onednn, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
+#endif
+};
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The networks the step supports (nn::trainable_params accepts them;
+// test_train checks the list), registered whether or not their files can be
+// read: a missing weights file or data set is reported as bad input (bench
+// exits 2 naming it), as the network cases do.
+constexpr std::string_view kTrainable[] = {"mnist_cnn", "mnist_lenet"};
+
+// The weights and the training set, or the message that says which is missing.
+std::string input_problem(std::string_view network) {
+  try {
+    nn::network(network);
+    nn::fashion_mnist_train();
+  } catch (const std::exception& e) {
+    return std::string(network) + ": " + e.what();
+  }
+  return "";
+}
+
+void register_train(Config&) {
+  for (const std::string_view network : kTrainable) {
+    for (const auto& [impl, gemm, label] : kImpls)
+    for (const std::int64_t batch : kTrainBatches) {
+      const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
+      add_case(name, Device::cpu, [network, batch, gemm, label](benchmark::State& state) {
+        if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);
+        auto* c = validated_case<TrainCase>(state, network, batch, gemm);
+        if (c == nullptr) return;
+        nn::TrainStep& step = c->step();
+        double forward = 0, backward = 0, optimizer = 0;
+        const MachineWatch watch;
+        for (auto _ : state) {
+          const double t0 = now();
+          step.forward(c->x(), c->labels());
+          const double t1 = now();
+          step.backward();
+          const double t2 = now();
+          step.update();
+          const double t3 = now();
+          forward += t1 - t0, backward += t2 - t1, optimizer += t3 - t2;
+        }
+        watch.record(state);
+        const double steps = static_cast<double>(state.iterations());
+        state.SetItemsProcessed(state.iterations() * batch);
+        set_flops(state, c->flops_per_step());
+        state.counters["forward_us"] = forward / steps * 1e6;
+        state.counters["backward_us"] = backward / steps * 1e6;
+        state.counters["optimizer_us"] = optimizer / steps * 1e6;
+        const nn::TrainMemory m = step.memory();
+        state.counters["peak_bytes"] = static_cast<double>(m.total());
+        state.counters["weights_bytes"] = static_cast<double>(m.weights);
+        state.counters["activations_bytes"] = static_cast<double>(m.activations);
+        state.counters["gradients_bytes"] = static_cast<double>(m.gradients);
+        state.counters["optimizer_bytes"] = static_cast<double>(m.optimizer);
+        state.counters["workspace_bytes"] = static_cast<double>(m.workspace);
+        if (alloc_counting()) {
+          const AllocCounts before = alloc_counts();
+          for (int i = 0; i < kAllocSteps; ++i) step.step(c->x(), c->labels());
+          const AllocCounts after = alloc_counts();
+          state.counters["allocated_bytes_per_step"] = static_cast<double>(after.bytes - before.bytes) / kAllocSteps;
+        }
+        state.SetLabel(label);
+      });
+    }
+  }
+}
+
+// <network>_load/cpu/batch:<b>/threads:<t>: the data-loading phase alone
+// (LoadCase: batches of an epoch's permutation of the training set, random
+// crop with padding 4 and horizontal flip, into the float batch), on t
+// loader threads (0: the calling thread, as PyTorch's num_workers=0).
+// Counters: items_per_second (images/s), bytes_per_second (the float batch
+// written).
+constexpr int kLoaderThreads[] = {0, 1, 2};
+
+void register_load(Config&) {
+  for (const std::string_view network : {std::string_view("mnist_cnn")}) {
+    for (const std::int64_t batch : kTrainBatches)
+      for (const int threads : kLoaderThreads) {
+        const auto name = case_name(std::string(network) + "_load", "cpu", {{"batch", batch}, {"threads", threads}});
+        add_case(name, Device::cpu, [network, batch, threads](benchmark::State& state) {
+          if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);
+          auto* c = validated_case<LoadCase>(state, network, batch, threads);
+          if (c == nullptr) return;
+          const MachineWatch watch;
+          for (auto _ : state) c->run();
+          watch.record(state);
+          state.SetItemsProcessed(state.iterations() * batch);
+          set_bytes(state, static_cast<double>(batch * nn::network(network).in_size()) * sizeof(float));
+          state.SetLabel("crop (pad 4) + flip, " + std::to_string(threads) + " loader threads");
+        });
+      }
+  }
+}
+
+DLB_BENCH_FAMILY(register_train);
+DLB_BENCH_FAMILY(register_load);
+
+}  // namespace
+}  // namespace dlb::bench

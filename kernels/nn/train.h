@@ -1,0 +1,142 @@
+// A training step of a network (issue 35): forward keeping what backward
+// needs, the loss (cross-entropy: the mean over the batch of the negative
+// log-probability of each image's label, as PyTorch's cross_entropy, or its
+// nll_loss on a log-softmax output), backward through every layer, and an
+// SGD-with-momentum update, in fp32 on the CPU.
+//
+// Convolutions as im2col + GEMM per image (forward Y = W col + b; backward
+// dW += dY col^T, dcol = W^T dY then col2im), fc as GEMMs on the batch
+// (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
+// oneDNN's sgemm (TrainGemm; benchmark rows cpu_eigen, cpu_onednn), ReLU
+// masks from the kept outputs (gradient where the output is > 0, as
+// PyTorch's threshold_backward), max pooling routing each output's
+// gradient to the first maximum of its window (kept as an index), global
+// average pooling spreading it evenly. The step's own buffers are made
+// once by the constructor; Eigen's GEMMs allocate their packing blocks on
+// each call (the benchmark's allocated_bytes_per_step counts them).
+//
+// Semantics: a chain of conv (+bias) (+ReLU), max_pool, global_avg_pool,
+// fc (+ReLU) and a final log_softmax (or none: then the loss applies
+// log-softmax to the last layer's output, as cross_entropy does). Dropout
+// is not part of the network description: the step is deterministic, with
+// dropout off (PyTorch's model.eval() for mnist_cnn, whose only
+// training-mode difference is its two dropouts). Batch-norm in training
+// mode (batch statistics, resnet20) and residual joins are not supported
+// yet: the constructor throws naming the layer.
+//
+// SGD with momentum as torch.optim.SGD (dampening 0, not Nesterov):
+//     v = momentum * v + (g + weight_decay * p);  p = p - lr * v
+// with v starting at zero (PyTorch's first step sets v = g: the same).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/nn/network.h"
+
+namespace dlb::nn {
+
+struct Sgd {
+  double lr = 0.01;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+};
+
+// A trainable tensor: a conv's or an fc's weight or bias, with PyTorch's
+// state_dict name ("conv1.weight", "fc2.bias") and shape.
+struct TrainParam {
+  std::string name;
+  std::size_t layer = 0;  // index in Network::layers
+  bool bias = false;
+  std::vector<std::int64_t> shape;
+  std::int64_t size() const;
+};
+
+// The trainable tensors of `net` in state_dict order. Throws dlb::Error
+// naming the layer for what the step does not support (batch-norm,
+// residual joins, a layer that does not read the one before it, a
+// log-softmax that is not the last layer).
+std::vector<TrainParam> trainable_params(const Network& net);
+// The values of a trainable tensor as the network holds them.
+std::span<const float> param_values(const Network& net, const TrainParam& p);
+
+// The bound on the fp32 step's gradients (issue 35's "within a bound
+// derived like the forward's"). Every gradient element is a sum of products
+// along chains of fp32 operations: the forward pass's reductions (conv
+// c*r*r, fc inputs, the softmax's classes), the backward pass's input
+// gradients (conv k*r*r/stride^2, fc k) and the weight gradient's own sum
+// over the batch (conv batch*oh*ow, fc batch). With N the sum of all those
+// lengths (an upper bound on the roundings any element passes through) and
+// m the element's magnitude (the same sums on absolute values:
+// ref::TrainGradients::magnitudes), the worst-case bound is
+// |g32 - g| <= N u m (u = 2^-24), and rounding errors that behave as
+// independent zero-mean variables (Higham and Mary's probabilistic
+// analysis) give |g32 - g| <= lambda sqrt(N) u m, except with probability
+// about 2 exp(-lambda^2 / 2) per element. lambda = 8 (a failure chance of
+// 2.5e-14 per element, under 1e-7 over mnist_cnn's 1.2 M). Checked
+// normwise per tensor: max |g32 - g| / max m <= 8 sqrt(N) u. mnist_cnn at
+// batch 64: N = 53,931, bound 1.1e-4; a wrong index, mask or transposition
+// moves a gradient by a sizeable share of m (1e-2 and more).
+std::int64_t gradient_chain_length(const Network& net, std::int64_t batch);
+double gradient_tolerance(const Network& net, std::int64_t batch);
+
+// The bytes a step holds, allocated once.
+struct TrainMemory {
+  std::int64_t weights = 0;      // the parameters
+  std::int64_t activations = 0;  // layer outputs kept for backward, pool indices, log-probabilities
+  std::int64_t gradients = 0;    // one per parameter
+  std::int64_t optimizer = 0;    // momentum buffers
+  std::int64_t workspace = 0;    // backward's two gradient buffers, per-thread im2col and partial sums
+  std::int64_t total() const { return weights + activations + gradients + optimizer + workspace; }
+};
+
+// The GEMMs of the convolutions (per image) and fc layers: Eigen's, or
+// oneDNN's sgemm (its JIT kernels; builds with oneDNN only).
+enum class TrainGemm { eigen, onednn };
+
+class TrainStep {
+ public:
+  // Copies the network's parameters; `net` must outlive the step. Throws
+  // dlb::Error for an unsupported network (see trainable_params) or a
+  // batch below 1.
+  // TrainGemm::onednn in a build without oneDNN throws dlb::Unsupported.
+  TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainGemm gemm = TrainGemm::eigen);
+  ~TrainStep();
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+
+  // x: [batch, c, h, w] (network_input), labels: [batch], each < classes
+  // (throws dlb::Error naming the image otherwise). Returns the mean loss.
+  // x must stay valid until backward() returns.
+  double forward(const float* x, const std::uint8_t* labels);
+  // The gradients of the last forward's loss (throws if there was none).
+  void backward();
+  // One SGD-with-momentum update from the last backward's gradients.
+  void update();
+  double step(const float* x, const std::uint8_t* labels) {
+    const double loss = forward(x, labels);
+    backward();
+    update();
+    return loss;
+  }
+
+  std::int64_t batch() const;
+  const Sgd& sgd() const;
+  const std::vector<TrainParam>& params() const;
+  std::span<const float> param(std::size_t i) const;
+  std::span<float> param(std::size_t i);
+  std::span<const float> grad(std::size_t i) const;
+  std::span<const float> velocity(std::size_t i) const;
+  // The last forward's log-probabilities, [batch, classes].
+  std::span<const float> log_probs() const;
+  TrainMemory memory() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlb::nn

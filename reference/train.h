@@ -1,0 +1,72 @@
+// Reference training step (kernels/nn/train.h) in double precision with
+// plain loops, image by image: the forward pass keeping every layer's
+// output, the mean negative log-likelihood of log-softmax, the backward pass
+// (ReLU masks where the output is > 0, max pooling routed to the first
+// maximum of each window, as PyTorch's CPU max_pool2d), and SGD with
+// momentum. The oracle for the fp32 step; the tests hold it against
+// central finite differences of its own loss, and against PyTorch's
+// autograd (models/fashion-mnist/<net>.train-reference.safetensors).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/nn/loader.h"
+#include "kernels/nn/network.h"
+#include "kernels/nn/train.h"
+
+namespace dlb::ref {
+
+// One vector per trainable tensor, in nn::trainable_params(net) order.
+using Params = std::vector<std::vector<double>>;
+
+// The network's parameters, widened to double.
+Params train_params(const nn::Network& net);
+
+struct TrainGradients {
+  double loss = 0;               // mean over the batch
+  Params grads;                  // d loss / d parameter
+  // The same backward pass on magnitudes: |W| for every weight, |x| for the
+  // input and every activation, |softmax - onehot| / batch at the top, the
+  // ReLU masks and pool routes of the real pass. Each element is the sum of
+  // the magnitudes of the terms whose sum is that gradient element (through
+  // the whole chain): what its rounding errors scale with. See
+  // tests/test_train.cpp for the bound built on it.
+  Params magnitudes;
+  std::vector<double> log_probs;  // [batch, classes]
+};
+
+// x: [batch, c, h, w], labels: [batch]. Throws dlb::Error for sizes that do
+// not match, or what nn::trainable_params rejects.
+TrainGradients gradients(const nn::Network& net, const Params& p, std::span<const float> x,
+                         std::span<const std::uint8_t> labels, std::int64_t batch);
+
+// The loss alone (the forward pass): what finite differences perturb.
+double loss(const nn::Network& net, const Params& p, std::span<const float> x, std::span<const std::uint8_t> labels,
+            std::int64_t batch);
+
+// Gradients against the reference, per tensor: the error relative to the
+// largest magnitude, max_i |got_i - grads_i| / max_i magnitudes_i (the
+// normwise form of nn::gradient_tolerance's bound), each tensor held to
+// `tolerance`. `got`: one span per tensor in trainable_params order.
+struct GradientCheck {
+  bool ok = false;
+  double worst = 0;          // the largest error over the tensors
+  std::string worst_param;   // and its tensor
+  std::string summary;       // one line per tensor over the bound (or the worst one)
+};
+GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                                const TrainGradients& ref, double tolerance);
+
+// torch.optim.SGD's update in double: v = momentum v + (g + wd p); p -= lr v.
+void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd);
+
+// nn::load_batch's batch the plain way: each image through network_input
+// (centred, normalized), then zero-padded by augment.pad, the h x w window
+// at the image's (dy, dx) taken and flipped where it says. [n, c, h, w].
+std::vector<double> augmented_batch(const nn::Dataset& data, std::span<const std::int64_t> indices,
+                                    const nn::BatchFormat& format, const nn::Augment& augment, std::uint64_t seed);
+
+}  // namespace dlb::ref

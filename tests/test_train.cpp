@@ -1,0 +1,489 @@
+// The training step (kernels/nn/train.h, issue 35): the double-precision
+// reference (reference/train.h) against central finite differences of its
+// own loss on small random networks; the fp32 step against the reference on
+// those and on mnist_cnn with the committed weights and real Fashion-MNIST
+// training images, within nn::gradient_tolerance (its error analysis is in
+// train.h); the reference against PyTorch's autograd
+// (models/fashion-mnist/mnist_cnn.train-reference.safetensors, written by
+// scripts/train.py --train-reference); bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "kernels/common/error.h"
+#include "kernels/nn/dataset.h"
+#include "kernels/nn/loader.h"
+#include "kernels/nn/safetensors.h"
+#include "kernels/nn/train.h"
+#include "reference/compare.h"
+#include "reference/train.h"
+
+namespace dlb {
+namespace {
+
+constexpr double kU = 0x1p-24;  // fp32's unit roundoff
+
+// Fails unless `f` throws dlb::Error whose message contains `part`.
+template <class F>
+void expect_error(F&& f, std::string_view part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+// Small networks with random parameters, built as load_network would.
+class TinyNet {
+ public:
+  TinyNet(std::int64_t c, std::int64_t h, std::int64_t w, std::uint32_t seed) : rng_(seed) {
+    net_.name = "tiny";
+    net_.c = c, net_.h = h, net_.w = w;
+  }
+  TinyNet& conv(std::int64_t k, std::int64_t r, std::int64_t stride, std::int64_t pad, bool relu, bool bias = true) {
+    nn::Layer l = next(nn::LayerKind::conv);
+    l.k = k, l.window = r, l.stride = stride, l.pad = pad, l.relu = relu;
+    l.oh = (l.h + 2 * pad - r) / stride + 1;
+    l.ow = (l.w + 2 * pad - r) / stride + 1;
+    l.raw.weight = random(l.k * l.c * r * r, 1.0 / std::sqrt(static_cast<double>(l.c * r * r)));
+    if (bias) l.raw.bias = random(l.k, 0.3);
+    l.weight = l.raw.weight;
+    l.bias = bias ? l.raw.bias : std::vector<float>(static_cast<std::size_t>(k), 0.0f);
+    return push(std::move(l));
+  }
+  TinyNet& fc(std::int64_t k, bool relu) {
+    nn::Layer l = next(nn::LayerKind::fc);
+    l.k = k, l.oh = l.ow = 1, l.relu = relu;
+    l.weight = random(k * l.in_size(), 1.0 / std::sqrt(static_cast<double>(l.in_size())));
+    l.bias = random(k, 0.3);
+    return push(std::move(l));
+  }
+  TinyNet& max_pool(std::int64_t window) {
+    nn::Layer l = next(nn::LayerKind::max_pool);
+    l.window = l.stride = window, l.k = l.c, l.oh = l.h / window, l.ow = l.w / window;
+    return push(std::move(l));
+  }
+  TinyNet& global_avg_pool() {
+    nn::Layer l = next(nn::LayerKind::global_avg_pool);
+    l.window = l.h, l.k = l.c, l.oh = l.ow = 1;
+    return push(std::move(l));
+  }
+  TinyNet& log_softmax() {
+    nn::Layer l = next(nn::LayerKind::log_softmax);
+    l.k = l.in_size(), l.oh = l.ow = 1;
+    return push(std::move(l));
+  }
+  nn::Network done() {
+    net_.classes = net_.layers.back().k;
+    return net_;
+  }
+  std::vector<float> random(std::int64_t n, double scale) {
+    std::normal_distribution<double> normal(0.0, scale);
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = static_cast<float>(normal(rng_));
+    return v;
+  }
+
+ private:
+  nn::Layer next(nn::LayerKind kind) {
+    nn::Layer l;
+    l.name = std::string(nn::layer_kind_name(kind)) + std::to_string(net_.layers.size());
+    l.kind = kind;
+    l.input = static_cast<int>(net_.layers.size()) - 1;
+    if (net_.layers.empty()) {
+      l.c = net_.c, l.h = net_.h, l.w = net_.w;
+    } else {
+      const auto& in = net_.layers.back();
+      l.c = in.k, l.h = in.oh, l.w = in.ow;
+    }
+    return l;
+  }
+  TinyNet& push(nn::Layer l) {
+    net_.layers.push_back(std::move(l));
+    return *this;
+  }
+  nn::Network net_;
+  std::mt19937 rng_;
+};
+
+// The small networks: every layer kind, padding, stride, a conv without bias,
+// max pools after a conv (run inside the conv's loop: 2x2 and 3x3) and after
+// a pool (on their own), a network with log-softmax and one whose loss
+// applies it (cross_entropy).
+std::vector<nn::Network> tiny_nets() {
+  std::vector<nn::Network> nets;
+  nets.push_back(TinyNet(2, 8, 8, 1).conv(3, 3, 1, 1, true).conv(4, 3, 2, 1, true).max_pool(2).fc(6, true).fc(3, false)
+                     .log_softmax().done());
+  nets.push_back(TinyNet(1, 9, 9, 2).conv(4, 3, 1, 0, true, false).max_pool(3).max_pool(2).conv(5, 1, 1, 0, true)
+                     .global_avg_pool().fc(4, false).done());
+  return nets;
+}
+
+struct Batch {
+  std::vector<float> x;
+  std::vector<std::uint8_t> labels;
+};
+
+Batch random_batch(const nn::Network& net, std::int64_t batch, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  Batch b{std::vector<float>(static_cast<std::size_t>(batch * net.in_size())), {}};
+  for (auto& v : b.x) v = normal(rng);
+  for (std::int64_t n = 0; n < batch; ++n) b.labels.push_back(static_cast<std::uint8_t>(rng() % net.classes));
+  return b;
+}
+
+// The first `batch` Fashion-MNIST training images, as the network reads them.
+Batch fashion_batch(const nn::Network& net, std::int64_t batch) {
+  const nn::Dataset& data = nn::fashion_mnist_train();
+  Batch b{std::vector<float>(static_cast<std::size_t>(batch * net.in_size())), {}};
+  nn::network_input(data, 0, batch, net.input_mean, net.input_std, net.c, net.h, net.w, b.x.data());
+  b.labels.assign(data.labels.begin(), data.labels.begin() + batch);
+  return b;
+}
+
+std::vector<std::span<const float>> grads_of(const nn::TrainStep& step) {
+  std::vector<std::span<const float>> g;
+  for (std::size_t j = 0; j < step.params().size(); ++j) g.push_back(step.grad(j));
+  return g;
+}
+
+// Central differences of the reference loss, h = 1e-5 (parameters and
+// inputs of order 1): truncation error h^2 |L'''| / 6 ~ 1e-11, rounding
+// error eps |L| / h ~ 1e-11, so 1e-7 of the largest gradient of a tensor
+// is two decades above both and five below what a wrong gradient shows. A
+// ReLU or a max pool switching within h of a parameter would break the
+// difference: with random data the nearest is orders of magnitude farther.
+TEST(TrainReference, MatchesFiniteDifferences) {
+  for (const auto& net : tiny_nets()) {
+    SCOPED_TRACE(net.layers.size());
+    const std::int64_t batch = 3;
+    const Batch b = random_batch(net, batch, 7);
+    ref::Params p = ref::train_params(net);
+    const auto g = ref::gradients(net, p, b.x, b.labels, batch);
+    EXPECT_NEAR(g.loss, ref::loss(net, p, b.x, b.labels, batch), 1e-15 * std::abs(g.loss));
+    const auto params = nn::trainable_params(net);
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      double err = 0, scale = 0;
+      for (std::size_t i = 0; i < p[j].size(); ++i) {
+        constexpr double h = 1e-5;
+        const double keep = p[j][i];
+        p[j][i] = keep + h;
+        const double up = ref::loss(net, p, b.x, b.labels, batch);
+        p[j][i] = keep - h;
+        const double down = ref::loss(net, p, b.x, b.labels, batch);
+        p[j][i] = keep;
+        err = std::max(err, std::abs((up - down) / (2 * h) - g.grads[j][i]));
+        scale = std::max(scale, std::abs(g.grads[j][i]));
+        EXPECT_GE(g.magnitudes[j][i], std::abs(g.grads[j][i]) * (1 - 1e-12)) << params[j].name << " " << i;
+      }
+      EXPECT_GT(scale, 0) << params[j].name;
+      EXPECT_LE(err, 1e-7 * scale) << params[j].name;
+    }
+  }
+}
+
+// The GEMM libraries this build has.
+std::vector<nn::TrainGemm> gemms() {
+#if DLB_HAVE_ONEDNN
+  return {nn::TrainGemm::eigen, nn::TrainGemm::onednn};
+#else
+  return {nn::TrainGemm::eigen};
+#endif
+}
+
+TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
+  for (const auto gemm : gemms())
+  for (const auto& net : tiny_nets()) {
+    for (const std::int64_t batch : {1, 5}) {
+      SCOPED_TRACE(std::to_string(net.layers.size()) + " layers, batch " + std::to_string(batch));
+      const Batch b = random_batch(net, batch, 11);
+      nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, gemm);
+      const double loss = step.forward(b.x.data(), b.labels.data());
+      step.backward();
+      const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
+      EXPECT_NEAR(loss, g.loss, 1e-5 * std::abs(g.loss));
+      const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+      EXPECT_TRUE(c.ok) << c.summary;
+    }
+  }
+}
+
+// A step called where OpenMP gives it fewer threads than it was made for
+// (inside another parallel region: one thread) computes the same gradients:
+// no thread's partial sums from an earlier call are left in.
+TEST(TrainStep, SameGradientsOnFewerThreads) {
+  const nn::Network net = tiny_nets()[0];
+  const std::int64_t batch = 6;
+  const Batch b = random_batch(net, batch, 21);
+  nn::TrainStep step(net, batch, nn::Sgd{});
+  step.forward(b.x.data(), b.labels.data());
+  step.backward();
+  std::vector<std::vector<float>> first;
+  for (std::size_t j = 0; j < step.params().size(); ++j) first.emplace_back(step.grad(j).begin(), step.grad(j).end());
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    {
+      step.forward(b.x.data(), b.labels.data());
+      step.backward();
+    }
+  }
+  const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+  EXPECT_TRUE(c.ok) << c.summary;
+  for (std::size_t j = 0; j < first.size(); ++j)
+    for (std::size_t i = 0; i < first[j].size(); ++i)
+      ASSERT_NEAR(step.grad(j)[i], first[j][i], 1e-6 * (1 + std::abs(first[j][i]))) << step.params()[j].name;
+}
+
+// Two steps of SGD with momentum and weight decay, fp32 against double.
+// After the first, v = g: the same float; p' = p - lr v off by at most
+// u |p'| plus lr times the gradient's error; the second step adds the same
+// again, with momentum times the first velocity's error.
+TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
+  const nn::Network net = tiny_nets()[0];
+  const std::int64_t batch = 4;
+  const Batch b = random_batch(net, batch, 5);
+  const nn::Sgd sgd{0.1, 0.9, 1e-2};
+  nn::TrainStep step(net, batch, sgd);
+  ref::Params p = ref::train_params(net), v(p.size());
+  for (std::size_t j = 0; j < p.size(); ++j) v[j].assign(p[j].size(), 0.0);
+  double grad_error = 0;  // the largest gradient error allowed so far, absolute
+  for (int s = 0; s < 2; ++s) {
+    const auto g = ref::gradients(net, p, b.x, b.labels, batch);
+    step.step(b.x.data(), b.labels.data());
+    double largest = 0;
+    for (const auto& m : g.magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
+    grad_error = sgd.momentum * grad_error + nn::gradient_tolerance(net, batch) * largest;
+    ref::sgd_update(p, v, g.grads, sgd);
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      const auto got = step.param(j);
+      for (std::size_t i = 0; i < p[j].size(); ++i)
+        ASSERT_NEAR(got[i], p[j][i], 4 * kU * (s + 1) * std::abs(p[j][i]) + 2 * sgd.lr * grad_error + 1e-30)
+            << "step " << s + 1 << " " << step.params()[j].name << "[" << i << "]";
+    }
+  }
+}
+
+struct MnistCnn : public ::testing::Test {
+  static void SetUpTestSuite() {
+    net = &nn::network("mnist_cnn");
+    b = new Batch(fashion_batch(*net, kBatch));
+    g = new ref::TrainGradients(ref::gradients(*net, ref::train_params(*net), b->x, b->labels, kBatch));
+  }
+  static constexpr std::int64_t kBatch = 64;
+  static const nn::Network* net;
+  static Batch* b;
+  static ref::TrainGradients* g;
+};
+const nn::Network* MnistCnn::net = nullptr;
+Batch* MnistCnn::b = nullptr;
+ref::TrainGradients* MnistCnn::g = nullptr;
+
+TEST_F(MnistCnn, StepMatchesTheReference) {
+  for (const auto gemm : gemms()) {
+  nn::TrainStep step(*net, kBatch, nn::Sgd{}, gemm);
+  const double loss = step.forward(b->x.data(), b->labels.data());
+  step.backward();
+  EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch));
+  EXPECT_TRUE(c.ok) << c.summary;
+  std::printf("mnist_cnn fp32 step (%s GEMMs) against the reference, batch %lld: %s\n",
+              gemm == nn::TrainGemm::eigen ? "Eigen" : "oneDNN", static_cast<long long>(kBatch), c.summary.c_str());
+  // The memory split: parameters, gradients and momentum of 1,199,882 floats each.
+  const nn::TrainMemory m = step.memory();
+  EXPECT_EQ(m.weights, 1199882 * 4);
+  EXPECT_EQ(m.gradients, m.weights);
+  EXPECT_EQ(m.optimizer, m.weights);
+  EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
+  }
+}
+
+// mnist_lenet is a chain without batch-norm too (two max pools, 5x5 convs).
+TEST(TrainStep, MnistLenetMatchesTheReference) {
+  const nn::Network& net = nn::network("mnist_lenet");
+  constexpr std::int64_t kBatch = 16;
+  const Batch b = fashion_batch(net, kBatch);
+  nn::TrainStep step(net, kBatch, nn::Sgd{});
+  const double loss = step.forward(b.x.data(), b.labels.data());
+  step.backward();
+  const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
+  EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
+  EXPECT_TRUE(c.ok) << c.summary;
+}
+
+// The bound is not vacuous: a step that leaves one image of the 64 out (the
+// mean over the other 63, scaled by 63/64 as the mean over 64 would be) is off by
+// about 1/64 of each gradient, and fails the check in every tensor but
+// conv1's. There the sums cancel most: its largest magnitude is 130 times
+// its largest gradient (5.6 against 0.043), the bound allows 6.2e-4, about
+// 1.4% of the largest gradient, and the missing image moves it by 3.3e-4.
+// What the bound guarantees is relative to the magnitudes, as every
+// floating-point bound of a sum with cancellation is.
+TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
+  constexpr std::int64_t kFewer = kBatch - 1;
+  nn::TrainStep step(*net, kFewer, nn::Sgd{});
+  step.forward(b->x.data(), b->labels.data());
+  step.backward();
+  std::vector<std::vector<float>> scaled;
+  for (std::size_t j = 0; j < step.params().size(); ++j) {
+    scaled.emplace_back(step.grad(j).begin(), step.grad(j).end());
+    for (auto& v : scaled.back()) v *= static_cast<float>(kFewer) / static_cast<float>(kBatch);
+  }
+  const std::vector<std::span<const float>> spans(scaled.begin(), scaled.end());
+  const auto c = ref::compare_gradients(step.params(), spans, *g, nn::gradient_tolerance(*net, kBatch));
+  EXPECT_FALSE(c.ok);
+  for (const auto& p : step.params()) {
+    if (p.name.rfind("conv1.", 0) == 0) continue;
+    EXPECT_NE(c.summary.find(p.name + ":"), std::string::npos) << c.summary;
+  }
+}
+
+// PyTorch's autograd on the same weights and batch (fp32), against our
+// double reference: PyTorch's sums have the same lengths as ours, so the
+// same bound holds for its errors.
+TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
+  const std::string path = nn::models_dir() + "/mnist_cnn.train-reference.safetensors";
+  const nn::SafeTensors st = nn::SafeTensors::read(path);
+  ASSERT_EQ(st.metadata("batch"), std::to_string(kBatch));
+  EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
+  const double torch_loss = st.f32("loss", {1})[0];
+  EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+  const auto params = nn::trainable_params(*net);
+  std::vector<std::vector<float>> torch_grads;
+  for (const auto& p : params) torch_grads.push_back(st.f32("grad." + p.name, p.shape));
+  std::vector<std::span<const float>> spans(torch_grads.begin(), torch_grads.end());
+  const auto c = ref::compare_gradients(params, spans, *g, nn::gradient_tolerance(*net, kBatch));
+  EXPECT_TRUE(c.ok) << c.summary;
+  std::printf("PyTorch's gradients against the reference: %s\n", c.summary.c_str());
+
+  // Two SGD steps (the same batch twice) from the committed weights, every
+  // tensor the file keeps (fc1.weight left out for size): ours in fp32
+  // against PyTorch's, each off the exact result by at most the rounding
+  // of the update and lr (1 + momentum) times the gradient bound.
+  nn::Sgd sgd;
+  sgd.lr = std::stod(st.metadata("lr"));
+  sgd.momentum = std::stod(st.metadata("momentum"));
+  nn::TrainStep step(*net, kBatch, sgd);
+  step.step(b->x.data(), b->labels.data());
+  step.step(b->x.data(), b->labels.data());
+  double largest = 0;
+  for (const auto& m : g->magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
+  const double grad_error = (1 + sgd.momentum) * nn::gradient_tolerance(*net, kBatch) * largest;
+  int compared = 0;
+  for (std::size_t j = 0; j < params.size(); ++j) {
+    if (!st.contains("step2." + params[j].name)) continue;
+    ++compared;
+    const auto theirs = st.f32("step2." + params[j].name, params[j].shape);
+    const auto ours = step.param(j);
+    for (std::size_t i = 0; i < theirs.size(); ++i)
+      ASSERT_NEAR(ours[i], theirs[i], 2 * (4 * kU * std::abs(theirs[i]) + sgd.lr * grad_error))
+          << params[j].name << "[" << i << "]";
+  }
+  EXPECT_EQ(compared, static_cast<int>(params.size()) - 1);
+}
+
+TEST(TrainStep, BadInputIsAClearError) {
+  const nn::Network net = tiny_nets()[0];
+  expect_error([&] { nn::TrainStep(net, 0, nn::Sgd{}); }, "batch 0 is not positive");
+  nn::TrainStep step(net, 2, nn::Sgd{});
+  expect_error([&] { step.backward(); }, "backward without a forward");
+  expect_error([&] { step.update(); }, "update without a backward");
+  Batch b = random_batch(net, 2, 3);
+  b.labels[1] = 3;
+  expect_error([&] { step.forward(b.x.data(), b.labels.data()); }, "label 3 of image 1 is not a class of tiny");
+  expect_error([&] { ref::gradients(net, ref::train_params(net), b.x, b.labels, 3); }, "input size");
+  // The networks bench/train.cpp registers (kTrainable) are those the step takes.
+  for (const auto name : nn::network_names()) {
+    bool trainable = true;
+    try {
+      nn::trainable_params(nn::network(name));
+    } catch (const Error&) {
+      trainable = false;
+    }
+    EXPECT_EQ(trainable, name == "mnist_cnn" || name == "mnist_lenet") << name;
+  }
+  // resnet20: batch-norm in training mode and residual joins are not done yet.
+  expect_error([] { nn::TrainStep(nn::network("resnet20"), 4, nn::Sgd{}); }, "batch-norm in training mode");
+  expect_error([] { nn::SafeTensors::read("/nonexistent/mnist_cnn.train-reference.safetensors"); }, "nonexistent");
+}
+
+}  // namespace
+}  // namespace dlb
+
+namespace dlb {
+namespace {
+
+// The data-loading phase: load_batch against the plain crop of
+// network_input's images, bit for bit (the same float normalization, then
+// only copies), whatever the thread count; the crops and flips it draws;
+// bad input.
+TEST(LoadBatch, MatchesThePlainCropAtEveryThreadCount) {
+  const nn::Dataset& data = nn::fashion_mnist_train();
+  const std::vector<std::int64_t> indices = {5, 0, 59999, 17, 31337, 2};
+  for (const nn::BatchFormat format : {nn::BatchFormat{1, 28, 28, 0.286f, 0.353f}, nn::BatchFormat{3, 32, 32, 0.1f, 2.0f}}) {
+    for (const nn::Augment augment : {nn::Augment{4, true}, nn::Augment{0, false}, nn::Augment{2, true}}) {
+      const auto expected = ref::augmented_batch(data, indices, format, augment, 99);
+      for (const int threads : {0, 1, 2}) {
+        SCOPED_TRACE("c " + std::to_string(format.c) + ", pad " + std::to_string(augment.pad) + ", threads " +
+                     std::to_string(threads));
+        std::vector<float> out(expected.size(), std::nanf(""));
+        std::vector<std::uint8_t> labels(indices.size());
+        nn::load_batch(data, indices, format, augment, 99, threads, out.data(), labels.data());
+        const auto c = ref::compare(std::span<const float>(out), expected, 0.0);
+        EXPECT_TRUE(c.ok) << c.summary();
+        for (std::size_t i = 0; i < indices.size(); ++i)
+          EXPECT_EQ(labels[i], data.labels[static_cast<std::size_t>(indices[i])]);
+      }
+    }
+  }
+  // No crop, no flip: network_input itself.
+  std::vector<float> plain(2 * 28 * 28), loaded(plain.size());
+  std::vector<std::uint8_t> labels(2);
+  nn::network_input(data, 10, 2, 0.286f, 0.353f, 1, 28, 28, plain.data());
+  const std::vector<std::int64_t> two = {10, 11};
+  nn::load_batch(data, two, {1, 28, 28, 0.286f, 0.353f}, {0, false}, 1, 2, loaded.data(), labels.data());
+  EXPECT_EQ(plain, loaded);
+}
+
+TEST(LoadBatch, DrawsEveryOffsetAndFlipsHalf) {
+  const nn::Augment augment{4, true};
+  std::vector<int> dy(9), dx(9);
+  int flips = 0;
+  constexpr int kImages = 20000;
+  for (int i = 0; i < kImages; ++i) {
+    const auto a = nn::augment_of(7, i, augment);
+    ASSERT_TRUE(a.dy >= 0 && a.dy <= 8 && a.dx >= 0 && a.dx <= 8);
+    ++dy[static_cast<std::size_t>(a.dy)], ++dx[static_cast<std::size_t>(a.dx)];
+    flips += a.flip;
+  }
+  // Each of 9 offsets about 2,222 times (binomial sd 44): within 10%.
+  for (int k = 0; k < 9; ++k) {
+    EXPECT_NEAR(dy[static_cast<std::size_t>(k)], kImages / 9.0, kImages / 90.0) << k;
+    EXPECT_NEAR(dx[static_cast<std::size_t>(k)], kImages / 9.0, kImages / 90.0) << k;
+  }
+  EXPECT_NEAR(flips, kImages / 2, kImages / 50);  // sd 71: 400 is 5.7 sd
+  EXPECT_EQ(nn::augment_of(7, 3, {0, false}).dy, 0);
+  EXPECT_FALSE(nn::augment_of(7, 3, {0, false}).flip);
+}
+
+TEST(LoadBatch, BadInputIsAClearError) {
+  const nn::Dataset& data = nn::fashion_mnist_train();
+  std::vector<float> out(28 * 28);
+  std::uint8_t label = 0;
+  const std::vector<std::int64_t> outside = {60000};
+  expect_error([&] { nn::load_batch(data, outside, {}, {}, 1, 0, out.data(), &label); },
+               "index 60000 (batch position 0) is outside the data set's 60000 images");
+  const std::vector<std::int64_t> one = {0};
+  expect_error([&] { nn::load_batch(data, one, {1, 20, 20, 0, 1}, {}, 1, 0, out.data(), &label); },
+               "smaller than the images");
+  expect_error([&] { nn::load_batch(data, one, {}, {-1, true}, 1, 0, out.data(), &label); }, "negative pad");
+}
+
+}  // namespace
+}  // namespace dlb
