@@ -22,6 +22,7 @@
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/nn_gpu.h"
+#include "kernels/nn/walk.h"
 #include "kernels/softmax/softmax.h"
 
 // The legacy convolution API is deprecated in cuDNN 9 but is what frameworks'
@@ -150,52 +151,6 @@ Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n
   };
 }
 
-struct Plan {
-  std::shared_ptr<Shared> shared;
-  std::shared_ptr<Activations<DeviceBuffer<float>>> act;
-  std::vector<Run> calls;
-  std::string implementation;
-};
-
-Plan build(const NetArgs& args, const Exec& exec) {
-  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
-  const Network& net = *args.net;
-  const std::int64_t n = args.batch;
-  Plan plan;
-  plan.shared = std::make_shared<Shared>(exec.stream);
-  plan.act = std::make_shared<Activations<DeviceBuffer<float>>>(args);
-  std::int64_t largest = 0;
-  for (const auto& l : net.layers) largest = std::max(largest, n * l.out_size());
-  plan.shared->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
-  DLB_CUDA_CHECK(cudaMemset(plan.shared->zeros.data(), 0, plan.shared->zeros.bytes()));
-  std::set<std::string> algorithms;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    const float* x = plan.act->input(i);
-    float* y = plan.act->output(i);
-    switch (l.kind) {
-      case LayerKind::conv:
-        plan.calls.push_back(prepare_conv(plan.shared, l, n, x, plan.act->residual(i), y, algorithms));
-        break;
-      case LayerKind::max_pool:
-      case LayerKind::global_avg_pool:
-        plan.calls.push_back(prepare_pool(plan.shared, l, n, x, y));
-        break;
-      case LayerKind::fc:
-        plan.calls.push_back(prepare_fc(plan.shared, l, n, x, y));
-        break;
-      case LayerKind::log_softmax:
-        plan.calls.push_back(prepare_softmax_cudnn<SoftmaxKind::log_softmax>(SoftmaxArgs{n, l.k, x, y}, exec));
-        break;
-    }
-  }
-  for (const auto& a : algorithms) plan.implementation.append(plan.implementation.empty() ? "" : ", ").append(a);
-  // The zeros' cudaMemset ran on the legacy stream, which the case's
-  // non-blocking stream is not ordered after: wait for it here.
-  DLB_CUDA_CHECK(cudaDeviceSynchronize());
-  return plan;
-}
-
 // A captured CUDA graph and its executable instance.
 class Graph {
  public:
@@ -228,6 +183,57 @@ class Graph {
  private:
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+};
+
+// gpu_cudnn's functions for the walk (walk.h): device NCHW buffers. With
+// `graph` (gpu_cudnn_graph) the pass is the layer calls captured once into a
+// CUDA graph, and the timed call one launch of it; the per-layer calls are
+// gpu_cudnn's (a graph has no layers).
+class CudnnLayers final : public LayerBackend {
+ public:
+  CudnnLayers(const NetArgs& args, const Exec& exec, bool graph)
+      : n_(args.batch), exec_(exec), graph_(graph), sh_(std::make_shared<Shared>(exec.stream)) {
+    std::int64_t largest = 0;
+    for (const auto& l : args.net->layers) largest = std::max(largest, n_ * l.out_size());
+    sh_->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
+    DLB_CUDA_CHECK(cudaMemset(sh_->zeros.data(), 0, sh_->zeros.bytes()));
+  }
+
+  Run conv(const Layer& l, const LayerIo& io) override {
+    return prepare_conv(sh_, l, n_, io.x, io.residual, io.y, algorithms_);
+  }
+  Run max_pool(const Layer& l, const LayerIo& io) override { return prepare_pool(sh_, l, n_, io.x, io.y); }
+  Run global_avg_pool(const Layer& l, const LayerIo& io) override { return prepare_pool(sh_, l, n_, io.x, io.y); }
+  Run fc(const Layer& l, const LayerIo& io) override { return prepare_fc(sh_, l, n_, io.x, io.y); }
+  Run log_softmax(const Layer& l, const LayerIo& io) override {
+    return prepare_softmax_cudnn<SoftmaxKind::log_softmax>(SoftmaxArgs{n_, l.k, io.x, io.y}, exec_);
+  }
+  std::string implementation() const override {
+    std::string s;
+    for (const auto& a : algorithms_) s.append(s.empty() ? "" : ", ").append(a);
+    return graph_ ? s + ", one CUDA graph" : s;
+  }
+
+  Run pass(std::vector<Run> calls) override {
+    // The zeros' cudaMemset ran on the legacy stream, which the case's
+    // non-blocking stream is not ordered after: wait for it here.
+    DLB_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!graph_) return LayerBackend::pass(std::move(calls));
+    // One pass outside the capture: lazy module loading and cuDNN's first-call
+    // set-up happen here, not in the graph.
+    for (const auto& call : calls) call();
+    DLB_CUDA_CHECK(cudaStreamSynchronize(exec_.stream));
+    auto graph = std::make_shared<Graph>(exec_.stream, calls);
+    // The graph points into everything the calls own: the Run keeps them.
+    return [graph, calls = std::move(calls), stream = exec_.stream] { graph->launch(stream); };
+  }
+
+ private:
+  const std::int64_t n_;
+  const Exec exec_;
+  const bool graph_;
+  std::shared_ptr<Shared> sh_;
+  std::set<std::string> algorithms_;
 };
 
 bool block_first_conv(const Layer& l) {
@@ -301,28 +307,15 @@ Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec) {
 }
 
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec) {
-  Plan plan = build(args, exec);
-  if (args.report != nullptr) args.report->implementation = plan.implementation;
-  std::vector<Run> calls;
-  for (auto& call : plan.calls) calls.push_back([keep = plan.act, call] { call(); });
-  return run_layers(std::move(calls), args.report);
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
+  CudnnLayers backend(args, exec, false);
+  return walk<DeviceBuffer<float>>(args, backend);
 }
 
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec) {
-  Plan plan = build(args, exec);
-  // One pass outside the capture: lazy module loading and cuDNN's first-call
-  // set-up happen here, not in the graph.
-  for (const auto& call : plan.calls) call();
-  DLB_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-  auto graph = std::make_shared<Graph>(exec.stream, plan.calls);
-  if (args.report != nullptr) {
-    args.report->implementation = plan.implementation + ", one CUDA graph";
-    // Per layer, the calls as gpu_cudnn makes them (a graph has no layers).
-    args.report->layer_calls.clear();
-    for (auto& call : plan.calls) args.report->layer_calls.push_back([keep = plan.act, call] { call(); });
-  }
-  // The graph points into everything the plan owns: the Run keeps it all.
-  return [graph, plan = std::move(plan), stream = exec.stream] { graph->launch(stream); };
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
+  CudnnLayers backend(args, exec, true);
+  return walk<DeviceBuffer<float>>(args, backend);
 }
 
 }  // namespace dlb::nn
