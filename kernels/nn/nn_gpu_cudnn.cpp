@@ -248,62 +248,92 @@ bool has_residual_blocks(const NetArgs& args) {
   return false;
 }
 
+namespace {
+
+// cpu_own's layers (walk.h) on host buffers of their own, with each block's
+// first conv replaced by gpu_cudnn's fused conv between copies to the device
+// and back, the network's input copied from the device before the first
+// layer and its output to the device after the last.
+class HybridLayers final : public AroundLayers {
+ public:
+  HybridLayers(const NetArgs& args, const Exec& exec, std::shared_ptr<HostBuffer<float>> host_x,
+               std::shared_ptr<HostBuffer<float>> host_y)
+      : AroundLayers(own_cpu_layers(args.batch, exec)), args_(args), stream_(exec.stream),
+        sh_(std::make_shared<Shared>(exec.stream)), host_x_(std::move(host_x)), host_y_(std::move(host_y)) {
+    std::int64_t largest = 0;
+    for (const auto& l : args.net->layers)
+      if (block_first_conv(l)) largest = std::max(largest, args.batch * l.out_size());
+    sh_->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
+    DLB_CUDA_CHECK(cudaMemset(sh_->zeros.data(), 0, sh_->zeros.bytes()));
+  }
+  std::string implementation() const override {
+    std::string gpu;
+    for (const auto& a : algorithms_) gpu.append(gpu.empty() ? "" : ", ").append(a);
+    return "block conv1 on the GPU (" + gpu + "), the rest " + inner().implementation();
+  }
+  Run pass(std::vector<Run> calls) override {
+    DLB_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros' cudaMemset, on the legacy stream
+    return AroundLayers::pass(std::move(calls));
+  }
+
+ private:
+  Run around(const Layer& l, const LayerIo& io, Run call) override {
+    const std::int64_t n = args_.batch;
+    cudaStream_t stream = stream_;
+    if (block_first_conv(l)) {
+      // Pageable host memory both ways, as the lab's tensor.to('cuda') and
+      // .cpu(): each copy waits for the stream.
+      auto d_in = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.in_size()));
+      auto d_out = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.out_size()));
+      Run conv = prepare_conv(sh_, l, n, d_in->data(), nullptr, d_out->data(), algorithms_);
+      call = [sh = sh_, d_in, d_out, conv, h_in = io.x, h_out = io.y, stream] {
+        DLB_CUDA_CHECK(cudaMemcpyAsync(d_in->data(), h_in, d_in->bytes(), cudaMemcpyHostToDevice, stream));
+        conv();
+        DLB_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost, stream));
+        DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+      };
+    }
+    // The network's input and output are in device memory, as for every GPU row.
+    if (io.index == 0) {
+      call = [first = std::move(call), host_x = host_x_, x = args_.x, stream] {
+        DLB_CUDA_CHECK(cudaMemcpyAsync(host_x->data(), x, host_x->bytes(), cudaMemcpyDeviceToHost, stream));
+        DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        first();
+      };
+    }
+    if (io.index + 1 == args_.net->layers.size()) {
+      call = [last = std::move(call), host_y = host_y_, y = args_.y, stream] {
+        last();
+        DLB_CUDA_CHECK(cudaMemcpyAsync(y, host_y->data(), host_y->bytes(), cudaMemcpyHostToDevice, stream));
+        DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+      };
+    }
+    return call;
+  }
+
+  const NetArgs args_;
+  cudaStream_t stream_;
+  std::shared_ptr<Shared> sh_;
+  std::shared_ptr<HostBuffer<float>> host_x_, host_y_;
+  std::set<std::string> algorithms_;
+};
+
+}  // namespace
+
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec) {
   DLB_REQUIRE(exec.stream != nullptr, "gpu_hybrid_first_conv runs on a CUDA stream");
   if (!has_residual_blocks(args)) throw Unsupported(args.net->name + " has no residual blocks");
   const Network& net = *args.net;
-  const std::int64_t n = args.batch;
-  cudaStream_t stream = exec.stream;
-  // The CPU part works on host buffers of its own: cpu_own's plan.
-  auto host_x = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(n * net.in_size()));
-  auto host_y = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(n * net.classes));
+  // The CPU part works on host buffers of its own.
+  auto host_x = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(args.batch * net.in_size()));
+  auto host_y = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(args.batch * net.classes));
+  HybridLayers backend(args, exec, host_x, host_y);
   NetArgs host_args = args;
   host_args.x = host_x->data();
   host_args.y = host_y->data();
-  host_args.report = nullptr;
-  OwnCpuPlan cpu = build_own_cpu(host_args, exec);
-  auto sh = std::make_shared<Shared>(stream);
-  std::int64_t largest = 0;
-  for (const auto& l : net.layers)
-    if (block_first_conv(l)) largest = std::max(largest, n * l.out_size());
-  sh->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
-  DLB_CUDA_CHECK(cudaMemset(sh->zeros.data(), 0, sh->zeros.bytes()));
-  std::set<std::string> algorithms;
-  std::vector<Run> calls = cpu.calls;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    if (!block_first_conv(l)) continue;
-    // Pageable host memory both ways, as the lab's tensor.to('cuda') and
-    // .cpu(): each copy waits for the stream.
-    auto d_in = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.in_size()));
-    auto d_out = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.out_size()));
-    Run conv = prepare_conv(sh, l, n, d_in->data(), nullptr, d_out->data(), algorithms);
-    calls[i] = [sh, d_in, d_out, conv, act = cpu.act, h_in = cpu.act->input(i), h_out = cpu.act->output(i), stream] {
-      DLB_CUDA_CHECK(cudaMemcpyAsync(d_in->data(), h_in, d_in->bytes(), cudaMemcpyHostToDevice, stream));
-      conv();
-      DLB_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost, stream));
-      DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    };
-  }
-  // The network's input and output are in device memory, as for every GPU row.
-  calls.front() = [first = calls.front(), host_x, x = args.x, stream] {
-    DLB_CUDA_CHECK(cudaMemcpyAsync(host_x->data(), x, host_x->bytes(), cudaMemcpyDeviceToHost, stream));
-    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    first();
-  };
-  calls.back() = [last = calls.back(), host_y, y = args.y, stream] {
-    last();
-    DLB_CUDA_CHECK(cudaMemcpyAsync(y, host_y->data(), host_y->bytes(), cudaMemcpyHostToDevice, stream));
-    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  };
-  DLB_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros' cudaMemset, on the legacy stream
-  if (args.report != nullptr) {
-    std::string gpu;
-    for (const auto& a : algorithms) gpu.append(gpu.empty() ? "" : ", ").append(a);
-    args.report->implementation = "block conv1 on the GPU (" + gpu + "), the rest " + cpu.implementation;
-    args.report->synchronizes = true;
-  }
-  return run_layers(std::move(calls), args.report);
+  Run pass = walk<HostBuffer<float>>(host_args, backend);
+  if (args.report != nullptr) args.report->synchronizes = true;
+  return pass;
 }
 
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec) {

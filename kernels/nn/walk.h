@@ -58,9 +58,10 @@ inline Run end_walk(std::vector<Run> calls, PassBackend& backend, NetReport* rep
 }
 
 // Where one layer reads and writes, in the walk's buffers (or the caller's x
-// and y): its input, the output added before its ReLU (a conv's residual
-// join; nullptr: none), its output.
+// and y): its place in the network, its input, the output added before its
+// ReLU (a conv's residual join; nullptr: none), its output.
 struct LayerIo {
+  std::size_t index = 0;
   const float* x = nullptr;
   const float* residual = nullptr;
   float* y = nullptr;
@@ -93,7 +94,7 @@ WalkedLayers<Buffer> walk_layers(const NetArgs& args, LayerBackend& backend) {
   WalkedLayers<Buffer> walked{std::make_shared<Activations<Buffer>>(args), {}};
   const auto& layers = args.net->layers;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const LayerIo io{walked.act->input(i), walked.act->residual(i), walked.act->output(i)};
+    const LayerIo io{i, walked.act->input(i), walked.act->residual(i), walked.act->output(i)};
     walked.calls.push_back([act = walked.act, call = by_kind(backend, layers[i], io)] { call(); });
   }
   return walked;
@@ -105,6 +106,32 @@ Run walk(const NetArgs& args, LayerBackend& backend) {
   WalkedLayers<Buffer> walked = walk_layers<Buffer>(args, backend);
   return end_walk(std::move(walked.calls), backend, args.report);
 }
+
+// A backend that runs another's layers with work of its own around each
+// call (cpu_fakequant_s8's rounding, gpu_hybrid_first_conv's GPU convs and
+// copies): around() makes a layer's call from the inner backend's.
+class AroundLayers : public LayerBackend {
+ public:
+  explicit AroundLayers(std::unique_ptr<LayerBackend> inner) : inner_(std::move(inner)) {}
+  Run conv(const Layer& l, const LayerIo& io) override { return around(l, io, inner_->conv(l, io)); }
+  Run fc(const Layer& l, const LayerIo& io) override { return around(l, io, inner_->fc(l, io)); }
+  Run max_pool(const Layer& l, const LayerIo& io) override { return around(l, io, inner_->max_pool(l, io)); }
+  Run global_avg_pool(const Layer& l, const LayerIo& io) override {
+    return around(l, io, inner_->global_avg_pool(l, io));
+  }
+  Run log_softmax(const Layer& l, const LayerIo& io) override { return around(l, io, inner_->log_softmax(l, io)); }
+
+ protected:
+  virtual Run around(const Layer& l, const LayerIo& io, Run call) = 0;
+  const LayerBackend& inner() const { return *inner_; }
+
+ private:
+  std::unique_ptr<LayerBackend> inner_;
+};
+
+// cpu_own's layers (nn_cpu_own.cpp), for the backends that run some layers
+// on the CPU: host NCHW buffers at the batch size.
+std::unique_ptr<LayerBackend> own_cpu_layers(std::int64_t batch, const Exec& exec);
 
 // What a whole-graph backend's layer is handed: its place in the network,
 // the Value its input left (the network input's for the first layer) and
