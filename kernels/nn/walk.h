@@ -11,9 +11,10 @@
 // Two seams, one loop each:
 //   LayerBackend + walk: the walk also owns the activations, one buffer per
 //     layer output (NCHW fp32, on the host or the device as the backend
-//     asks), and hands each layer its x, residual and y. cpu_own (and through
-//     it cpu_fakequant_s8's and gpu_hybrid_first_conv's CPU layers),
-//     cpu_eigen, gpu_own, gpu_cudnn and gpu_cudnn_graph.
+//     asks), and hands each layer its x, residual and y. cpu_own,
+//     cpu_eigen, gpu_own, gpu_cudnn and gpu_cudnn_graph; cpu_fakequant_s8
+//     and gpu_hybrid_first_conv are cpu_own's layers with work around each
+//     call (AroundLayers).
 //   GraphBackend<Value> + walk_graph: the whole-graph backends, whose
 //     activations are their own (layouts kept between layers, data types,
 //     quantization parameters): a layer is handed the Values its input and
