@@ -11,7 +11,6 @@ namespace dlb::ref {
 namespace {
 
 using nn::Layer;
-using nn::LayerKind;
 
 // One image's conv output, before batch-norm: y [k, oh, ow].
 void conv_image(const Layer& l, const double* x, double* y) {
@@ -38,58 +37,66 @@ void conv_image(const Layer& l, const double* x, double* y) {
   }
 }
 
-void layer_image(const Layer& l, const double* x, const double* residual, double* y) {
-  const std::int64_t out = l.out_size();
-  switch (l.kind) {
-    case LayerKind::conv: {
-      conv_image(l, x, y);
-      const std::int64_t plane = l.oh * l.ow;
-      if (!l.raw.bn_gamma.empty()) {
-        for (std::int64_t k = 0; k < l.k; ++k) {
-          const auto i = static_cast<std::size_t>(k);
-          const double inv = 1.0 / std::sqrt(static_cast<double>(l.raw.bn_var[i]) + l.raw.bn_eps);
-          for (std::int64_t p = 0; p < plane; ++p) {
-            double& v = y[k * plane + p];
-            v = (v - l.raw.bn_mean[i]) * inv * l.raw.bn_gamma[i] + l.raw.bn_beta[i];
-          }
+// One image's layer on doubles: the reference's functions for by_kind
+// (network.h). Each writes y from x; layer_image adds the residual and applies
+// the ReLU after.
+struct Image {
+  const double* x;
+  double* y;
+};
+struct LayerImage {
+  void conv(const Layer& l, const Image& io) const {
+    conv_image(l, io.x, io.y);
+    const std::int64_t plane = l.oh * l.ow;
+    if (!l.raw.bn_gamma.empty()) {
+      for (std::int64_t k = 0; k < l.k; ++k) {
+        const auto i = static_cast<std::size_t>(k);
+        const double inv = 1.0 / std::sqrt(static_cast<double>(l.raw.bn_var[i]) + l.raw.bn_eps);
+        for (std::int64_t p = 0; p < plane; ++p) {
+          double& v = io.y[k * plane + p];
+          v = (v - l.raw.bn_mean[i]) * inv * l.raw.bn_gamma[i] + l.raw.bn_beta[i];
         }
       }
-      break;
-    }
-    case LayerKind::max_pool:
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t i = 0; i < l.oh; ++i)
-          for (std::int64_t j = 0; j < l.ow; ++j) {
-            double m = -std::numeric_limits<double>::infinity();
-            for (std::int64_t a = 0; a < l.window; ++a)
-              for (std::int64_t b = 0; b < l.window; ++b)
-                m = std::max(m, x[(c * l.h + i * l.stride + a) * l.w + j * l.stride + b]);
-            y[(c * l.oh + i) * l.ow + j] = m;
-          }
-      break;
-    case LayerKind::global_avg_pool:
-      for (std::int64_t c = 0; c < l.c; ++c) {
-        double sum = 0;
-        for (std::int64_t p = 0; p < l.h * l.w; ++p) sum += x[c * l.h * l.w + p];
-        y[c] = sum / static_cast<double>(l.h * l.w);
-      }
-      break;
-    case LayerKind::fc:
-      for (std::int64_t k = 0; k < l.k; ++k) {
-        double sum = l.bias[static_cast<std::size_t>(k)];
-        for (std::int64_t i = 0; i < l.in_size(); ++i)
-          sum += static_cast<double>(l.weight[static_cast<std::size_t>(k * l.in_size() + i)]) * x[i];
-        y[k] = sum;
-      }
-      break;
-    case LayerKind::log_softmax: {
-      const double m = *std::max_element(x, x + l.k);
-      double sum = 0;
-      for (std::int64_t i = 0; i < l.k; ++i) sum += std::exp(x[i] - m);
-      for (std::int64_t i = 0; i < l.k; ++i) y[i] = x[i] - m - std::log(sum);
-      break;
     }
   }
+  void max_pool(const Layer& l, const Image& io) const {
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t i = 0; i < l.oh; ++i)
+        for (std::int64_t j = 0; j < l.ow; ++j) {
+          double m = -std::numeric_limits<double>::infinity();
+          for (std::int64_t a = 0; a < l.window; ++a)
+            for (std::int64_t b = 0; b < l.window; ++b)
+              m = std::max(m, io.x[(c * l.h + i * l.stride + a) * l.w + j * l.stride + b]);
+          io.y[(c * l.oh + i) * l.ow + j] = m;
+        }
+  }
+  void global_avg_pool(const Layer& l, const Image& io) const {
+    for (std::int64_t c = 0; c < l.c; ++c) {
+      double sum = 0;
+      for (std::int64_t p = 0; p < l.h * l.w; ++p) sum += io.x[c * l.h * l.w + p];
+      io.y[c] = sum / static_cast<double>(l.h * l.w);
+    }
+  }
+  void fc(const Layer& l, const Image& io) const {
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      double sum = l.bias[static_cast<std::size_t>(k)];
+      for (std::int64_t i = 0; i < l.in_size(); ++i)
+        sum += static_cast<double>(l.weight[static_cast<std::size_t>(k * l.in_size() + i)]) * io.x[i];
+      io.y[k] = sum;
+    }
+  }
+  void log_softmax(const Layer& l, const Image& io) const {
+    const double m = *std::max_element(io.x, io.x + l.k);
+    double sum = 0;
+    for (std::int64_t i = 0; i < l.k; ++i) sum += std::exp(io.x[i] - m);
+    for (std::int64_t i = 0; i < l.k; ++i) io.y[i] = io.x[i] - m - std::log(sum);
+  }
+};
+
+void layer_image(const Layer& l, const double* x, const double* residual, double* y) {
+  const std::int64_t out = l.out_size();
+  const LayerImage image;
+  nn::by_kind(image, l, Image{x, y});
   if (residual != nullptr)
     for (std::int64_t i = 0; i < out; ++i) y[i] += residual[i];
   if (l.relu)

@@ -30,7 +30,7 @@ bool takes_16bit(GemmPrecision p) { return p == GemmPrecision::bf16 || p == Gemm
 
 GemmCase::GemmCase(const GemmVariant& variant, std::int64_t m, std::int64_t n, std::int64_t k)
     : variant_(variant),
-      precision_(gemm_precision(variant.name)),
+      precision_(variant.precision),
       m_(positive(m, "m")),
       n_(positive(n, "n")),
       k_(positive(k, "k")),

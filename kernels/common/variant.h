@@ -30,8 +30,8 @@ struct Exec {
 // GPU variants only enqueue work on Exec::stream; the caller synchronizes.
 using Run = std::function<void()>;
 
-// A row's precision, for the tables that have that column (the networks':
-// nn.h specializes this for NetArgs); the others carry an empty field.
+// A row's precision, for the tables that have that column (nn.h specializes
+// this for NetArgs, gemm.h for GemmArgs); the others carry an empty field.
 struct NoPrecision {};
 template <class Args>
 struct VariantPrecision {
@@ -68,8 +68,9 @@ struct Variant {
   // nonfused Winograd, whose tile grows with the filter); nullptr means
   // `tolerance` for every problem. Only the shape fields of args are read.
   double (*problem_tolerance)(const Args& args) = nullptr;
-  // What the row computes in (nn.h: NetPrecision), where the table has that
-  // column; read by the checks that depend on it (the accuracy bound).
+  // What the row computes in (nn.h: NetPrecision, gemm.h: GemmPrecision),
+  // where the table has that column; read by what depends on it (the
+  // accuracy bound, the inputs a gemm row is given).
   typename VariantPrecision<Args>::type precision{};
 
   double tolerance_for(const Args& args) const {

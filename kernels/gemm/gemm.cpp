@@ -1,9 +1,6 @@
 #include "kernels/gemm/gemm.h"
 
-#include <string>
-
 #include "kernels/common/cpu_info.h"
-#include "kernels/common/error.h"
 #if DLB_HAVE_ONEDNN
 #include "kernels/common/onednn.h"
 #endif
@@ -32,6 +29,10 @@ namespace dlb {
 //   <= 1.6e-7 relative); below 2^24 it is bit-exact (tested). Registered
 //   only where oneDNN's int8 is exact (onednn_int8_exact: VNNI or AMX; on
 //   AVX2 its 16-bit pair sums saturate), bf16 where oneDNN has bf16.
+// The last field of a row is its precision (f32 where left out).
+constexpr GemmPrecision tf32 = GemmPrecision::tf32, bf16 = GemmPrecision::bf16, f16 = GemmPrecision::f16,
+                        s8 = GemmPrecision::s8;
+
 static const GemmVariant kGemmVariants[] = {
     {"cpu_naive_f32", Device::cpu, plain<gemm_naive_f32>, 1e-5},
 #if DLB_HAVE_EIGEN
@@ -39,35 +40,23 @@ static const GemmVariant kGemmVariants[] = {
 #endif
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn_f32", Device::cpu, prepare_gemm_onednn_f32, 1e-5},
-    {"cpu_onednn_bf16", Device::cpu, prepare_gemm_onednn_bf16, 1e-5, onednn_has_bf16},
+    {"cpu_onednn_bf16", Device::cpu, prepare_gemm_onednn_bf16, 1e-5, onednn_has_bf16, nullptr, 0, nullptr, bf16},
 #endif
-    {"cpu_ref_s8", Device::cpu, plain<gemm_ref_s8>, 0.0},
-    {"cpu_vnni_s8", Device::cpu, prepare_gemm_vnni_s8, 0.0, cpu_has_avx512_vnni},
+    {"cpu_ref_s8", Device::cpu, plain<gemm_ref_s8>, 0.0, nullptr, nullptr, 0, nullptr, s8},
+    {"cpu_vnni_s8", Device::cpu, prepare_gemm_vnni_s8, 0.0, cpu_has_avx512_vnni, nullptr, 0, nullptr, s8},
 #if DLB_HAVE_ONEDNN
-    {"cpu_onednn_s8", Device::cpu, prepare_gemm_onednn_s8, 1e-6, onednn_int8_exact},
+    {"cpu_onednn_s8", Device::cpu, prepare_gemm_onednn_s8, 1e-6, onednn_int8_exact, nullptr, 0, nullptr, s8},
 #endif
 #if DLB_HAVE_CUDA
     {"gpu_cublas_f32", Device::gpu, prepare_gemm_cublas_f32, 1e-5},
-    {"gpu_cublas_tf32", Device::gpu, prepare_gemm_cublas_tf32, 1e-3},
-    {"gpu_cublas_f16", Device::gpu, prepare_gemm_cublas_f16, 1e-3},
-    {"gpu_cublaslt_s8", Device::gpu, prepare_gemm_cublaslt_s8, 0.0},
-    {"gpu_dp4a_s8", Device::gpu, prepare_gemm_dp4a_s8, 0.0},
+    {"gpu_cublas_tf32", Device::gpu, prepare_gemm_cublas_tf32, 1e-3, nullptr, nullptr, 0, nullptr, tf32},
+    {"gpu_cublas_f16", Device::gpu, prepare_gemm_cublas_f16, 1e-3, nullptr, nullptr, 0, nullptr, f16},
+    {"gpu_cublaslt_s8", Device::gpu, prepare_gemm_cublaslt_s8, 0.0, nullptr, nullptr, 0, nullptr, s8},
+    {"gpu_dp4a_s8", Device::gpu, prepare_gemm_dp4a_s8, 0.0, nullptr, nullptr, 0, nullptr, s8},
 #endif
 };
 
 VariantTable<GemmArgs> gemm_variants() { return kGemmVariants; }
-
-GemmPrecision gemm_precision(std::string_view variant_name) {
-  const auto underscore = variant_name.rfind('_');
-  if (underscore != std::string_view::npos) {
-    const auto suffix = variant_name.substr(underscore + 1);
-    for (auto p : {GemmPrecision::f32, GemmPrecision::tf32, GemmPrecision::bf16, GemmPrecision::f16, GemmPrecision::s8})
-      if (suffix == precision_name(p)) return p;
-  }
-  throw_error("gemm: variant name '" + std::string(variant_name) + "' does not end in a precision (_f32, _tf32, "
-              "_bf16, _f16, _s8)",
-              __FILE__, __LINE__);
-}
 
 std::string_view precision_name(GemmPrecision precision) {
   switch (precision) {

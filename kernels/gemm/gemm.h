@@ -26,8 +26,8 @@
 //   gpu_dp4a_s8      own kernel: __dp4a, 64x64 tiles in shared memory, any m, n, k,
 //                    output stage fused
 //
-// The last part of a name is the precision the variant computes in
-// (gemm_precision). What the variant is given, prepared outside the timed call:
+// A row's precision field (its name ends in the same word) is what the
+// variant computes in. What the variant is given, prepared outside the timed call:
 //   f32, tf32  A and B as fp32 (tf32 rounds inside cuBLAS)
 //   bf16, f16  A and B rounded to nearest even (kernels/gemm/quant.h)
 //   s8         A as u8 per tensor (scale_a, zero point za); B as s8 symmetric
@@ -58,9 +58,6 @@ namespace dlb {
 
 enum class GemmPrecision { f32, tf32, bf16, f16, s8 };
 
-// From the variant name's last part: "cpu_onednn_bf16" -> bf16. Throws
-// dlb::Error for a name without a known precision.
-GemmPrecision gemm_precision(std::string_view variant_name);
 std::string_view precision_name(GemmPrecision precision);
 
 // Largest k for which the int8 GEMMs' int32 accumulators cannot overflow.
@@ -83,6 +80,15 @@ struct GemmArgs {
   // impl_info_str, e.g. "brg:avx512_core_amx"), for the benchmark label.
   std::string* implementation = nullptr;
 };
+
+}  // namespace dlb
+
+template <>
+struct dlb::VariantPrecision<dlb::GemmArgs> {
+  using type = dlb::GemmPrecision;
+};
+
+namespace dlb {
 
 using GemmVariant = Variant<GemmArgs>;
 VariantTable<GemmArgs> gemm_variants();

@@ -48,15 +48,6 @@ class Activations {
 };
 using CpuActivations = Activations<HostBuffer<float>>;
 
-// cpu_own's layers (nn_cpu_own.cpp), for the backends that run some layers
-// on the CPU: one call per layer on host buffers, in network order.
-struct OwnCpuPlan {
-  std::shared_ptr<CpuActivations> act;
-  std::vector<Run> calls;
-  std::string implementation;
-};
-OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec);
-
 // The conv family's problem for a conv layer at this batch size.
 ConvShape conv_shape(const Layer& l, std::int64_t batch);
 

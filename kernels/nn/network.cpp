@@ -23,6 +23,8 @@ const char* layer_kind_name(LayerKind kind) {
   return "?";
 }
 
+void unknown_layer_kind(const Layer& l) { throw Error("layer " + l.name + ": unknown layer kind"); }
+
 double Layer::macs() const {
   if (kind == LayerKind::conv) return static_cast<double>(k * oh * ow) * static_cast<double>(c * window * window);
   if (kind == LayerKind::fc) return static_cast<double>(k) * static_cast<double>(in_size());

@@ -63,6 +63,24 @@ struct Layer {
   std::string label() const;
 };
 
+// The one switch over LayerKind that walks a network: `on` (a backend of
+// kernels/nn/walk.h, the reference's image pass) has one member function
+// per kind, on.conv(l, io), on.fc, on.max_pool, on.global_avg_pool and
+// on.log_softmax, and this calls the one for l's kind. Adding a kind adds
+// its case here and its function to each walker that supports it.
+[[noreturn]] void unknown_layer_kind(const Layer& l);
+template <class On, class Io>
+decltype(auto) by_kind(On& on, const Layer& l, const Io& io) {
+  switch (l.kind) {
+    case LayerKind::conv: return on.conv(l, io);
+    case LayerKind::fc: return on.fc(l, io);
+    case LayerKind::max_pool: return on.max_pool(l, io);
+    case LayerKind::global_avg_pool: return on.global_avg_pool(l, io);
+    case LayerKind::log_softmax: return on.log_softmax(l, io);
+  }
+  unknown_layer_kind(l);
+}
+
 struct Network {
   std::string name;
   std::int64_t c = 0, h = 0, w = 0;  // input per image

@@ -13,6 +13,7 @@
 #include "kernels/common/buffer.h"
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/layers.h"
+#include "kernels/nn/walk.h"
 
 namespace dlb::nn {
 namespace {
@@ -25,10 +26,41 @@ void fake_quantize(float* x, std::int64_t count, AffineU8 q) {
     x[i] = (std::clamp(std::nearbyint(x[i] * inv) + zp, 0.0f, 255.0f) - zp) * q.scale;
 }
 
+// cpu_own's layers with the rounding after each (walk.h).
+class FakeQuantLayers final : public AroundLayers {
+ public:
+  FakeQuantLayers(const NetArgs& args, const Exec& exec, std::shared_ptr<Network> net,
+                  std::shared_ptr<HostBuffer<float>> input)
+      : AroundLayers(own_cpu_layers(args.batch, exec)), args_(args), net_(std::move(net)), input_(std::move(input)),
+        quant_(activation_quant(*args.net, calibration(args.net->name))) {}
+  std::string implementation() const override {
+    return "fp32 " + inner().implementation() + ", int8-rounded weights and activations";
+  }
+
+ private:
+  Run around(const Layer& l, const LayerIo& io, Run call) override {
+    const bool rounded = !dequantized_output(*net_, io.index);
+    const std::int64_t count = args_.batch * l.out_size();
+    return [net = net_, input = input_, layer = std::move(call), first = io.index == 0, rounded, count, y = io.y,
+            x = args_.x, input_q = quant_.input, q = quant_.outputs[io.index]] {
+      if (first) {
+        std::copy_n(x, input->size(), input->data());
+        fake_quantize(input->data(), static_cast<std::int64_t>(input->size()), input_q);
+      }
+      layer();
+      if (rounded) fake_quantize(y, count, q);
+    };
+  }
+
+  const NetArgs args_;
+  std::shared_ptr<Network> net_;
+  std::shared_ptr<HostBuffer<float>> input_;
+  const ActivationQuant quant_;
+};
+
 }  // namespace
 
 Run prepare_net_cpu_fakequant_s8(const NetArgs& args, const Exec& exec) {
-  const ActivationQuant quant = activation_quant(*args.net, calibration(args.net->name));
   // The network with its weights on the int8 grid (biases stay fp32, as the int8 rows keep them).
   auto net = std::make_shared<Network>(*args.net);
   for (auto& l : net->layers) {
@@ -40,28 +72,11 @@ Run prepare_net_cpu_fakequant_s8(const NetArgs& args, const Exec& exec) {
   }
   // The input rounded into a buffer of its own (the caller's x is const).
   auto input = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(args.batch * net->in_size()));
+  FakeQuantLayers backend(args, exec, net, input);
   NetArgs inner = args;
   inner.net = net.get();
   inner.x = input->data();
-  inner.report = nullptr;
-  OwnCpuPlan plan = build_own_cpu(inner, exec);
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < net->layers.size(); ++i) {
-    const bool rounded = !dequantized_output(*net, i);
-    const std::int64_t count = args.batch * net->layers[i].out_size();
-    calls.push_back([net, input, act = plan.act, layer = std::move(plan.calls[i]), first = i == 0, rounded, count,
-                     i, x = args.x, q = quant] {
-      if (first) {
-        std::copy_n(x, input->size(), input->data());
-        fake_quantize(input->data(), static_cast<std::int64_t>(input->size()), q.input);
-      }
-      layer();
-      if (rounded) fake_quantize(act->output(i), count, q.outputs[i]);
-    });
-  }
-  if (args.report != nullptr)
-    args.report->implementation = "fp32 " + plan.implementation + ", int8-rounded weights and activations";
-  return run_layers(std::move(calls), args.report);
+  return walk<HostBuffer<float>>(inner, backend);
 }
 
 }  // namespace dlb::nn

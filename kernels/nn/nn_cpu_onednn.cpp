@@ -32,6 +32,7 @@
 #include "kernels/nn/layers.h"
 #include "kernels/nn/nn.h"
 #include "kernels/nn/onednn_plan.h"
+#include "kernels/nn/walk.h"
 
 namespace dlb::nn {
 namespace {
@@ -120,13 +121,6 @@ bool faster_of_two(const ConvChoice& a, const ConvChoice& b, const memory& src, 
                          [&] { run_steps(steps[0]); }, [&] { run_steps(steps[1]); });
 }
 
-// The whole network in `act`: activations and weights in that data type
-// (f32, or bf16 with fp32 accumulation inside oneDNN's kernels), biases in
-// fp32, the network's input and output fp32 (the first layer's reorder
-// rounds the input; the last layer writes fp32). `mixed` (what PyTorch's
-// autocast does): the first conv, whose input is the raw image, and
-// log-softmax stay fp32, and so do their outputs and the logits that
-// log-softmax reads; a layer whose input is in the other type reorders it.
 // The activations' layouts: oneDNN's choice for every layer, or the CPU's
 // blocked layout (blocked_layout) for the fp32 convs of 32 or more output
 // channels.
@@ -143,45 +137,189 @@ tag blocked_layout() { return cpu_has_avx512f() ? tag::nChw16c : tag::nChw8c; }
 const char* blocked_layout_name() { return cpu_has_avx512f() ? "nChw16c" : "nChw8c"; }
 bool blocked_when_wide(const Layer& l) { return l.kind == LayerKind::conv && l.k >= 32 && l.k % 16 == 0; }
 
+// The chain as a whole-graph backend (walk.h): a layer's Value is its
+// output's memory, in the layout and data type its primitive chose.
 // winograd_always: oneDNN's Winograd where it has one for the layer (and a
 // jit join), or with own_winograd the own one where it takes the layer,
 // always instead of when faster (tests).
-Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = false,
-                   Layouts layouts = Layouts::picked, bool winograd_always = false) {
-  const Network& net = *args.net;
-  const std::int64_t n = args.batch;
-  auto& engine = onednn_engine();
-  const auto& layers = net.layers;
-  const memory user_x({{n, net.c, net.h, net.w}, f32, tag::nchw}, engine, const_cast<float*>(args.x));
-  const memory user_y({{n, net.classes}, f32, tag::nc}, engine, args.y);
+class OnednnLayers final : public GraphBackend<memory> {
+ public:
+  OnednnLayers(const NetArgs& args, memory::data_type act, bool mixed, Layouts layouts, bool winograd_always)
+      : net_(*args.net), n_(args.batch), act_(act), mixed_(mixed), layouts_(layouts),
+        winograd_always_(winograd_always), user_y_({{n_, net_.classes}, f32, tag::nc}, onednn_engine(), args.y),
+        plans_(std::make_shared<std::vector<LayerPlan>>(net_.layers.size())) {}
 
-  std::vector<memory> out(layers.size());  // each layer's output, in its layout
-  auto plans = std::make_shared<std::vector<LayerPlan>>(layers.size());
-  std::set<std::string> kernels;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const Layer& l = layers[i];
-    LayerPlan& plan = (*plans)[i];
-    const bool first = l.input < 0;
-    memory src = first ? user_x : out[static_cast<std::size_t>(l.input)];
-    const memory::dims dst_dims = l.kind == LayerKind::conv || l.kind == LayerKind::max_pool ||
-                                          l.kind == LayerKind::global_avg_pool
-                                      ? memory::dims{n, l.k, l.oh, l.ow}
-                                      : memory::dims{n, l.k};
-    const bool fp32_layer = act == f32 || (mixed && (first || l.kind == LayerKind::log_softmax));
-    const memory::data_type type = fp32_layer ? f32 : act;
+  Out conv(const Layer& l, const Io& io) override {
+    Start s = start(l, io);
+    LayerPlan& plan = (*plans_)[io.index];
+    auto& engine = onednn_engine();
+    // The residual join: a sum post-op accumulates into dst, so dst is
+    // the shortcut's own buffer (in place), in the shortcut's layout.
+    // Safe because no later layer reads the shortcut's output.
+    memory::desc dst_desc = s.any_dst;
+    std::optional<memory> dst;
+    if (io.residual != nullptr) {
+      require_shortcut_unread(net_, io.index, "cpu_onednn");
+      dst = *io.residual;
+      dst_desc = dst->get_desc();
+    }
+    const memory::dims w_dims{l.k, l.c, l.window, l.window};
+    const auto attr = relu_attr(l.residual >= 0, l.relu);
+    const auto conv_pd = [&](dnnl::algorithm algorithm, const memory::desc& from) {
+      const dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, s.type, tag::any),
+          memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
+      return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
+    };
+    ConvChoice choice{not_reference(
+        [&](const memory::desc& from) { return conv_pd(dnnl::algorithm::convolution_auto, from); }, s.src_desc),
+                      std::nullopt};
+    const memory& src = s.src;
+    const std::int64_t n = n_;
+    if (layouts_ == Layouts::own_winograd && !s.first && act_ == f32 &&
+        WinogradNhwc::accepts(l.c, l.k, l.window, l.window, l.stride)) {
+      // Own Winograd reads and writes NHWC: where oneDNN's choice has the
+      // same layouts (its input, its output or the shortcut it adds
+      // into), the two are timed on the same memories and the faster kept.
+      const memory::desc nhwc_in(s.src_desc.dims(), f32, tag::nhwc), nhwc_out(s.dst_dims, f32, tag::nhwc);
+      if (choice.pd.src_desc() == nhwc_in && src.get_desc() == nhwc_in && choice.pd.dst_desc() == nhwc_out) {
+        const memory y = dst ? *dst : memory(nhwc_out, engine);
+        auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c);
+        auto bias = std::make_shared<std::vector<float>>(l.bias);
+        const std::int64_t h = l.h, w = l.w, pad = l.pad;
+        const bool accumulate = l.residual >= 0, relu = l.relu;
+        std::function<void()> own = [kernel, bias, src, y, n, h, w, pad, accumulate, relu] {
+          (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
+                    relu, static_cast<float*>(y.get_data_handle()));
+        };
+        const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
+        const auto zero = [&] { zero_activations(theirs); };
+        if (winograd_always_ || first_is_faster(zero, own, [&] { run_steps(theirs); })) {
+          plan.own = std::move(own);
+          kernels_.insert("own F(4x4, 3x3) Winograd NHWC");
+          return {y, call(io.index)};
+        }
+      }
+    }
+    // Past the first layer, oneDNN's Winograd where it has one for the
+    // shape, in the layout it wants: Winograd plus the reorder into that
+    // layout is timed against convolution_auto once, here, and the
+    // faster kept (as a framework's autotuner does; which wins depends on
+    // the shape and the batch). oneDNN 2.6's Winograd takes no residual
+    // sum: there, Winograd writes its own buffer and a binary add with
+    // the ReLU (the join) adds it into the shortcut.
+    if (!s.first && l.window == 3 && l.stride == 1) {
+      try {
+        const memory::desc wino_src(s.src_desc.dims(), s.type, tag::any);
+        ConvChoice wino{l.residual < 0 ? conv_pd(dnnl::algorithm::convolution_winograd, wino_src) : [&] {
+          const dnnl::convolution_forward::desc desc(
+              dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, wino_src,
+              memory::desc(w_dims, s.type, tag::any), memory::desc({l.k}, f32, tag::a),
+              memory::desc(s.dst_dims, s.type, tag::any), {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
+          return dnnl::convolution_forward::primitive_desc(desc, engine);
+        }(), std::nullopt};
+        if (l.residual >= 0) {
+          const dnnl::binary::desc join(dnnl::algorithm::binary_add, dst_desc, wino.pd.dst_desc(), dst_desc);
+          wino.join = dnnl::binary::primitive_desc(join, relu_attr(false, l.relu), engine);
+        }
+        // A join on oneDNN's reference kernel (the shortcut in another
+        // layout than Winograd's) would cost more than Winograd saves.
+        const bool reference_join = wino.join && std::string_view(wino.join->impl_info_str()).substr(0, 3) == "ref";
+        if (!reference_join && (winograd_always_ || faster_of_two(wino, choice, src, dst, l, w_dims))) choice = wino;
+      } catch (const dnnl::error&) {
+        // No Winograd implementation for this shape, CPU or data type.
+      }
+    }
+    std::optional<memory> result;
+    std::vector<Step> steps = conv_steps(choice, src, dst, l, w_dims, &result);
+    if (steps.size() == (choice.join ? 3u : 2u)) {
+      plan.before = steps.front();
+      steps.erase(steps.begin());
+    }
+    plan.main = steps.front();
+    if (choice.join) {
+      plan.join = steps.back();
+      kernels_.insert(choice.join->impl_info_str());
+    }
+    kernels_.insert(choice.pd.impl_info_str());
+    return {*result, call(io.index)};
+  }
+
+  Out max_pool(const Layer& l, const Io& io) override { return pool(l, io); }
+  Out global_avg_pool(const Layer& l, const Io& io) override { return pool(l, io); }
+
+  Out fc(const Layer& l, const Io& io) override {
+    Start s = start(l, io);
+    LayerPlan& plan = (*plans_)[io.index];
+    // A 4-D input (NCHW, or blocked) is flattened by oneDNN itself: the
+    // weights are then [k, c, h, w], the same bytes as [k, c*h*w] (oihw).
+    const memory::dims in_dims = s.src.get_desc().dims();
+    const bool spatial = in_dims.size() == 4;
+    const memory::dims w_dims =
+        spatial ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]} : memory::dims{l.k, in_dims[1]};
+    const auto pd = not_reference(
+        [&](const memory::desc& from) {
+          const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
+                                                       memory::desc(w_dims, s.type, tag::any),
+                                                       memory::desc({l.k}, f32, tag::a), s.any_dst);
+          return dnnl::inner_product_forward::primitive_desc(desc, relu_attr(false, l.relu), onednn_engine());
+        },
+        s.src_desc);
+    take_src(plan, s.src, pd.src_desc());
+    memory y(pd.dst_desc(), onednn_engine());
+    plan.main = Step{dnnl::inner_product_forward(pd),
+                     {{DNNL_ARG_SRC, s.src},
+                      {DNNL_ARG_WEIGHTS,
+                       weights_in(pd.weights_desc(), memory::desc(w_dims, f32, spatial ? tag::oihw : tag::oi), l.weight)},
+                      {DNNL_ARG_BIAS, owned_copy(pd.bias_desc(), l.bias)},
+                      {DNNL_ARG_DST, y}}};
+    kernels_.insert(pd.impl_info_str());
+    return {y, call(io.index)};
+  }
+
+  Out log_softmax(const Layer& l, const Io& io) override {
+    Start s = start(l, io);
+    memory y;
+    // softmax_v2 takes src and dst in different data types: bf16 in, fp32 out.
+    (*plans_)[io.index].main = log_softmax_step(s.src, s.last ? s.any_dst : s.src_desc, y);
+    return {y, call(io.index)};
+  }
+
+  void finish(const memory& result) override { write_user_y(plans_->back(), result, user_y_); }
+  std::string implementation() const override { return kernel_list(kernels_); }
+
+ private:
+  // What every layer starts from: its input, its output's dimensions, its
+  // data type, the input's descriptor as its primitive may take it, and its
+  // output's (format_tag::any, or blocked_layout()).
+  struct Start {
+    memory src;
+    memory::dims dst_dims;
+    memory::data_type type;
+    memory::desc src_desc, any_dst;
+    bool first, last;
+  };
+  Start start(const Layer& l, const Io& io) const {
+    Start s;
+    s.first = l.input < 0;
+    s.last = io.index + 1 == net_.layers.size();
+    s.src = io.x;
+    s.dst_dims = l.kind == LayerKind::fc || l.kind == LayerKind::log_softmax ? memory::dims{n_, l.k}
+                                                                            : memory::dims{n_, l.k, l.oh, l.ow};
+    const bool fp32_layer = act_ == f32 || (mixed_ && (s.first || l.kind == LayerKind::log_softmax));
+    s.type = fp32_layer ? f32 : act_;
     // The first layer picks its input layout; the others take what the
     // layer before them left, in their own data type (a conv or fc picks
     // its layout then too; a pool keeps the layout, which it cannot choose).
-    memory::desc src_desc = src.get_desc();
-    if (first || (src_desc.data_type() != type && (l.kind == LayerKind::conv || l.kind == LayerKind::fc))) {
-      src_desc = memory::desc(src_desc.dims(), type, tag::any);
-    } else if (src_desc.data_type() != type) {
-      dnnl_memory_desc_t retyped = src_desc.data;
-      retyped.data_type = memory::convert_to_c(type);
-      src_desc = memory::desc(retyped);
+    s.src_desc = s.src.get_desc();
+    if (s.first || (s.src_desc.data_type() != s.type && (l.kind == LayerKind::conv || l.kind == LayerKind::fc))) {
+      s.src_desc = memory::desc(s.src_desc.dims(), s.type, tag::any);
+    } else if (s.src_desc.data_type() != s.type) {
+      dnnl_memory_desc_t retyped = s.src_desc.data;
+      retyped.data_type = memory::convert_to_c(s.type);
+      s.src_desc = memory::desc(retyped);
     }
-    const bool last = i + 1 == layers.size();
-    const bool fp32_out = last || (mixed && (first || dequantized_output(net, i)));
+    const bool fp32_out = s.last || (mixed_ && (s.first || dequantized_output(net_, io.index)));
     // blocked_wide: fp32 convs of 32 or more output channels write
     // blocked_layout(), the others the layout oneDNN picks (nhwc for its brgconv
     // kernels). Measured on a Zen 4 (AVX-512) at batch 64: brgconv on nhwc
@@ -190,151 +328,58 @@ Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = fals
     // 0.58-1.0 for nChw16c with Winograd, whose residual join (below) needs
     // the shortcut in its own layout; mnist_cnn's convs run 25-30% slower
     // in nChw16c. Which policy wins is timed (prepare_net_cpu_onednn).
-    const bool blocked = layouts == Layouts::blocked_wide && act == f32 && blocked_when_wide(l);
-    const memory::desc any_dst(dst_dims, fp32_out ? f32 : act, blocked ? blocked_layout() : tag::any);
-    auto take_src = [&](const memory::desc& want) {
-      if (want != src.get_desc()) {
-        memory converted(want, engine);
-        plan.before = Step{dnnl::reorder(src, converted), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, converted}}};
-        src = converted;
-      }
-    };
-
-    switch (l.kind) {
-      case LayerKind::conv: {
-        // The residual join: a sum post-op accumulates into dst, so dst is
-        // the shortcut's own buffer (in place), in the shortcut's layout.
-        // Safe because no later layer reads the shortcut's output.
-        memory::desc dst_desc = any_dst;
-        std::optional<memory> dst;
-        if (l.residual >= 0) {
-          require_shortcut_unread(net, i, "cpu_onednn");
-          dst = out[static_cast<std::size_t>(l.residual)];
-          dst_desc = dst->get_desc();
-        }
-        const memory::dims w_dims{l.k, l.c, l.window, l.window};
-        const auto attr = relu_attr(l.residual >= 0, l.relu);
-        const auto conv_pd = [&](dnnl::algorithm algorithm, const memory::desc& from) {
-          const dnnl::convolution_forward::desc desc(
-              dnnl::prop_kind::forward_inference, algorithm, from, memory::desc(w_dims, type, tag::any),
-              memory::desc({l.k}, f32, tag::a), dst_desc, {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
-          return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
-        };
-        ConvChoice choice{not_reference(
-            [&](const memory::desc& from) { return conv_pd(dnnl::algorithm::convolution_auto, from); }, src_desc),
-                          std::nullopt};
-        if (layouts == Layouts::own_winograd && !first && act == f32 &&
-            WinogradNhwc::accepts(l.c, l.k, l.window, l.window, l.stride)) {
-          // Own Winograd reads and writes NHWC: where oneDNN's choice has the
-          // same layouts (its input, its output or the shortcut it adds
-          // into), the two are timed on the same memories and the faster kept.
-          const memory::desc nhwc_in(src_desc.dims(), f32, tag::nhwc), nhwc_out(dst_dims, f32, tag::nhwc);
-          if (choice.pd.src_desc() == nhwc_in && src.get_desc() == nhwc_in && choice.pd.dst_desc() == nhwc_out) {
-            const memory y = dst ? *dst : memory(nhwc_out, engine);
-            auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c);
-            auto bias = std::make_shared<std::vector<float>>(l.bias);
-            const std::int64_t h = l.h, w = l.w, pad = l.pad;
-            const bool accumulate = l.residual >= 0, relu = l.relu;
-            std::function<void()> own = [kernel, bias, src, y, n, h, w, pad, accumulate, relu] {
-              (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
-                        relu, static_cast<float*>(y.get_data_handle()));
-            };
-            const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
-            const auto zero = [&] { zero_activations(theirs); };
-            if (winograd_always || first_is_faster(zero, own, [&] { run_steps(theirs); })) {
-              plan.own = std::move(own);
-              kernels.insert("own F(4x4, 3x3) Winograd NHWC");
-              out[i] = y;
-              break;
-            }
-          }
-        }
-        // Past the first layer, oneDNN's Winograd where it has one for the
-        // shape, in the layout it wants: Winograd plus the reorder into that
-        // layout is timed against convolution_auto once, here, and the
-        // faster kept (as a framework's autotuner does; which wins depends on
-        // the shape and the batch). oneDNN 2.6's Winograd takes no residual
-        // sum: there, Winograd writes its own buffer and a binary add with
-        // the ReLU (the join) adds it into the shortcut.
-        if (!first && l.window == 3 && l.stride == 1) {
-          try {
-            const memory::desc wino_src(src_desc.dims(), type, tag::any);
-            ConvChoice wino{l.residual < 0 ? conv_pd(dnnl::algorithm::convolution_winograd, wino_src) : [&] {
-              const dnnl::convolution_forward::desc desc(
-                  dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, wino_src,
-                  memory::desc(w_dims, type, tag::any), memory::desc({l.k}, f32, tag::a),
-                  memory::desc(dst_dims, type, tag::any), {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
-              return dnnl::convolution_forward::primitive_desc(desc, engine);
-            }(), std::nullopt};
-            if (l.residual >= 0) {
-              const dnnl::binary::desc join(dnnl::algorithm::binary_add, dst_desc, wino.pd.dst_desc(), dst_desc);
-              wino.join = dnnl::binary::primitive_desc(join, relu_attr(false, l.relu), engine);
-            }
-            // A join on oneDNN's reference kernel (the shortcut in another
-            // layout than Winograd's) would cost more than Winograd saves.
-            const bool reference_join = wino.join && std::string_view(wino.join->impl_info_str()).substr(0, 3) == "ref";
-            if (!reference_join && (winograd_always || faster_of_two(wino, choice, src, dst, l, w_dims))) choice = wino;
-          } catch (const dnnl::error&) {
-            // No Winograd implementation for this shape, CPU or data type.
-          }
-        }
-        std::optional<memory> result;
-        std::vector<Step> steps = conv_steps(choice, src, dst, l, w_dims, &result);
-        if (steps.size() == (choice.join ? 3u : 2u)) {
-          plan.before = steps.front();
-          steps.erase(steps.begin());
-        }
-        plan.main = steps.front();
-        if (choice.join) {
-          plan.join = steps.back();
-          kernels.insert(choice.join->impl_info_str());
-        }
-        kernels.insert(choice.pd.impl_info_str());
-        dst = result;
-        out[i] = *dst;
-        break;
-      }
-      case LayerKind::max_pool:
-      case LayerKind::global_avg_pool: {
-        const auto pd = pool_pd(l, src_desc, any_dst);
-        take_src(pd.src_desc());
-        out[i] = memory(pd.dst_desc(), engine);
-        plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out[i]}}};
-        break;
-      }
-      case LayerKind::fc: {
-        // A 4-D input (NCHW, or blocked) is flattened by oneDNN itself: the
-        // weights are then [k, c, h, w], the same bytes as [k, c*h*w] (oihw).
-        const memory::dims in_dims = src.get_desc().dims();
-        const bool spatial = in_dims.size() == 4;
-        const memory::dims w_dims = spatial ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]}
-                                            : memory::dims{l.k, in_dims[1]};
-        const auto pd = not_reference(
-            [&](const memory::desc& from) {
-              const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
-                                                           memory::desc(w_dims, type, tag::any),
-                                                           memory::desc({l.k}, f32, tag::a), any_dst);
-              return dnnl::inner_product_forward::primitive_desc(desc, relu_attr(false, l.relu), engine);
-            },
-            src_desc);
-        take_src(pd.src_desc());
-        out[i] = memory(pd.dst_desc(), engine);
-        plan.main = Step{dnnl::inner_product_forward(pd),
-                         {{DNNL_ARG_SRC, src},
-                          {DNNL_ARG_WEIGHTS, weights_in(pd.weights_desc(),
-                                                        memory::desc(w_dims, f32, spatial ? tag::oihw : tag::oi), l.weight)},
-                          {DNNL_ARG_BIAS, owned_copy(pd.bias_desc(), l.bias)},
-                          {DNNL_ARG_DST, out[i]}}};
-        kernels.insert(pd.impl_info_str());
-        break;
-      }
-      case LayerKind::log_softmax:
-        // softmax_v2 takes src and dst in different data types: bf16 in, fp32 out.
-        plan.main = log_softmax_step(src, last ? any_dst : src_desc, out[i]);
-        break;
-    }
+    const bool blocked = layouts_ == Layouts::blocked_wide && act_ == f32 && blocked_when_wide(l);
+    s.any_dst = memory::desc(s.dst_dims, fp32_out ? f32 : act_, blocked ? blocked_layout() : tag::any);
+    return s;
   }
-  return finish_plans(plans, out.back(), user_y, kernels, args.report);
+
+  Out pool(const Layer& l, const Io& io) {
+    Start s = start(l, io);
+    LayerPlan& plan = (*plans_)[io.index];
+    const auto pd = pool_pd(l, s.src_desc, s.any_dst);
+    take_src(plan, s.src, pd.src_desc());
+    memory y(pd.dst_desc(), onednn_engine());
+    plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, s.src}, {DNNL_ARG_DST, y}}};
+    return {y, call(io.index)};
+  }
+
+  // The reorder of the layer's input into the layout its primitive takes, where that differs.
+  static void take_src(LayerPlan& plan, memory& src, const memory::desc& want) {
+    if (want == src.get_desc()) return;
+    memory converted(want, onednn_engine());
+    plan.before = Step{dnnl::reorder(src, converted), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, converted}}};
+    src = converted;
+  }
+
+  Run call(std::size_t i) const {
+    return [plans = plans_, i] { (*plans)[i].run(); };
+  }
+
+  const Network& net_;
+  const std::int64_t n_;
+  const memory::data_type act_;
+  const bool mixed_;
+  const Layouts layouts_;
+  const bool winograd_always_;
+  const memory user_y_;
+  std::shared_ptr<std::vector<LayerPlan>> plans_;
+  std::set<std::string> kernels_;
+};
+
+// The whole network in `act`: activations and weights in that data type
+// (f32, or bf16 with fp32 accumulation inside oneDNN's kernels), biases in
+// fp32, the network's input and output fp32 (the first layer's reorder
+// rounds the input; the last layer writes fp32). `mixed` (what PyTorch's
+// autocast does): the first conv, whose input is the raw image, and
+// log-softmax stay fp32, and so do their outputs and the logits that
+// log-softmax reads; a layer whose input is in the other type reorders it.
+Run prepare_onednn(const NetArgs& args, memory::data_type act, bool mixed = false,
+                   Layouts layouts = Layouts::picked, bool winograd_always = false) {
+  const Network& net = *args.net;
+  OnednnLayers backend(args, act, mixed, layouts, winograd_always);
+  const memory user_x({{args.batch, net.c, net.h, net.w}, f32, tag::nchw}, onednn_engine(),
+                      const_cast<float*>(args.x));
+  return walk_graph(args, backend, user_x);
 }
 
 }  // namespace

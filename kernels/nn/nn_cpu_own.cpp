@@ -156,10 +156,8 @@ class OwnCpuLayers final : public HostNchwPools {
 
 }  // namespace
 
-OwnCpuPlan build_own_cpu(const NetArgs& args, const Exec& exec) {
-  OwnCpuLayers backend(args.batch, exec);
-  WalkedLayers<HostBuffer<float>> walked = walk_layers<HostBuffer<float>>(args, backend);
-  return {std::move(walked.act), std::move(walked.calls), backend.implementation()};
+std::unique_ptr<LayerBackend> own_cpu_layers(std::int64_t batch, const Exec& exec) {
+  return std::make_unique<OwnCpuLayers>(batch, exec);
 }
 
 Run prepare_net_cpu_own(const NetArgs& args, const Exec& exec) {

@@ -51,6 +51,7 @@
 #include "kernels/gemm/quant.h"
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/layers.h"
+#include "kernels/nn/walk.h"
 #include "kernels/softmax/softmax.h"
 
 namespace dlb::nn {
@@ -291,54 +292,94 @@ void global_avg_pool_u8(const Layer& l, std::int64_t batch, const std::uint8_t* 
   }
 }
 
-Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
-  const Network& net = *args.net;
-  const ActivationQuant quant = activation_quant(net, calibration(net.name));
-  const std::int64_t batch = args.batch;
-  const auto& layers = net.layers;
-  auto st = std::make_shared<State>();
-  const AffineU8 input_q = quant.input;
-  st->padded.resize(layers.size());
-  st->expanded.resize(layers.size());
-  st->u8.resize(layers.size());
-  st->f32.resize(layers.size());
-  st->params.resize(layers.size());
+// A layer's output as the next layers read it: u8 NHWC codes or (the
+// logits, the input of log-softmax) fp32, and its quantization.
+struct Codes {
+  const std::uint8_t* u8 = nullptr;
+  const float* f32 = nullptr;
+  AffineU8 q;
+};
 
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const Layer& l = layers[i];
+// cpu_own_s8's functions for the walk (walk.h), on buffers of its own.
+class OwnS8Layers final : public GraphBackend<Codes> {
+ public:
+  OwnS8Layers(const NetArgs& args, WeightScales weight_scales)
+      : args_(args), quant_(activation_quant(*args.net, calibration(args.net->name))), weight_scales_(weight_scales),
+        st_(std::make_shared<State>()) {
+    const std::size_t layers = args.net->layers.size();
+    st_->padded.resize(layers);
+    st_->expanded.resize(layers);
+    st_->u8.resize(layers);
+    st_->f32.resize(layers);
+    st_->params.resize(layers);
+  }
+  Codes input() const { return {nullptr, nullptr, quant_.input}; }
+
+  Out log_softmax(const Layer& l, const Io& io) override {
+    const Output o = output(l, io);
+    DLB_REQUIRE(o.last && l.input >= 0 && io.x.f32 != nullptr, "cpu_own_s8: log-softmax must end the network");
+    return {o.codes, [st = st_, sm = SoftmaxArgs{args_.batch, l.k, io.x.f32, args_.y}] {
+              softmax_fused<SoftmaxKind::log_softmax>(sm);
+            }};
+  }
+  Out max_pool(const Layer& l, const Io& io) override {
+    const Output o = output(l, io);
+    return {o.codes, [st = st_, &l, batch = args_.batch, in = io.x.u8, out = o.u8] { max_pool_u8(l, batch, in, out); }};
+  }
+  Out global_avg_pool(const Layer& l, const Io& io) override {
+    const Output o = output(l, io);
+    return {o.codes,
+            [st = st_, &l, batch = args_.batch, in = io.x.u8, out = o.u8] { global_avg_pool_u8(l, batch, in, out); }};
+  }
+  Out conv(const Layer& l, const Io& io) override { return gemm(l, io); }
+  Out fc(const Layer& l, const Io& io) override { return gemm(l, io); }
+
+  std::string implementation() const override {
+    return std::string("own VNNI u8 x s8 GEMM, fused requantization, NHWC u8, weight scales per ") +
+           (weight_scales_ == WeightScales::per_tensor ? "tensor" : "channel");
+  }
+
+ private:
+  // The layer's output buffer (u8, or fp32 where it is the logits or the
+  // input of log-softmax; the last layer's fp32 is the caller's y).
+  struct Output {
+    Codes codes;
+    std::uint8_t* u8 = nullptr;
+    float* f32 = nullptr;
+    bool last = false;
+  };
+  Output output(const Layer& l, const Io& io) {
+    const Network& net = *args_.net;
+    const std::size_t i = io.index;
     const bool f32 = dequantized_output(net, i);
-    const bool last = i + 1 == layers.size();
-    const auto from = static_cast<std::size_t>(l.input);
-    const AffineU8 in_q = l.input < 0 ? input_q : st->params[from];
-    const std::uint8_t* in = l.input < 0 ? nullptr : st->u8[from].data();
-    st->params[i] = quant.outputs[i];
-    const auto out_elements = static_cast<std::size_t>(batch * l.out_size());
-    if (f32 && !last) st->f32[i] = HostBuffer<float>(out_elements);
-    if (!f32) st->u8[i] = HostBuffer<std::uint8_t>(out_elements);
-    std::uint8_t* out_u8 = f32 ? nullptr : st->u8[i].data();
-    float* out_f32 = !f32 ? nullptr : last ? args.y : st->f32[i].data();
+    Output o;
+    o.last = i + 1 == net.layers.size();
+    st_->params[i] = quant_.outputs[i];
+    const auto out_elements = static_cast<std::size_t>(args_.batch * l.out_size());
+    if (f32 && !o.last) st_->f32[i] = HostBuffer<float>(out_elements);
+    if (!f32) st_->u8[i] = HostBuffer<std::uint8_t>(out_elements);
+    o.u8 = f32 ? nullptr : st_->u8[i].data();
+    o.f32 = !f32 ? nullptr : o.last ? args_.y : st_->f32[i].data();
+    o.codes = {o.u8, o.f32, st_->params[i]};
     DLB_REQUIRE(l.input >= 0 || l.kind == LayerKind::conv || l.kind == LayerKind::fc,
                 "cpu_own_s8: the first layer of " + net.name + " is not a conv or fc");
     DLB_REQUIRE(l.kind == LayerKind::log_softmax || !f32 || l.kind == LayerKind::conv || l.kind == LayerKind::fc,
                 "cpu_own_s8: " + l.name + " would have to write fp32");
-    if (l.kind == LayerKind::log_softmax) {
-      DLB_REQUIRE(last && l.input >= 0 && st->f32[from].size() > 0, "cpu_own_s8: log-softmax must end the network");
-      calls.push_back([st, sm = SoftmaxArgs{batch, l.k, st->f32[from].data(), args.y}] {
-        softmax_fused<SoftmaxKind::log_softmax>(sm);
-      });
-      continue;
-    }
-    if (l.kind == LayerKind::max_pool) {
-      calls.push_back([st, &l, batch, in, out_u8] { max_pool_u8(l, batch, in, out_u8); });
-      continue;
-    }
-    if (l.kind == LayerKind::global_avg_pool) {
-      calls.push_back([st, &l, batch, in, out_u8] { global_avg_pool_u8(l, batch, in, out_u8); });
-      continue;
-    }
+    return o;
+  }
 
-    // conv or fc: one GEMM with the layer's output stage.
+  // conv or fc: one GEMM with the layer's output stage.
+  Out gemm(const Layer& l, const Io& io) {
+    const Output out = output(l, io);
+    const NetArgs& args = args_;
+    const std::int64_t batch = args.batch;
+    const std::size_t i = io.index;
+    const auto& st = st_;
+    const AffineU8 in_q = io.x.q;
+    const std::uint8_t* in = io.x.u8;
+    std::uint8_t* out_u8 = out.u8;
+    float* out_f32 = out.f32;
+    const WeightScales weight_scales = weight_scales_;
     const bool conv = l.kind == LayerKind::conv;
     // Where A comes from (the header): the shifted padded input, gathered
     // patches, or the input in place.
@@ -391,11 +432,10 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     g.c_scale = c_scale.data();
     VnniOutput o;
     o.bias = l.bias.data();  // the network outlives the prepared pass
-    if (l.residual >= 0) {
-      const auto r = static_cast<std::size_t>(l.residual);
-      o.residual = st->u8[r].data();
-      o.residual_scale = st->params[r].scale;
-      o.residual_zero_point = st->params[r].zero_point;
+    if (io.residual != nullptr) {
+      o.residual = io.residual->u8;
+      o.residual_scale = io.residual->q.scale;
+      o.residual_zero_point = io.residual->q.zero_point;
     }
     o.relu = l.relu;
     o.out_u8 = out_u8;
@@ -416,7 +456,7 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
     } else {
       gemm = prepare_gemm_vnni_s8_out(g, o);
     }
-    calls.push_back([st, args, gemm = std::move(gemm), quantize, in_q, in, batch, layout, copy, expanded, ow = l.ow,
+    return {out.codes, [st, args, gemm = std::move(gemm), quantize, in_q, in, batch, layout, copy, expanded, ow = l.ow,
                      row_bytes] {
       if (quantize) {
         quantize_input(args, in_q, layout, copy, expanded, ow, row_bytes);
@@ -424,14 +464,18 @@ Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
         pad_image(in, batch, layout, copy);
       }
       gemm();
-    });
+    }};
   }
-  if (args.report != nullptr) {
-    args.report->implementation =
-        std::string("own VNNI u8 x s8 GEMM, fused requantization, NHWC u8, weight scales per ") +
-        (weight_scales == WeightScales::per_tensor ? "tensor" : "channel");
-  }
-  return run_layers(std::move(calls), args.report);
+
+  const NetArgs args_;
+  const ActivationQuant quant_;
+  const WeightScales weight_scales_;
+  std::shared_ptr<State> st_;
+};
+
+Run prepare_own_s8(const NetArgs& args, WeightScales weight_scales) {
+  OwnS8Layers backend(args, weight_scales);
+  return walk_graph(args, backend, backend.input());
 }
 
 }  // namespace

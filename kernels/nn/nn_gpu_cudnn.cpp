@@ -22,6 +22,7 @@
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/nn_gpu.h"
+#include "kernels/nn/walk.h"
 #include "kernels/softmax/softmax.h"
 
 // The legacy convolution API is deprecated in cuDNN 9 but is what frameworks'
@@ -150,52 +151,6 @@ Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n
   };
 }
 
-struct Plan {
-  std::shared_ptr<Shared> shared;
-  std::shared_ptr<Activations<DeviceBuffer<float>>> act;
-  std::vector<Run> calls;
-  std::string implementation;
-};
-
-Plan build(const NetArgs& args, const Exec& exec) {
-  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
-  const Network& net = *args.net;
-  const std::int64_t n = args.batch;
-  Plan plan;
-  plan.shared = std::make_shared<Shared>(exec.stream);
-  plan.act = std::make_shared<Activations<DeviceBuffer<float>>>(args);
-  std::int64_t largest = 0;
-  for (const auto& l : net.layers) largest = std::max(largest, n * l.out_size());
-  plan.shared->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
-  DLB_CUDA_CHECK(cudaMemset(plan.shared->zeros.data(), 0, plan.shared->zeros.bytes()));
-  std::set<std::string> algorithms;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    const float* x = plan.act->input(i);
-    float* y = plan.act->output(i);
-    switch (l.kind) {
-      case LayerKind::conv:
-        plan.calls.push_back(prepare_conv(plan.shared, l, n, x, plan.act->residual(i), y, algorithms));
-        break;
-      case LayerKind::max_pool:
-      case LayerKind::global_avg_pool:
-        plan.calls.push_back(prepare_pool(plan.shared, l, n, x, y));
-        break;
-      case LayerKind::fc:
-        plan.calls.push_back(prepare_fc(plan.shared, l, n, x, y));
-        break;
-      case LayerKind::log_softmax:
-        plan.calls.push_back(prepare_softmax_cudnn<SoftmaxKind::log_softmax>(SoftmaxArgs{n, l.k, x, y}, exec));
-        break;
-    }
-  }
-  for (const auto& a : algorithms) plan.implementation.append(plan.implementation.empty() ? "" : ", ").append(a);
-  // The zeros' cudaMemset ran on the legacy stream, which the case's
-  // non-blocking stream is not ordered after: wait for it here.
-  DLB_CUDA_CHECK(cudaDeviceSynchronize());
-  return plan;
-}
-
 // A captured CUDA graph and its executable instance.
 class Graph {
  public:
@@ -230,6 +185,57 @@ class Graph {
   cudaGraphExec_t exec_ = nullptr;
 };
 
+// gpu_cudnn's functions for the walk (walk.h): device NCHW buffers. With
+// `graph` (gpu_cudnn_graph) the pass is the layer calls captured once into a
+// CUDA graph, and the timed call one launch of it; the per-layer calls are
+// gpu_cudnn's (a graph has no layers).
+class CudnnLayers final : public LayerBackend {
+ public:
+  CudnnLayers(const NetArgs& args, const Exec& exec, bool graph)
+      : n_(args.batch), exec_(exec), graph_(graph), sh_(std::make_shared<Shared>(exec.stream)) {
+    std::int64_t largest = 0;
+    for (const auto& l : args.net->layers) largest = std::max(largest, n_ * l.out_size());
+    sh_->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
+    DLB_CUDA_CHECK(cudaMemset(sh_->zeros.data(), 0, sh_->zeros.bytes()));
+  }
+
+  Run conv(const Layer& l, const LayerIo& io) override {
+    return prepare_conv(sh_, l, n_, io.x, io.residual, io.y, algorithms_);
+  }
+  Run max_pool(const Layer& l, const LayerIo& io) override { return prepare_pool(sh_, l, n_, io.x, io.y); }
+  Run global_avg_pool(const Layer& l, const LayerIo& io) override { return prepare_pool(sh_, l, n_, io.x, io.y); }
+  Run fc(const Layer& l, const LayerIo& io) override { return prepare_fc(sh_, l, n_, io.x, io.y); }
+  Run log_softmax(const Layer& l, const LayerIo& io) override {
+    return prepare_softmax_cudnn<SoftmaxKind::log_softmax>(SoftmaxArgs{n_, l.k, io.x, io.y}, exec_);
+  }
+  std::string implementation() const override {
+    std::string s;
+    for (const auto& a : algorithms_) s.append(s.empty() ? "" : ", ").append(a);
+    return graph_ ? s + ", one CUDA graph" : s;
+  }
+
+  Run pass(std::vector<Run> calls) override {
+    // The zeros' cudaMemset ran on the legacy stream, which the case's
+    // non-blocking stream is not ordered after: wait for it here.
+    DLB_CUDA_CHECK(cudaDeviceSynchronize());
+    if (!graph_) return LayerBackend::pass(std::move(calls));
+    // One pass outside the capture: lazy module loading and cuDNN's first-call
+    // set-up happen here, not in the graph.
+    for (const auto& call : calls) call();
+    DLB_CUDA_CHECK(cudaStreamSynchronize(exec_.stream));
+    auto graph = std::make_shared<Graph>(exec_.stream, calls);
+    // The graph points into everything the calls own: the Run keeps them.
+    return [graph, calls = std::move(calls), stream = exec_.stream] { graph->launch(stream); };
+  }
+
+ private:
+  const std::int64_t n_;
+  const Exec exec_;
+  const bool graph_;
+  std::shared_ptr<Shared> sh_;
+  std::set<std::string> algorithms_;
+};
+
 bool block_first_conv(const Layer& l) {
   return l.kind == LayerKind::conv && l.name.rfind("stage", 0) == 0 && l.name.ends_with(".conv1");
 }
@@ -242,87 +248,104 @@ bool has_residual_blocks(const NetArgs& args) {
   return false;
 }
 
+namespace {
+
+// cpu_own's layers (walk.h) on host buffers of their own, with each block's
+// first conv replaced by gpu_cudnn's fused conv between copies to the device
+// and back, the network's input copied from the device before the first
+// layer and its output to the device after the last.
+class HybridLayers final : public AroundLayers {
+ public:
+  HybridLayers(const NetArgs& args, const Exec& exec, std::shared_ptr<HostBuffer<float>> host_x,
+               std::shared_ptr<HostBuffer<float>> host_y)
+      : AroundLayers(own_cpu_layers(args.batch, exec)), args_(args), stream_(exec.stream),
+        sh_(std::make_shared<Shared>(exec.stream)), host_x_(std::move(host_x)), host_y_(std::move(host_y)) {
+    std::int64_t largest = 0;
+    for (const auto& l : args.net->layers)
+      if (block_first_conv(l)) largest = std::max(largest, args.batch * l.out_size());
+    sh_->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
+    DLB_CUDA_CHECK(cudaMemset(sh_->zeros.data(), 0, sh_->zeros.bytes()));
+  }
+  std::string implementation() const override {
+    std::string gpu;
+    for (const auto& a : algorithms_) gpu.append(gpu.empty() ? "" : ", ").append(a);
+    return "block conv1 on the GPU (" + gpu + "), the rest " + inner().implementation();
+  }
+  Run pass(std::vector<Run> calls) override {
+    DLB_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros' cudaMemset, on the legacy stream
+    return AroundLayers::pass(std::move(calls));
+  }
+
+ private:
+  Run around(const Layer& l, const LayerIo& io, Run call) override {
+    const std::int64_t n = args_.batch;
+    cudaStream_t stream = stream_;
+    if (block_first_conv(l)) {
+      // Pageable host memory both ways, as the lab's tensor.to('cuda') and
+      // .cpu(): each copy waits for the stream.
+      auto d_in = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.in_size()));
+      auto d_out = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.out_size()));
+      Run conv = prepare_conv(sh_, l, n, d_in->data(), nullptr, d_out->data(), algorithms_);
+      call = [sh = sh_, d_in, d_out, conv, h_in = io.x, h_out = io.y, stream] {
+        DLB_CUDA_CHECK(cudaMemcpyAsync(d_in->data(), h_in, d_in->bytes(), cudaMemcpyHostToDevice, stream));
+        conv();
+        DLB_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost, stream));
+        DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+      };
+    }
+    // The network's input and output are in device memory, as for every GPU row.
+    if (io.index == 0) {
+      call = [first = std::move(call), host_x = host_x_, x = args_.x, stream] {
+        DLB_CUDA_CHECK(cudaMemcpyAsync(host_x->data(), x, host_x->bytes(), cudaMemcpyDeviceToHost, stream));
+        DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+        first();
+      };
+    }
+    if (io.index + 1 == args_.net->layers.size()) {
+      call = [last = std::move(call), host_y = host_y_, y = args_.y, stream] {
+        last();
+        DLB_CUDA_CHECK(cudaMemcpyAsync(y, host_y->data(), host_y->bytes(), cudaMemcpyHostToDevice, stream));
+        DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+      };
+    }
+    return call;
+  }
+
+  const NetArgs args_;
+  cudaStream_t stream_;
+  std::shared_ptr<Shared> sh_;
+  std::shared_ptr<HostBuffer<float>> host_x_, host_y_;
+  std::set<std::string> algorithms_;
+};
+
+}  // namespace
+
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec) {
   DLB_REQUIRE(exec.stream != nullptr, "gpu_hybrid_first_conv runs on a CUDA stream");
   if (!has_residual_blocks(args)) throw Unsupported(args.net->name + " has no residual blocks");
   const Network& net = *args.net;
-  const std::int64_t n = args.batch;
-  cudaStream_t stream = exec.stream;
-  // The CPU part works on host buffers of its own: cpu_own's plan.
-  auto host_x = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(n * net.in_size()));
-  auto host_y = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(n * net.classes));
+  // The CPU part works on host buffers of its own.
+  auto host_x = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(args.batch * net.in_size()));
+  auto host_y = std::make_shared<HostBuffer<float>>(static_cast<std::size_t>(args.batch * net.classes));
+  HybridLayers backend(args, exec, host_x, host_y);
   NetArgs host_args = args;
   host_args.x = host_x->data();
   host_args.y = host_y->data();
-  host_args.report = nullptr;
-  OwnCpuPlan cpu = build_own_cpu(host_args, exec);
-  auto sh = std::make_shared<Shared>(stream);
-  std::int64_t largest = 0;
-  for (const auto& l : net.layers)
-    if (block_first_conv(l)) largest = std::max(largest, n * l.out_size());
-  sh->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
-  DLB_CUDA_CHECK(cudaMemset(sh->zeros.data(), 0, sh->zeros.bytes()));
-  std::set<std::string> algorithms;
-  std::vector<Run> calls = cpu.calls;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    if (!block_first_conv(l)) continue;
-    // Pageable host memory both ways, as the lab's tensor.to('cuda') and
-    // .cpu(): each copy waits for the stream.
-    auto d_in = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.in_size()));
-    auto d_out = std::make_shared<DeviceBuffer<float>>(static_cast<std::size_t>(n * l.out_size()));
-    Run conv = prepare_conv(sh, l, n, d_in->data(), nullptr, d_out->data(), algorithms);
-    calls[i] = [sh, d_in, d_out, conv, act = cpu.act, h_in = cpu.act->input(i), h_out = cpu.act->output(i), stream] {
-      DLB_CUDA_CHECK(cudaMemcpyAsync(d_in->data(), h_in, d_in->bytes(), cudaMemcpyHostToDevice, stream));
-      conv();
-      DLB_CUDA_CHECK(cudaMemcpyAsync(h_out, d_out->data(), d_out->bytes(), cudaMemcpyDeviceToHost, stream));
-      DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    };
-  }
-  // The network's input and output are in device memory, as for every GPU row.
-  calls.front() = [first = calls.front(), host_x, x = args.x, stream] {
-    DLB_CUDA_CHECK(cudaMemcpyAsync(host_x->data(), x, host_x->bytes(), cudaMemcpyDeviceToHost, stream));
-    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    first();
-  };
-  calls.back() = [last = calls.back(), host_y, y = args.y, stream] {
-    last();
-    DLB_CUDA_CHECK(cudaMemcpyAsync(y, host_y->data(), host_y->bytes(), cudaMemcpyHostToDevice, stream));
-    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-  };
-  DLB_CUDA_CHECK(cudaDeviceSynchronize());  // the zeros' cudaMemset, on the legacy stream
-  if (args.report != nullptr) {
-    std::string gpu;
-    for (const auto& a : algorithms) gpu.append(gpu.empty() ? "" : ", ").append(a);
-    args.report->implementation = "block conv1 on the GPU (" + gpu + "), the rest " + cpu.implementation;
-    args.report->synchronizes = true;
-  }
-  return run_layers(std::move(calls), args.report);
+  Run pass = walk<HostBuffer<float>>(host_args, backend);
+  if (args.report != nullptr) args.report->synchronizes = true;
+  return pass;
 }
 
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec) {
-  Plan plan = build(args, exec);
-  if (args.report != nullptr) args.report->implementation = plan.implementation;
-  std::vector<Run> calls;
-  for (auto& call : plan.calls) calls.push_back([keep = plan.act, call] { call(); });
-  return run_layers(std::move(calls), args.report);
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
+  CudnnLayers backend(args, exec, false);
+  return walk<DeviceBuffer<float>>(args, backend);
 }
 
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec) {
-  Plan plan = build(args, exec);
-  // One pass outside the capture: lazy module loading and cuDNN's first-call
-  // set-up happen here, not in the graph.
-  for (const auto& call : plan.calls) call();
-  DLB_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
-  auto graph = std::make_shared<Graph>(exec.stream, plan.calls);
-  if (args.report != nullptr) {
-    args.report->implementation = plan.implementation + ", one CUDA graph";
-    // Per layer, the calls as gpu_cudnn makes them (a graph has no layers).
-    args.report->layer_calls.clear();
-    for (auto& call : plan.calls) args.report->layer_calls.push_back([keep = plan.act, call] { call(); });
-  }
-  // The graph points into everything the plan owns: the Run keeps it all.
-  return [graph, plan = std::move(plan), stream = exec.stream] { graph->launch(stream); };
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
+  CudnnLayers backend(args, exec, true);
+  return walk<DeviceBuffer<float>>(args, backend);
 }
 
 }  // namespace dlb::nn

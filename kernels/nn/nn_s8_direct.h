@@ -22,6 +22,7 @@
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/s8_direct_math.h"
+#include "kernels/nn/walk.h"
 #include "kernels/softmax/softmax.h"
 
 namespace dlb::nn {
@@ -74,6 +75,15 @@ inline std::vector<std::int8_t> weights_as_rows(const PackedWeights& p, int k) {
   return rows;
 }
 
+// A layer's output as the next layers read it: u8 NHWC codes, channels
+// padded to a multiple of 4 with the zero point (u8_size bytes), or (the
+// logits, the input of log-softmax) fp32.
+struct Codes {
+  const std::uint8_t* u8 = nullptr;
+  std::size_t u8_size = 0;
+  const float* f32 = nullptr;
+};
+
 // Target: what the plan runs on. It provides
 //   template <class T> using Buffer = ...;    (HostBuffer or DeviceBuffer)
 //   template <class T> Buffer<T> upload(const std::vector<T>&) const;
@@ -83,14 +93,48 @@ inline std::vector<std::int8_t> weights_as_rows(const PackedWeights& p, int k) {
 //   void log_softmax(const SoftmaxArgs&) const;
 //   static constexpr const char* name;            (the row, for messages)
 //   static constexpr const char* implementation;  (the report's)
-// and is copied into every call.
+// and is copied into every call. The plan's functions for the walk (walk.h).
 template <class Target>
-Run prepare_direct(const NetArgs& args, const Target& target) {
-  const Network& net = *args.net;
-  const ActivationQuant quant = activation_quant(net, calibration(net.name));
-  const std::int64_t batch = args.batch;
-  const auto& layers = net.layers;
-  const std::string row = Target::name;
+class DirectLayers final : public GraphBackend<Codes> {
+ public:
+  DirectLayers(const NetArgs& args, const Target& target)
+      : args_(args), net_(*args.net), quant_(activation_quant(net_, calibration(net_.name))), target_(target),
+        row_(Target::name), b_(std::make_shared<Buffers>()) {
+    b_->u8.resize(net_.layers.size());
+    b_->f32.resize(net_.layers.size());
+    DLB_REQUIRE(!net_.layers.empty() &&
+                    (net_.layers[0].kind == LayerKind::conv || net_.layers[0].kind == LayerKind::fc),
+                row_ + ": the first layer of " + net_.name + " is not a conv or fc");
+    b_->input = u8_buffer(args.batch * net_.h * net_.w, input_pitch(), quant_.input.zero_point);
+  }
+  Codes input() const { return {b_->input.data(), b_->input.size(), nullptr}; }
+
+  Out log_softmax(const Layer& l, const Io& io) override {
+    const Output o = output(l, io);
+    DLB_REQUIRE(o.last && l.input >= 0 && io.x.f32 != nullptr, row_ + ": log-softmax must end the network");
+    return {o.codes, [buffers = b_, target = target_, sm = SoftmaxArgs{args_.batch, l.k, io.x.f32, args_.y}] {
+              target.log_softmax(sm);
+            }};
+  }
+  Out max_pool(const Layer& l, const Io& io) override {
+    const Output o = output(l, io);
+    const MaxPool p{args_.batch,           static_cast<int>(l.c),      static_cast<int>(l.h),
+                    static_cast<int>(l.w), static_cast<int>(l.oh),     static_cast<int>(l.ow),
+                    static_cast<int>(l.window), static_cast<int>(l.stride), o.in_pitch,
+                    io.x.u8,               o.u8};
+    return {o.codes, [buffers = b_, target = target_, p] { target.run(p); }};
+  }
+  Out global_avg_pool(const Layer& l, const Io& io) override {
+    const Output o = output(l, io);
+    const AvgPool p{args_.batch, static_cast<int>(l.c), static_cast<int>(l.h * l.w), o.in_pitch,
+                    1.0f / static_cast<float>(l.h * l.w), io.x.u8, o.u8};
+    return {o.codes, [buffers = b_, target = target_, p] { target.run(p); }};
+  }
+  Out conv(const Layer& l, const Io& io) override { return weighted(l, io); }
+  Out fc(const Layer& l, const Io& io) override { return weighted(l, io); }
+  std::string implementation() const override { return Target::implementation; }
+
+ private:
   struct Buffers {
     typename Target::template Buffer<std::uint8_t> input;                  // the quantized network input
     std::vector<typename Target::template Buffer<std::uint8_t>> u8;        // per layer, or empty
@@ -99,120 +143,116 @@ Run prepare_direct(const NetArgs& args, const Target& target) {
     std::vector<typename Target::template Buffer<std::int32_t>> compensation;
     std::vector<typename Target::template Buffer<float>> scale, bias;
   };
-  auto buffers = std::make_shared<Buffers>();
-  Buffers& b = *buffers;
-  b.u8.resize(layers.size());
-  b.f32.resize(layers.size());
-  const auto u8_buffer = [&](std::int64_t pixels, int pitch, std::int32_t zero_point) {
+
+  typename Target::template Buffer<std::uint8_t> u8_buffer(std::int64_t pixels, int pitch,
+                                                           std::int32_t zero_point) const {
     typename Target::template Buffer<std::uint8_t> buffer(static_cast<std::size_t>(pixels * pitch));
-    target.fill(buffer, static_cast<std::uint8_t>(zero_point));  // the channels past the tensor's: its zero point
+    target_.fill(buffer, static_cast<std::uint8_t>(zero_point));  // the channels past the tensor's: its zero point
     return buffer;
-  };
-  const int input_pitch = rounded_to_4(net.c);
-  DLB_REQUIRE(!layers.empty() && (layers[0].kind == LayerKind::conv || layers[0].kind == LayerKind::fc),
-              row + ": the first layer of " + net.name + " is not a conv or fc");
-  b.input = u8_buffer(batch * net.h * net.w, input_pitch, quant.input.zero_point);
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const Layer& l = layers[i];
-    const bool f32 = dequantized_output(net, i);
-    const bool last = i + 1 == layers.size();
-    const auto from = static_cast<std::size_t>(l.input);
-    const AffineU8 in_q = l.input < 0 ? quant.input : quant.outputs[from];
-    const AffineU8 out_q = quant.outputs[i];
-    const int in_pitch = l.input < 0 ? input_pitch : rounded_to_4(l.c);
-    const std::uint8_t* in = l.input < 0 ? b.input.data() : b.u8[from].data();
-    const int out_pitch = rounded_to_4(l.k);
-    const std::int64_t out_pixels = batch * l.oh * l.ow;
-    DLB_REQUIRE(l.kind == LayerKind::log_softmax || !f32 || l.kind == LayerKind::conv || l.kind == LayerKind::fc,
-                row + ": " + l.name + " would have to write fp32");
-    DLB_REQUIRE(!f32 || l.kind == LayerKind::log_softmax || l.oh * l.ow == 1,
-                row + ": " + l.name + " writes fp32 NHWC, which is the network's layout only for 1 x 1 outputs");
-    if (f32 && !last)
-      b.f32[i] = typename Target::template Buffer<float>(static_cast<std::size_t>(batch * l.out_size()));
-    if (!f32) b.u8[i] = u8_buffer(out_pixels, out_pitch, out_q.zero_point);
-    float* out_f32 = !f32 ? nullptr : last ? args.y : b.f32[i].data();
-    std::uint8_t* out_u8 = f32 ? nullptr : b.u8[i].data();
-    switch (l.kind) {
-      case LayerKind::log_softmax: {
-        DLB_REQUIRE(last && l.input >= 0 && b.f32[from].size() > 0, row + ": log-softmax must end the network");
-        calls.push_back([buffers, target, sm = SoftmaxArgs{batch, l.k, b.f32[from].data(), args.y}] {
-          target.log_softmax(sm);
-        });
-        break;
-      }
-      case LayerKind::max_pool: {
-        const MaxPool p{batch, static_cast<int>(l.c), static_cast<int>(l.h), static_cast<int>(l.w),
-                        static_cast<int>(l.oh), static_cast<int>(l.ow), static_cast<int>(l.window),
-                        static_cast<int>(l.stride), in_pitch, in, out_u8};
-        calls.push_back([buffers, target, p] { target.run(p); });
-        break;
-      }
-      case LayerKind::global_avg_pool: {
-        const AvgPool p{batch, static_cast<int>(l.c), static_cast<int>(l.h * l.w), in_pitch,
-                        1.0f / static_cast<float>(l.h * l.w), in, out_u8};
-        calls.push_back([buffers, target, p] { target.run(p); });
-        break;
-      }
-      case LayerKind::conv:
-      case LayerKind::fc: {
-        const bool conv = l.kind == LayerKind::conv;
-        const int rh = static_cast<int>(conv ? l.window : l.h), rw = static_cast<int>(conv ? l.window : l.w);
-        const PackedWeights packed = pack_weights(l, rh, rw, in_pitch / 4, in_q);
-        b.weights.push_back(target.upload(packed.words));
-        b.compensation.push_back(target.upload(packed.compensation));
-        b.scale.push_back(target.upload(packed.scale));
-        b.bias.push_back(target.upload(l.bias));
-        Conv c;
-        c.batch = batch;
-        c.h = static_cast<int>(l.h);
-        c.w = static_cast<int>(l.w);
-        c.words = in_pitch / 4;
-        c.k = static_cast<int>(l.k);
-        c.oh = static_cast<int>(l.oh);
-        c.ow = static_cast<int>(l.ow);
-        c.rh = rh;
-        c.rw = rw;
-        c.stride = conv ? static_cast<int>(l.stride) : 1;
-        c.pad = conv ? static_cast<int>(l.pad) : 0;
-        c.x = in;  // the buffers' starts are aligned, pitches multiples of 4
-        c.pad_word = 0x01010101u * static_cast<std::uint32_t>(in_q.zero_point);
-        c.weights = b.weights.back().data();
-        c.compensation = b.compensation.back().data();
-        c.scale = b.scale.back().data();
-        c.bias = b.bias.back().data();
-        if (l.residual >= 0) {
-          const auto r = static_cast<std::size_t>(l.residual);
-          DLB_REQUIRE(b.u8[r].size() == static_cast<std::size_t>(out_pixels * out_pitch),
-                      row + ": the residual of " + l.name + " has another shape");
-          c.out.residual = b.u8[r].data();
-          c.out.residual_scale = quant.outputs[r].scale;
-          c.out.residual_zero_point = quant.outputs[r].zero_point;
-        }
-        c.out.relu = l.relu;
-        c.out.out_u8 = out_u8;
-        c.out.out_pitch = out_pitch;
-        c.out.inv_out_scale = 1.0f / out_q.scale;
-        c.out.out_zero_point = out_q.zero_point;
-        c.out.out_f32 = out_f32;
-        Run conv_call = target.conv(c, packed);
-        if (l.input < 0) {
-          const Quantize q{batch,      static_cast<int>(net.c), static_cast<int>(net.h), static_cast<int>(net.w),
-                           input_pitch, args.x, 1.0f / in_q.scale, in_q.zero_point, b.input.data()};
-          calls.push_back([buffers, target, q, conv_call] {
-            target.run(q);
-            conv_call();
-          });
-        } else {
-          calls.push_back([buffers, conv_call] { conv_call(); });
-        }
-        break;
-      }
-    }
   }
-  if (args.report != nullptr)
-    args.report->implementation = std::string(Target::implementation);
-  return run_layers(std::move(calls), args.report);
+  int input_pitch() const { return rounded_to_4(net_.c); }
+
+  // The layer's output buffer: u8, or fp32 where it is the logits or the
+  // input of log-softmax (the last layer's is the caller's y).
+  struct Output {
+    Codes codes;
+    std::uint8_t* u8 = nullptr;
+    float* f32 = nullptr;
+    int in_pitch = 0, out_pitch = 0;
+    std::int64_t out_pixels = 0;
+    bool last = false;
+  };
+  Output output(const Layer& l, const Io& io) {
+    const std::size_t i = io.index;
+    const bool f32 = dequantized_output(net_, i);
+    Output o;
+    o.last = i + 1 == net_.layers.size();
+    o.in_pitch = l.input < 0 ? input_pitch() : rounded_to_4(l.c);
+    o.out_pitch = rounded_to_4(l.k);
+    o.out_pixels = args_.batch * l.oh * l.ow;
+    DLB_REQUIRE(l.kind == LayerKind::log_softmax || !f32 || l.kind == LayerKind::conv || l.kind == LayerKind::fc,
+                row_ + ": " + l.name + " would have to write fp32");
+    DLB_REQUIRE(!f32 || l.kind == LayerKind::log_softmax || l.oh * l.ow == 1,
+                row_ + ": " + l.name + " writes fp32 NHWC, which is the network's layout only for 1 x 1 outputs");
+    if (f32 && !o.last)
+      b_->f32[i] = typename Target::template Buffer<float>(static_cast<std::size_t>(args_.batch * l.out_size()));
+    if (!f32) b_->u8[i] = u8_buffer(o.out_pixels, o.out_pitch, quant_.outputs[i].zero_point);
+    o.f32 = !f32 ? nullptr : o.last ? args_.y : b_->f32[i].data();
+    o.u8 = f32 ? nullptr : b_->u8[i].data();
+    o.codes = {o.u8, b_->u8[i].size(), o.f32};
+    return o;
+  }
+
+  // conv or fc: what the target makes of it.
+  Out weighted(const Layer& l, const Io& io) {
+    const Output o = output(l, io);
+    const std::int64_t batch = args_.batch;
+    const AffineU8 in_q = l.input < 0 ? quant_.input : quant_.outputs[static_cast<std::size_t>(l.input)];
+    const AffineU8 out_q = quant_.outputs[io.index];
+    Buffers& b = *b_;
+    const bool conv = l.kind == LayerKind::conv;
+    const int rh = static_cast<int>(conv ? l.window : l.h), rw = static_cast<int>(conv ? l.window : l.w);
+    const PackedWeights packed = pack_weights(l, rh, rw, o.in_pitch / 4, in_q);
+    b.weights.push_back(target_.upload(packed.words));
+    b.compensation.push_back(target_.upload(packed.compensation));
+    b.scale.push_back(target_.upload(packed.scale));
+    b.bias.push_back(target_.upload(l.bias));
+    Conv c;
+    c.batch = batch;
+    c.h = static_cast<int>(l.h);
+    c.w = static_cast<int>(l.w);
+    c.words = o.in_pitch / 4;
+    c.k = static_cast<int>(l.k);
+    c.oh = static_cast<int>(l.oh);
+    c.ow = static_cast<int>(l.ow);
+    c.rh = rh;
+    c.rw = rw;
+    c.stride = conv ? static_cast<int>(l.stride) : 1;
+    c.pad = conv ? static_cast<int>(l.pad) : 0;
+    c.x = io.x.u8;  // the buffers' starts are aligned, pitches multiples of 4
+    c.pad_word = 0x01010101u * static_cast<std::uint32_t>(in_q.zero_point);
+    c.weights = b.weights.back().data();
+    c.compensation = b.compensation.back().data();
+    c.scale = b.scale.back().data();
+    c.bias = b.bias.back().data();
+    if (io.residual != nullptr) {
+      const auto r = static_cast<std::size_t>(l.residual);
+      DLB_REQUIRE(io.residual->u8_size == static_cast<std::size_t>(o.out_pixels * o.out_pitch),
+                  row_ + ": the residual of " + l.name + " has another shape");
+      c.out.residual = io.residual->u8;
+      c.out.residual_scale = quant_.outputs[r].scale;
+      c.out.residual_zero_point = quant_.outputs[r].zero_point;
+    }
+    c.out.relu = l.relu;
+    c.out.out_u8 = o.u8;
+    c.out.out_pitch = o.out_pitch;
+    c.out.inv_out_scale = 1.0f / out_q.scale;
+    c.out.out_zero_point = out_q.zero_point;
+    c.out.out_f32 = o.f32;
+    Run conv_call = target_.conv(c, packed);
+    if (l.input < 0) {
+      const Quantize q{batch,         static_cast<int>(net_.c), static_cast<int>(net_.h), static_cast<int>(net_.w),
+                       input_pitch(), args_.x, 1.0f / in_q.scale, in_q.zero_point, b.input.data()};
+      return {o.codes, [buffers = b_, target = target_, q, conv_call] {
+                target.run(q);
+                conv_call();
+              }};
+    }
+    return {o.codes, [buffers = b_, conv_call] { conv_call(); }};
+  }
+
+  const NetArgs args_;
+  const Network& net_;
+  const ActivationQuant quant_;
+  const Target target_;
+  const std::string row_;
+  std::shared_ptr<Buffers> b_;
+};
+
+template <class Target>
+Run prepare_direct(const NetArgs& args, const Target& target) {
+  DirectLayers<Target> backend(args, target);
+  return walk_graph(args, backend, backend.input());
 }
 
 }  // namespace s8

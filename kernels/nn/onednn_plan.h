@@ -151,26 +151,21 @@ inline Step log_softmax_step(const dnnl::memory& src, const dnnl::memory::desc& 
   return Step{dnnl::softmax_v2_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out}}};
 }
 
-// The pass from its layer plans: the last layer writes the caller's y
-// (`user_y`, plain [n, classes]) in place where its output `result` has that
-// layout, else through one reorder; the report names the kernels; one call
-// per layer.
-inline Run finish_plans(const std::shared_ptr<std::vector<LayerPlan>>& plans, const dnnl::memory& result,
-                        const dnnl::memory& user_y, const std::set<std::string>& kernels, NetReport* report) {
-  LayerPlan& last = plans->back();
+// The last layer writes the caller's y (`user_y`, plain [n, classes]) in
+// place where its output `result` has that layout, else through one reorder.
+inline void write_user_y(LayerPlan& last, const dnnl::memory& result, const dnnl::memory& user_y) {
   if (result.get_desc() == user_y.get_desc()) {
     last.main.args[DNNL_ARG_DST] = user_y;
   } else {
     last.after = Step{dnnl::reorder(result, user_y), {{DNNL_ARG_FROM, result}, {DNNL_ARG_TO, user_y}}};
   }
-  if (report != nullptr) {
-    std::string impl;
-    for (const auto& k : kernels) impl.append(impl.empty() ? "" : ", ").append(k);
-    report->implementation = impl;
-  }
-  std::vector<Run> calls;
-  for (std::size_t i = 0; i < plans->size(); ++i) calls.push_back([plans, i] { (*plans)[i].run(); });
-  return run_layers(std::move(calls), report);
+}
+
+// The report's implementation: the kernels, comma-separated.
+inline std::string kernel_list(const std::set<std::string>& kernels) {
+  std::string impl;
+  for (const auto& k : kernels) impl.append(impl.empty() ? "" : ", ").append(k);
+  return impl;
 }
 
 }  // namespace dlb::nn
