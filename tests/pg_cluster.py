@@ -43,6 +43,16 @@ class Cluster:
         self.url = f"postgresql://postgres@/postgres?host={self.dir}&port=5432"
         return self.url
 
+    def new_database(self) -> str:
+        """A fresh database on the server (one per test), made through the
+        store's own driver; its URL."""
+        import psycopg
+        self.databases = getattr(self, "databases", 0) + 1
+        name = f"t{self.databases}"
+        with psycopg.connect(f"host={self.dir} port=5432 user=postgres dbname=postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return self.url.replace("/postgres?", f"/{name}?")
+
     def stop(self) -> None:
         if self.dir is None:
             return

@@ -282,7 +282,6 @@ class LiveSQLite(LiveRuns, BrowserTest):
 
 class LivePostgres(LiveRuns, BrowserTest):
     cluster = None
-    n = 0
 
     @classmethod
     def setUpClass(cls):
@@ -296,14 +295,7 @@ class LivePostgres(LiveRuns, BrowserTest):
         cls.cluster.stop()
 
     def fresh_db(self):
-        import psycopg
-        LivePostgres.n += 1
-        name = f"dash{LivePostgres.n}"
-        with psycopg.connect(f"host={self.cluster.dir} port=5432 user=postgres dbname=postgres",
-                             autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return self.cluster.url.replace("/postgres?", f"/{name}?")
-
+        return self.cluster.new_database()
 
 if __name__ == "__main__":
     unittest.main()

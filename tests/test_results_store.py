@@ -314,7 +314,6 @@ class SQLiteStore(StoreTests, unittest.TestCase):
 
 class PostgresStore(StoreTests, unittest.TestCase):
     cluster = None
-    n = 0
 
     @classmethod
     def setUpClass(cls):
@@ -326,14 +325,7 @@ class PostgresStore(StoreTests, unittest.TestCase):
         cls.cluster.stop()
 
     def fresh_db(self):
-        # A database per test, made through the store's own driver.
-        import psycopg
-        PostgresStore.n += 1
-        name = f"t{PostgresStore.n}"
-        with psycopg.connect(f"host={self.cluster.dir} port=5432 user=postgres dbname=postgres",
-                             autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return self.cluster.url.replace("/postgres?", f"/{name}?")
+        return self.cluster.new_database()
 
     def test_url_with_a_down_server_is_a_one_line_error(self):
         env = {**self.env, st.ENV: f"postgresql://postgres@/nodb?host={self.tmp}&port=1"}
