@@ -111,6 +111,19 @@ class BrowserTest(unittest.TestCase):
             "drawn: g.querySelectorAll('g.trace').length}))")
 
 
+def check_page(test: BrowserTest, site: Path, pages: dict, path: str) -> list[dict]:
+    """Opens a page of the site and checks that it drew the charts and traces site.json names."""
+    test.open(site / path)
+    meant = pages[path]["charts"]
+    drawn = test.charts()
+    test.assertEqual([c["id"] for c in drawn], [c["id"] for c in meant], path)
+    for d, m in zip(drawn, meant):
+        test.assertEqual(d["names"], m["traces"], f"{path} {d['id']}")
+        test.assertEqual(d["drawn"], len(m["traces"]), f"{path} {d['id']}: SVG traces drawn")
+        test.assertGreater(sum(d["points"]), 0, f"{path} {d['id']}: no data")
+    return drawn
+
+
 def build_site(env: dict, out: Path) -> dict:
     p = run(DASHBOARD + ["-o", out], env)
     assert "pages" in p.stdout, p.stdout
@@ -134,15 +147,7 @@ class CommittedRuns(BrowserTest):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def check_page(self, path: str) -> list[dict]:
-        self.open(self.site / path)
-        meant = self.pages[path]["charts"]
-        drawn = self.charts()
-        self.assertEqual([c["id"] for c in drawn], [c["id"] for c in meant], path)
-        for d, m in zip(drawn, meant):
-            self.assertEqual(d["names"], m["traces"], f"{path} {d['id']}")
-            self.assertEqual(d["drawn"], len(m["traces"]), f"{path} {d['id']}: SVG traces drawn")
-            self.assertGreater(sum(d["points"]), 0, f"{path} {d['id']}: no data")
-        return drawn
+        return check_page(self, self.site, self.pages, path)
 
     def test_every_family_page_and_the_overview_draw_their_series(self):
         family_pages = [p for p in self.pages if "/" not in p]
@@ -247,9 +252,11 @@ class LiveRuns:
         if not Path(BENCH).exists():
             self.fail(f"{BENCH} not built (scripts/build)")
         case = "daxpy/cpu_loop/n:1024"
+        # With a training step and the loader at two thread counts: the training page.
+        cases = f"^({case}|mnist_lenet_train/cpu_onednn/batch:64|mnist_cnn_load/cpu/batch:64/threads:[01])/"
         for i in range(2):
             out = self.tmp / f"live{i}.json"
-            subprocess.run([BENCH, f"--benchmark_filter=^{case}/", "--benchmark_repetitions=3",
+            subprocess.run([BENCH, f"--benchmark_filter={cases}", "--benchmark_repetitions=3",
                             "--benchmark_min_time=0.01", f"--benchmark_out={out}", "--benchmark_out_format=json"],
                            check=True, capture_output=True)
             run(RESULTS + ["ingest", out], self.env)
@@ -263,6 +270,12 @@ class LiveRuns:
         self.open(self.tmp / "site" / page["path"])
         hist = self.charts()[0]
         self.assertEqual(hist["points"][hist["names"].index(f"{machine}: median")], 2)
+        pages = {p["path"]: p for p in manifest["pages"]}
+        drawn = {c["id"]: c for c in check_page(self, self.tmp / "site", pages, "training.html")}
+        self.assertEqual(sorted(drawn), ["mnist_cnn_load-batch64", "mnist_lenet_train-batch",
+                                         "mnist_lenet_train-phases"])
+        self.assertEqual(drawn["mnist_lenet_train-phases"]["names"], ["forward", "backward", "optimizer"])
+        self.assertEqual(drawn["mnist_cnn_load-batch64"]["points"], [2])  # threads 0 and 1
 
     def test_errors_are_one_line(self):
         p = run(DASHBOARD + ["-o", self.tmp / "site"], self.env, rc=2)  # an empty store

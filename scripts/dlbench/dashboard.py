@@ -61,6 +61,9 @@ FAMILIES = {
                  "Where a pass's time goes: each layer's median time per backend and batch."),
     "peers": ("peers", NETWORKS,
               "Our best row against what users would run instead (PyTorch, ONNX Runtime, OpenVINO), per batch."),
+    "training": ("training", tuple(f"{n}_{kind}" for n in NETWORKS for kind in ("train", "load")),
+                 "Training steps: images/s per backend and batch, where a step's time goes (forward, backward, "
+                 "optimizer), and the data loader against its threads."),
 }
 
 
@@ -178,7 +181,8 @@ class ChartBuilder:
 
 
 def sweep_chart(chart_id: str, runs: list[Run], op: str, x_arg: str, metric: str, scale: float, title: str,
-                x_title: str, y_title: str, select=None, ceiling: str | None = None) -> Chart | None:
+                x_title: str, y_title: str, select=None, ceiling: str | None = None, logx: bool = True) \
+        -> Chart | None:
     """One line per (machine, variant): `metric` against the size argument."""
     b = ChartBuilder(runs)
     for run in runs:
@@ -206,7 +210,7 @@ def sweep_chart(chart_id: str, runs: list[Run], op: str, x_arg: str, metric: str
                                       line=dict(dash="dot", color="black")))
     fig_chart = b.chart(chart_id)
     if fig_chart:
-        _layout(fig_chart.figure, title, x_title, y_title, logx=True, logy=True)
+        _layout(fig_chart.figure, title, x_title, y_title, logx=logx, logy=True)
     return fig_chart
 
 
@@ -260,7 +264,8 @@ def shapes_chart(chart_id: str, runs: list[Run], op: str, metric: str, scale: fl
     return chart
 
 
-def network_chart(chart_id: str, runs: list[Run], network: str) -> Chart | None:
+def network_chart(chart_id: str, runs: list[Run], network: str, what: str = "images/s against batch size") \
+        -> Chart | None:
     """images/s against batch, one line per (machine, variant), grouped in
     the legend by precision; peers dashed."""
     b = ChartBuilder(runs)
@@ -282,7 +287,7 @@ def network_chart(chart_id: str, runs: list[Run], network: str) -> Chart | None:
                                "<br>accuracy %{customdata[0]:.4f}<extra></extra>")))
     chart = b.chart(chart_id)
     if chart:
-        _layout(chart.figure, f"{network}: images/s against batch size", "batch (images per call)", "images/s",
+        _layout(chart.figure, f"{network}: {what}", "batch (images per call)", "images/s",
                 logx=True, logy=True, height=520)
         chart.figure.update_xaxes(type="log", dtick=math.log10(2))
     return chart
@@ -354,6 +359,31 @@ def peers_chart(chart_id: str, runs: list[Run], network: str) -> Chart | None:
     return chart
 
 
+PHASES = (("forward_us", "forward"), ("backward_us", "backward"), ("optimizer_us", "optimizer"))
+
+
+def phases_chart(chart_id: str, runs: list[Run], op: str) -> Chart | None:
+    """Where a training step's time goes: stacked bars of the phase counters
+    (us per step), one bar per (variant, batch); one trace per (machine, phase)."""
+    b = ChartBuilder(runs)
+    for run in runs:
+        cases = sorted((c for c in run.results.family(op) if "batch" in c.args and c.error is None and c.runs),
+                       key=lambda c: (c.variant, c.args["batch"]))
+        if not cases:
+            continue
+        xs = [f"{c.variant} b{c.args['batch']}" + (f" ({run.machine})" if b.many else "") for c in cases]
+        for key, label in PHASES:
+            ys = [c.median(key) for c in cases]
+            if any(y is not None for y in ys):
+                b.add(run, go.Bar(x=xs, y=ys, name=b.name(run, label),
+                                  hovertemplate=f"{label}<br>%{{x}}<br>%{{y:.4g}} us<extra></extra>"))
+    chart = b.chart(chart_id)
+    if chart:
+        _layout(chart.figure, f"{op}: where a step's time goes", "backend and batch", "us per step")
+        chart.figure.update_layout(barmode="stack")
+    return chart
+
+
 def generic_chart(chart_id: str, runs: list[Run], op: str) -> Chart | None:
     """Any other op: the median time of each case."""
     b = ChartBuilder(runs)
@@ -400,6 +430,15 @@ def family_charts(family: str, runs: list[Run]) -> list[Chart]:
         charts += [c for n in NETWORKS for c in profile_charts(runs, n)]
     elif family == "peers":
         charts += [peers_chart(f"{n}-peers", runs, n) for n in NETWORKS]
+    elif family == "training":
+        for n in NETWORKS:
+            charts.append(network_chart(f"{n}_train-batch", runs, f"{n}_train", "training images/s against batch"))
+            charts.append(phases_chart(f"{n}_train-phases", runs, f"{n}_train"))
+            for batch in sorted({c.args.get("batch") for r in runs for c in r.results.family(f"{n}_load")}):
+                charts.append(sweep_chart(
+                    f"{n}_load-batch{batch}", runs, f"{n}_load", "threads", "items_per_second", 1.0,
+                    f"{n}: loading batches of {batch} (crop and flip) against loader threads", "loader threads",
+                    "images/s", select=lambda c, b=batch: c.args.get("batch") == b, logx=False))
     return [c for c in charts if c is not None]
 
 
