@@ -1044,6 +1044,22 @@ TEST(GpuOneKernelOnTheHost, TheProgramKeepsEveryBufferApart) {
         }
       }
       EXPECT_EQ(arena, p.arena_floats);
+      // A barrier between every output and its readers (the kernel runs
+      // the layers between two barriers as one phase, concurrently).
+      std::size_t barriers = 0;
+      for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        barriers += i > 0 && p.layers[i].barrier != 0 ? 1 : 0;
+        for (const int producer : {net.layers[i].input, net.layers[i].residual}) {
+          if (producer < 0) continue;
+          bool separated = false;
+          for (auto j = static_cast<std::size_t>(producer) + 1; j <= i; ++j) separated = separated || p.layers[j].barrier != 0;
+          EXPECT_TRUE(separated) << net.layers[i].name << " reads " << net.layers[static_cast<std::size_t>(producer)].name
+                                 << " in the phase that writes it";
+        }
+      }
+      std::size_t projections = 0;  // resnet20's downsample convs share their block's first phase
+      for (const auto& l : net.layers) projections += l.name.find("downsample") != std::string::npos ? 1 : 0;
+      EXPECT_EQ(barriers, p.layers.size() - 1 - projections);
     }
   }
 }

@@ -3,9 +3,10 @@
 // once (cudaOccupancyMaxActiveBlocksPerMultiprocessor x SMs), no more than
 // the largest layer has work for; it walks the program's layers in order,
 // each layer's work items (one output element per warp, onekernel_math.h)
-// strided over every warp of the grid, and waits at grid.sync() between
-// layers: the barrier orders the writes of one layer before the reads of the
-// next (the activations are read with plain loads, never through the
+// strided over every warp of the grid, and waits at grid.sync() before each
+// layer that reads an output written since the last barrier (ok::Layer::
+// barrier): the barrier orders the writes of one layer before the reads of
+// the next (the activations are read with plain loads, never through the
 // non-coherent read-only path, because other blocks wrote them in this same
 // launch). No shared memory is used. Weights and activations stay in
 // device memory (the arena, about 0.6 MB for resnet20 at batch 1, and the
@@ -42,6 +43,8 @@ __global__ void __launch_bounds__(kBlock) onekernel_pass(Pass pass) {
   const long long warps = static_cast<long long>(gridDim.x) * blockDim.x / ok::kLanes;
   for (int i = pass.first; i < pass.last; ++i) {
     const ok::Layer d = pass.layers[i];
+    // The launch's first layer needs none: the kernel boundary orders it.
+    if (i > pass.first && d.barrier != 0) grid.sync();
     // The item is the same for the 32 lanes of a warp: the shuffles below
     // run with every lane present.
     for (long long item = warp; item < d.items; item += warps) {
@@ -54,7 +57,6 @@ __global__ void __launch_bounds__(kBlock) onekernel_pass(Pass pass) {
         v = ok::combine(d, v, __shfl_xor_sync(0xffffffffu, v, offset));
       if (lane == 0) ok::store(d, pass.buffers, item, v);
     }
-    if (i + 1 < pass.last) grid.sync();
   }
 }
 

@@ -52,6 +52,7 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
   OneKernelProgram p;
   const auto& layers = net.layers;
   std::vector<std::int64_t> region(layers.size(), ok::kNone);
+  std::size_t phase = 0;  // the first layer of the current phase (between two barriers)
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Layer& l = layers[i];
     const bool last = i + 1 == layers.size();
@@ -92,6 +93,10 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
     constexpr std::int64_t kMax = 0x7fffffff;  // the element functions index in 32 bits
     DLB_REQUIRE(batch * std::max(l.in_size(), l.out_size()) <= kMax && l.k * ok::reduction(d) <= kMax,
                 "gpu_onekernel: " + l.name + " at batch " + std::to_string(batch) + " has more than 2^31 - 1 elements");
+    const bool reads_this_phase = (l.input >= 0 && static_cast<std::size_t>(l.input) >= phase) ||
+                                  (l.residual >= 0 && static_cast<std::size_t>(l.residual) >= phase);
+    d.barrier = i == 0 || reads_this_phase ? 1 : 0;
+    if (d.barrier != 0) phase = i;
     if (last) {
       d.out = ok::kOutput;
     } else {

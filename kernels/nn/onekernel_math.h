@@ -42,6 +42,11 @@ struct Layer {
   std::int64_t weight = -1, bias = -1;  // offsets into the parameter buffer (conv, fc), or -1
   std::int64_t in = kNone, residual = kNone, out = kNone;
   std::int64_t items = 0;  // work items: batch x k x oh x ow (log-softmax: batch rows)
+  // 1: a grid-wide barrier before this layer (it reads an output written
+  // since the last one); 0: it runs in the same phase as the layer before
+  // (ResNet's downsample conv beside its block's first conv: both read the
+  // block's input). No region is written twice, so reads are the only hazard.
+  std::int32_t barrier = 1;
 };
 
 struct Buffers {
