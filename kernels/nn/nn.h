@@ -66,7 +66,8 @@
 //   gpu_onekernel  the whole pass as one persistent cooperative launch (nn_onekernel.h): a program
 //               of per-layer descriptors built in prepare, every weight in one device buffer,
 //               every activation in one arena (L2-resident at small batches), a warp per output
-//               element, grid.sync() between layers; no host work per layer. Its element functions
+//               element, grid.sync() before each layer that reads an output of the current phase;
+//               no host work per layer; any batch, built for batches up to 16. Its element functions
 //               run on the host too (prepare_onekernel_on_host), which is what the CPU tests check
 //   gpu_own_s8  the int8 rows' quantization on own CUDA kernels (nn_s8_direct.h): per conv and fc a
 //               direct u8 x s8 convolution on dp4a (one thread per output, NHWC u8, channels in
