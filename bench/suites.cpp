@@ -21,7 +21,8 @@ DLB_BENCH_FLAG(suite, "suite", "full|default|gpu-quick", "--suite=gpu-quick",
       "^conv/gpu_[a-z0-9_]+/n:64/c:(3|16|32|64)/h:(32|16|8)/",                                                 \
       "^copy/[a-z0-9_]+/bytes:(1048576|268435456|1073741824)$",                                               \
       "^copy/gpu_(serial|overlap)_[a-z]+/(streams:[0-9]+/)?chunks:16/bytes:67108864$",                          \
-      "^(resnet20|mnist_cnn|mnist_lenet)/gpu_[a-z0-9_]+/batch:(1|64|1024)$", "^resnet20_layer/gpu_cudnn/batch:64/", \
+      "^(resnet20|mnist_cnn|mnist_lenet)/gpu_(?!onekernel/)[a-z0-9_]+/batch:(1|64|1024)$",                       \
+      "^(resnet20|mnist_cnn|mnist_lenet)/gpu_onekernel/batch:(1|16)$", "^resnet20_layer/gpu_cudnn/batch:64/",        \
       "^resnet20_testset/"
 
 const std::vector<Suite>& suite_list() {

@@ -27,6 +27,7 @@
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/layers.h"
+#include "kernels/nn/nn_onekernel.h"
 #include "kernels/nn/nn_s8_direct.h"
 #if DLB_HAVE_ONEDNN
 #include "kernels/nn/onednn_plan.h"
@@ -949,6 +950,146 @@ TEST(GpuOwnS8OnTheHost, TheGemmPathMatchesPyTorchAndTheDirectPath) {
     EXPECT_TRUE(c.ok) << c.summary();
   }
 }
+
+// gpu_onekernel's program and element functions on the host (nn_onekernel.h):
+// its kernel runs these functions, a warp per work item, so this checks the
+// row's descriptors, packing and indexing where no GPU runs it. fp32, held
+// to the fp32 rows' bound.
+const nn::NetVariant kOneKernelOnHost{
+    "cpu_twin_of_gpu_onekernel", Device::cpu,
+    [](const nn::NetArgs& args, const Exec&) { return nn::prepare_onekernel_on_host(args); }, 1e-5};
+
+// The double reference and PyTorch's logits at batch 1 and 3 (the arena
+// poisoned with NaN: a layer reading a region before it is written fails),
+// and the layer calls make the pass.
+TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {1, 3}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      NetCase twin(kOneKernelOnHost, name, batch);
+      const std::int64_t count = (kReferenceImages + batch - 1) / batch * batch;
+      const auto got = twin.outputs(0, count);
+      const auto& expected = reference_outputs(std::string(name));
+      const auto vs_reference = ref::compare(std::span<const float>(got).first(expected.size()), expected, 1e-5);
+      EXPECT_TRUE(vs_reference.ok) << vs_reference.summary();
+      if (batch == 1) {  // what the benchmark checks before timing the GPU row
+        const auto vs_torch = twin.validate(kReferenceImages);
+        EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
+      }
+      const nn::Network& net = twin.network();
+      const auto x = test_input(net, batch);
+      std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
+      nn::NetReport report;
+      const dlb::Run pass = nn::prepare_onekernel_on_host(nn::NetArgs{&net, batch, x.data(), y.data(), &report});
+      poison_nan(std::span<float>(y));
+      pass();
+      const auto whole = y;
+      ASSERT_EQ(report.layer_calls.size(), net.layers.size());
+      poison_nan(std::span<float>(y));
+      for (const auto& call : report.layer_calls) call();
+      EXPECT_EQ(whole, y);
+    }
+  }
+}
+
+// The program: each layer reads the region its input layer wrote (or x),
+// joins the region of its residual layer, writes a region of its own (the
+// last layer y); regions are disjoint, aligned and inside the arena, whose
+// size is their sum; every conv's and fc's weights and bias sit in the
+// parameter buffer unchanged, aligned, without overlap; the work items are
+// the output elements (log-softmax: the rows).
+TEST(GpuOneKernelOnTheHost, TheProgramKeepsEveryBufferApart) {
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {1, 3, 16}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      const nn::Network& net = nn::network(name);
+      const nn::OneKernelProgram p = nn::build_onekernel_program(net, batch);
+      ASSERT_EQ(p.layers.size(), net.layers.size());
+      std::vector<std::pair<std::int64_t, std::int64_t>> regions, blocks;  // [begin, end)
+      std::int64_t arena = 0;
+      for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        const nn::Layer& l = net.layers[i];
+        const nn::ok::Layer& d = p.layers[i];
+        SCOPED_TRACE(l.name);
+        const std::int64_t size = batch * l.out_size();
+        if (i + 1 == p.layers.size()) {
+          EXPECT_EQ(d.out, nn::ok::kOutput);
+          regions.emplace_back(-1, -1);
+        } else {
+          EXPECT_GE(d.out, 0);
+          EXPECT_EQ(d.out % nn::kOneKernelAlign, 0);
+          EXPECT_LE(d.out + size, p.arena_floats);
+          for (const auto& [begin, end] : regions)
+            EXPECT_TRUE(d.out >= end || d.out + size <= begin) << "overlaps [" << begin << ", " << end << ")";
+          regions.emplace_back(d.out, d.out + size);
+          arena += (size + nn::kOneKernelAlign - 1) / nn::kOneKernelAlign * nn::kOneKernelAlign;
+        }
+        EXPECT_EQ(d.in, l.input < 0 ? nn::ok::kInput : regions[static_cast<std::size_t>(l.input)].first);
+        EXPECT_EQ(d.residual, l.residual < 0 ? nn::ok::kNone : regions[static_cast<std::size_t>(l.residual)].first);
+        EXPECT_EQ(d.items, l.kind == nn::LayerKind::log_softmax ? batch : size);
+        EXPECT_EQ(d.batch, batch);
+        if (l.kind == nn::LayerKind::conv || l.kind == nn::LayerKind::fc) {
+          const auto weight = static_cast<std::int64_t>(l.weight.size()), bias = static_cast<std::int64_t>(l.bias.size());
+          EXPECT_EQ(weight, l.k * nn::ok::reduction(d));
+          for (const auto& [at, n] : {std::pair{d.weight, weight}, {d.bias, bias}}) {
+            EXPECT_EQ(at % nn::kOneKernelAlign, 0);
+            ASSERT_LE(at + n, static_cast<std::int64_t>(p.params.size()));
+            for (const auto& [begin, end] : blocks) EXPECT_TRUE(at >= end || at + n <= begin);
+            blocks.emplace_back(at, at + n);
+          }
+          EXPECT_TRUE(std::equal(l.weight.begin(), l.weight.end(), p.params.begin() + d.weight));
+          EXPECT_TRUE(std::equal(l.bias.begin(), l.bias.end(), p.params.begin() + d.bias));
+        } else {
+          EXPECT_EQ(d.weight, -1);
+        }
+      }
+      EXPECT_EQ(arena, p.arena_floats);
+      // A barrier between every output and its readers (the kernel runs
+      // the layers between two barriers as one phase, concurrently).
+      std::size_t barriers = 0;
+      for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        barriers += i > 0 && p.layers[i].barrier != 0 ? 1 : 0;
+        for (const int producer : {net.layers[i].input, net.layers[i].residual}) {
+          if (producer < 0) continue;
+          bool separated = false;
+          for (auto j = static_cast<std::size_t>(producer) + 1; j <= i; ++j) separated = separated || p.layers[j].barrier != 0;
+          EXPECT_TRUE(separated) << net.layers[i].name << " reads " << net.layers[static_cast<std::size_t>(producer)].name
+                                 << " in the phase that writes it";
+        }
+      }
+      std::size_t projections = 0;  // resnet20's downsample convs share their block's first phase
+      for (const auto& l : net.layers) projections += l.name.find("downsample") != std::string::npos ? 1 : 0;
+      EXPECT_EQ(barriers, p.layers.size() - 1 - projections);
+    }
+  }
+}
+
+#if DLB_TEST_GPU
+// gpu_onekernel runs its twin's element functions (explicit fmaf, the same
+// butterfly, IEEE adds and division): the same bits up to the log-softmax
+// (expf / logf on the device against the host's: a few ulp).
+TEST(GpuOneKernel, EqualsItsHostTwin) {
+  const nn::NetVariant* gpu = nullptr;
+  for (const auto& v : nn::network_variants())
+    if (v.name == "gpu_onekernel") gpu = &v;
+  if (gpu == nullptr) GTEST_SKIP() << "a build without CUDA";
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {1, 16}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      NetCase on_gpu(*gpu, name, batch);
+      NetCase twin(kOneKernelOnHost, name, batch);
+      const auto got = on_gpu.outputs(0, 16), expected = twin.outputs(0, 16);
+      if (on_gpu.network().output().kind == nn::LayerKind::log_softmax) {
+        const auto c = ref::compare(std::span<const float>(got),
+                                    std::vector<double>(expected.begin(), expected.end()), 1e-6);
+        EXPECT_TRUE(c.ok) << c.summary();
+      } else {
+        EXPECT_EQ(got, expected);
+      }
+    }
+  }
+}
+#endif
 
 #if DLB_TEST_GPU
 // gpu_own_s8 and gpu_cublaslt_s8 run their twins' element functions in their

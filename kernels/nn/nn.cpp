@@ -98,6 +98,7 @@ static const NetVariant kNetworkVariants[] = {
 #endif
 #if DLB_HAVE_CUDA
     {"gpu_own", Device::gpu, prepare_net_gpu_own, kNetworkTolerance},
+    {"gpu_onekernel", Device::gpu, prepare_net_gpu_onekernel, kNetworkTolerance},
     {"gpu_own_s8", Device::gpu, prepare_net_gpu_own_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
     {"gpu_cublaslt_s8", Device::gpu, prepare_net_gpu_cublaslt_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
 #endif

@@ -63,6 +63,12 @@
 //   gpu_cudnn_mixed_f16  the same as autocast mixes it: the first conv in fp32 (strict, NCHW)
 //   gpu_own     own CUDA kernels: direct convolution with bias, residual and ReLU fused (one thread
 //               per output), own fc (a warp per output), pools, the softmax family's gpu_fused
+//   gpu_onekernel  the whole pass as one persistent cooperative launch (nn_onekernel.h): a program
+//               of per-layer descriptors built in prepare, every weight in one device buffer,
+//               every activation in one arena (L2-resident at small batches), a warp per output
+//               element, grid.sync() before each layer that reads an output of the current phase;
+//               no host work per layer; any batch, built for batches up to 16. Its element functions
+//               run on the host too (prepare_onekernel_on_host), which is what the CPU tests check
 //   gpu_own_s8  the int8 rows' quantization on own CUDA kernels (nn_s8_direct.h): per conv and fc a
 //               direct u8 x s8 convolution on dp4a (one thread per output, NHWC u8, channels in
 //               words of 4) with bias, residual, ReLU and requantization fused; pools on the codes;
@@ -140,6 +146,7 @@ Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_onekernel(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cublaslt_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
