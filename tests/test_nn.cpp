@@ -1065,6 +1065,22 @@ TEST(GpuOneKernelOnTheHost, TheProgramKeepsEveryBufferApart) {
 }
 
 #if DLB_TEST_GPU
+// A GPU row against its host twin on the first `count` images: the same bits
+// up to a final log-softmax (the fp32 rounding of exp and log, a few ulp
+// apart between the GPU's and the host's libraries: 1e-6).
+void expect_equals_twin(NetCase& on_gpu, NetCase& twin, std::int64_t count) {
+  const auto got = on_gpu.outputs(0, count), expected = twin.outputs(0, count);
+  if (on_gpu.network().output().kind == nn::LayerKind::log_softmax) {
+    const auto c = ref::compare(std::span<const float>(got), std::vector<double>(expected.begin(), expected.end()),
+                                1e-6);
+    EXPECT_TRUE(c.ok) << c.summary();
+  } else {
+    EXPECT_EQ(got, expected);
+  }
+}
+#endif
+
+#if DLB_TEST_GPU
 // gpu_onekernel runs its twin's element functions (explicit fmaf, the same
 // butterfly, IEEE adds and division): the same bits up to the log-softmax
 // (expf / logf on the device against the host's: a few ulp).
@@ -1078,14 +1094,7 @@ TEST(GpuOneKernel, EqualsItsHostTwin) {
       SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
       NetCase on_gpu(*gpu, name, batch);
       NetCase twin(kOneKernelOnHost, name, batch);
-      const auto got = on_gpu.outputs(0, 16), expected = twin.outputs(0, 16);
-      if (on_gpu.network().output().kind == nn::LayerKind::log_softmax) {
-        const auto c = ref::compare(std::span<const float>(got),
-                                    std::vector<double>(expected.begin(), expected.end()), 1e-6);
-        EXPECT_TRUE(c.ok) << c.summary();
-      } else {
-        EXPECT_EQ(got, expected);
-      }
+      expect_equals_twin(on_gpu, twin, 16);
     }
   }
 }
@@ -1106,14 +1115,7 @@ TEST(GpuS8Rows, EqualTheirHostTwins) {
       SCOPED_TRACE(std::string(name) + " " + std::string(row));
       NetCase on_gpu(*variant, name, 17);
       NetCase twin(row == "gpu_own_s8" ? kS8DirectOnHost : kS8GemmOnHost, name, 17);
-      const auto got = on_gpu.outputs(0, 34), expected = twin.outputs(0, 34);
-      if (on_gpu.network().output().kind == nn::LayerKind::log_softmax) {
-        const auto c = ref::compare(std::span<const float>(got),
-                                    std::vector<double>(expected.begin(), expected.end()), 1e-6);
-        EXPECT_TRUE(c.ok) << c.summary();
-      } else {
-        EXPECT_EQ(got, expected);
-      }
+      expect_equals_twin(on_gpu, twin, 34);
     }
   }
 }
