@@ -24,8 +24,9 @@
 // gradients_bytes, optimizer_bytes (momentum), workspace_bytes (backward's
 // two gradient buffers and the largest cuDNN workspace), input_bytes (one
 // device batch, two for overlap); measured_device_bytes (cudaMemGetInfo
-// before and after setting the case up: the same and the cuDNN and cuBLAS
-// handles' allocations). The label names the cuDNN algorithms chosen.
+// before setting the case up and after its validation step: the same and
+// the cuDNN and cuBLAS handles' allocations). The label names the cuDNN
+// algorithms chosen.
 #include <string>
 
 #include "bench/cases/train_gpu_case.h"

@@ -12,9 +12,12 @@
 // result alone would not show an error (the bias gradient's tree, the
 // pool's gather against a scatter); bad input.
 //
-// test_train_gpu (GPU: skipped, 77, without a device): the GPU step itself,
-// its gradients after one step and its parameters after two against the
-// reference, at batch 64 on both networks and on the small ones.
+// test_train_gpu (GPU: skipped, 77, without a device): the own kernels
+// against their host twin on the device (TrainGpuKernels: no library call,
+// what the GPU kit's racecheck and synccheck select); the GPU step itself
+// (TrainGpuCudnn: the names keep the library tests out of those runs), its
+// gradients after one step and its parameters after two against the
+// reference, at batch 64 on both networks and on the small ones; bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +36,7 @@
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/gpu.h"
 #include "kernels/nn/train_gpu.h"
+#include "kernels/nn/train_gpu_kernels.h"
 #endif
 
 namespace dlb {
@@ -227,6 +231,147 @@ TEST(TrainTwin, BadInputIsAClearError) {
 
 // ---------------------------------------------------------------- the GPU step
 
+// The own kernels against their host twin, on the device alone (no cuDNN, no
+// cuBLAS: what the GPU kit's racecheck and synccheck runs select): the same
+// element functions, so the same bits, except where the device's exp, expf
+// and log may differ from the host's by an ulp or two (the loss row, the
+// NLL gradient): there within 1e-6 relative.
+template <class T>
+std::vector<T> from_device(const DeviceBuffer<T>& d) {
+  std::vector<T> out(d.size());
+  DLB_CUDA_CHECK(cudaMemcpy(out.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+TEST(TrainGpuKernels, EqualTheirHostTwin) {
+  ExecContext ctx(Device::gpu);
+  cudaStream_t s = ctx.exec().stream;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  const auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+  };
+  // An activation [n=3, c=5, 11x11]: bias + ReLU, pool 3x3 stride 2 (overlapping), its backward with a mask.
+  const std::int64_t n = 3, c = 5, h = 11, w = 11, oh = 5, ow = 5;
+  const auto x = random(static_cast<std::size_t>(n * c * h * w));
+  const auto bias = random(static_cast<std::size_t>(c));
+  auto host_y = x;
+  const auto dx_bias = to_device<float>(bias);
+  auto dev_y = to_device<float>(x);
+  nn::tg::BiasAct act{host_y.data(), bias.data(), n * c * h * w, h * w, c, 1};
+  for (std::int64_t i = 0; i < act.count; ++i) nn::tg::bias_act(act, i);
+  act.y = dev_y.data(), act.bias = dx_bias.data();
+  nn::tg::launch(act, s);
+
+  std::vector<float> host_pool(static_cast<std::size_t>(n * c * oh * ow));
+  std::vector<std::uint8_t> host_route(host_pool.size());
+  DeviceBuffer<float> dev_pool(host_pool.size());
+  DeviceBuffer<std::uint8_t> dev_route(host_pool.size());
+  nn::tg::MaxPool pool{host_y.data(), host_pool.data(), host_route.data(), n * c, h, w, oh, ow, 3, 2};
+  for (std::int64_t o = 0; o < pool.count(); ++o) nn::tg::max_pool(pool, o);
+  pool.x = dev_y.data(), pool.y = dev_pool.data(), pool.route = dev_route.data();
+  nn::tg::launch(pool, s);
+
+  const auto dy = random(host_pool.size());
+  const auto dev_dy = to_device<float>(dy);
+  std::vector<float> host_dx(x.size());
+  DeviceBuffer<float> dev_dx(x.size());
+  nn::tg::MaxPoolBack back{dy.data(), host_route.data(), host_y.data(), host_dx.data(), n * c, h, w, oh, ow, 3, 2};
+  for (std::int64_t e = 0; e < back.count(); ++e) nn::tg::max_pool_back(back, e);
+  back.dy = dev_dy.data(), back.route = dev_route.data(), back.mask = dev_y.data(), back.dx = dev_dx.data();
+  nn::tg::launch(back, s);
+
+  // The bias gradient of that, and a ReLU backward on it.
+  std::vector<float> host_db(static_cast<std::size_t>(c));
+  DeviceBuffer<float> dev_db(host_db.size());
+  nn::tg::BiasGrad grad{host_dx.data(), host_db.data(), n, c, h * w};
+  {
+    float part[nn::tg::kBiasGradThreads];
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      for (int t = 0; t < nn::tg::kBiasGradThreads; ++t) part[t] = nn::tg::bias_grad_partial(grad, ch, t);
+      for (int half = nn::tg::kBiasGradThreads / 2; half > 0; half /= 2)
+        for (int t = 0; t < half; ++t) nn::tg::tree_step(part, t, half);
+      host_db[static_cast<std::size_t>(ch)] = part[0];
+    }
+  }
+  grad.dy = dev_dx.data(), grad.db = dev_db.data();
+  nn::tg::launch(grad, s);
+
+  // Global average pool and its backward, on the pooled activation.
+  std::vector<float> host_avg(static_cast<std::size_t>(n * c)), host_spread(host_pool.size());
+  DeviceBuffer<float> dev_avg(host_avg.size()), dev_spread(host_pool.size());
+  nn::tg::AvgPool avg{host_pool.data(), host_avg.data(), n * c, oh * ow};
+  for (std::int64_t q = 0; q < avg.planes; ++q) nn::tg::avg_pool(avg, q);
+  avg.x = dev_pool.data(), avg.y = dev_avg.data();
+  nn::tg::launch(avg, s);
+  nn::tg::AvgPoolBack spread{host_avg.data(), host_spread.data(), n * c, oh * ow};
+  for (std::int64_t e = 0; e < spread.planes * spread.plane; ++e) nn::tg::avg_pool_back(spread, e);
+  spread.dy = dev_avg.data(), spread.dx = dev_spread.data();
+  nn::tg::launch(spread, s);
+
+  // The loss rows and their gradient on logits [n, 7].
+  const std::int64_t classes = 7;
+  const auto logits = random(static_cast<std::size_t>(n * classes));
+  const std::vector<std::uint8_t> labels = {6, 0, 3};
+  std::vector<float> host_logp(logits.size()), host_dlogits(logits.size());
+  std::vector<double> host_loss(static_cast<std::size_t>(n));
+  const auto dev_logits = to_device<float>(logits);
+  const auto dev_labels = to_device<std::uint8_t>(labels);
+  DeviceBuffer<float> dev_logp(logits.size()), dev_dlogits(logits.size());
+  DeviceBuffer<double> dev_loss(host_loss.size());
+  nn::tg::LogSoftmaxNll nll{logits.data(), host_logp.data(), labels.data(), host_loss.data(), n, classes};
+  for (std::int64_t r = 0; r < n; ++r) nn::tg::log_softmax_nll(nll, r);
+  nll = {dev_logits.data(), dev_logp.data(), dev_labels.data(), dev_loss.data(), n, classes};
+  nn::tg::launch(nll, s);
+  nn::tg::NllGrad ng{host_logp.data(), labels.data(), host_dlogits.data(), n, classes, 1.0f / 3};
+  for (std::int64_t i = 0; i < n * classes; ++i) nn::tg::nll_grad(ng, i);
+  ng.logp = dev_logp.data(), ng.labels = dev_labels.data(), ng.dy = dev_dlogits.data();
+  nn::tg::launch(ng, s);
+  auto host_masked = host_dlogits;
+  const auto relu_out = random(host_masked.size());
+  const auto dev_relu_out = to_device<float>(relu_out);
+  nn::tg::ReluBack rb{host_masked.data(), relu_out.data(), n * classes};
+  for (std::int64_t i = 0; i < rb.count; ++i) nn::tg::relu_back(rb, i);
+  rb.dy = dev_dlogits.data(), rb.out = dev_relu_out.data();
+  nn::tg::launch(rb, s);
+
+  // SGD with weight decay over 1,000 elements, twice.
+  const auto p0 = random(1000), g0 = random(1000);
+  auto host_p = p0;
+  std::vector<float> host_v(1000, 0.0f);
+  auto dev_p = to_device<float>(p0);
+  const auto dev_g = to_device<float>(g0);
+  DeviceBuffer<float> dev_v(1000);
+  DLB_CUDA_CHECK(cudaMemsetAsync(dev_v.data(), 0, dev_v.bytes(), s));
+  for (int step = 0; step < 2; ++step) {
+    nn::tg::Sgd sgd{host_p.data(), g0.data(), host_v.data(), 1000, 0.05f, 0.9f, 1e-3f};
+    for (std::int64_t i = 0; i < sgd.count; ++i) nn::tg::sgd(sgd, i);
+    sgd.p = dev_p.data(), sgd.g = dev_g.data(), sgd.v = dev_v.data();
+    nn::tg::launch(sgd, s);
+  }
+  ctx.synchronize();
+
+  EXPECT_EQ(from_device(dev_y), host_y);
+  EXPECT_EQ(from_device(dev_pool), host_pool);
+  EXPECT_EQ(from_device(dev_route), host_route);
+  EXPECT_EQ(from_device(dev_dx), host_dx);
+  EXPECT_EQ(from_device(dev_db), host_db);
+  EXPECT_EQ(from_device(dev_avg), host_avg);
+  EXPECT_EQ(from_device(dev_spread), host_spread);
+  EXPECT_EQ(from_device(dev_p), host_p);
+  EXPECT_EQ(from_device(dev_v), host_v);
+  const auto near = [](const auto& got, const auto& want, double rel) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], rel * (1 + std::abs(want[i]))) << i;
+  };
+  near(from_device(dev_logp), host_logp, 1e-6);
+  near(from_device(dev_loss), host_loss, 1e-6);
+  near(from_device(dev_dlogits), host_masked, 1e-6);
+}
+
 // A batch on the device, its labels checked on the host first.
 struct DeviceBatch {
   DeviceBatch(const nn::Network& net, const test::TrainBatch& b)
@@ -245,7 +390,7 @@ ref::GradientCheck check_gpu_gradients(const nn::Network& net, std::int64_t batc
   return ref::compare_gradients(step.params(), spans, g, nn::gradient_tolerance(net, batch));
 }
 
-TEST(TrainGpu, MatchesTheReferenceOnSmallNets) {
+TEST(TrainGpuCudnn, MatchesTheReferenceOnSmallNets) {
   ExecContext ctx(Device::gpu);
   for (const auto& net : test::tiny_train_nets()) {
     for (const std::int64_t batch : {1, 5}) {
@@ -266,7 +411,7 @@ TEST(TrainGpu, MatchesTheReferenceOnSmallNets) {
 // mnist_cnn and mnist_lenet at batch 64 (the bench cases' smaller batch):
 // the gradients after one step; the parameters after two SGD steps with
 // momentum and weight decay on the same batch.
-TEST(TrainGpu, MatchesTheReferenceOnTheMnistNets) {
+TEST(TrainGpuCudnn, MatchesTheReferenceOnTheMnistNets) {
   ExecContext ctx(Device::gpu);
   for (const char* name : {"mnist_cnn", "mnist_lenet"}) {
     SCOPED_TRACE(name);
@@ -295,7 +440,7 @@ TEST(TrainGpu, MatchesTheReferenceOnTheMnistNets) {
   }
 }
 
-TEST(TrainGpu, BadInputIsAClearError) {
+TEST(TrainGpuCudnn, BadInputIsAClearError) {
   ExecContext ctx(Device::gpu);
   const nn::Network net = test::tiny_train_nets()[0];
   expect_error([&] { nn::GpuTrainStep(net, 0, nn::Sgd{}, ctx.exec().stream); }, "batch 0 is not positive");

@@ -60,13 +60,12 @@ GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mod
   std::copy(x_.begin(), x_.end(), x_pinned_.data());
   std::copy(labels_.begin(), labels_.end(), labels_pinned_.data());
 
-  const std::int64_t free_before = free_device_bytes();
+  free_before_ = free_device_bytes();
   for (int b = 0; b < (mode == H2d::overlap ? 2 : 1); ++b) {
     x_dev_[b] = DeviceBuffer<float>(x_.size());
     labels_dev_[b] = DeviceBuffer<std::uint8_t>(labels_.size());
   }
   step_ = std::make_unique<nn::GpuTrainStep>(net_, batch, nn::Sgd{}, ctx_.exec().stream);
-  measured_bytes_ = std::max<std::int64_t>(0, free_before - free_device_bytes());
 }
 
 void GpuTrainCase::copy_next(cudaStream_t stream, int into) {
@@ -108,7 +107,8 @@ ref::Comparison GpuTrainCase::validate() {
   c.mismatches = check.ok ? 0 : 1;
   c.first = "gradients relative to their magnitudes: " + check.summary;
   // The loss too: the forward's fp32 bound (nn.cpp's kNetworkTolerance).
-  const double loss = step_->loss();
+  const double loss = step_->loss();  // waits for the step
+  measured_bytes_ = std::max<std::int64_t>(0, free_before_ - free_device_bytes());
   if (!(std::abs(loss - expected.loss) <= 1e-5 * std::abs(expected.loss))) {
     c.ok = false;
     c.mismatches += 1;

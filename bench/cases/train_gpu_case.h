@@ -59,8 +59,10 @@ class GpuTrainCase {
   double flops_per_step() const;
   // The device buffers of the input: one batch (two for overlap).
   std::int64_t input_bytes() const;
-  // Device memory the case took to set up (cudaMemGetInfo before and after:
-  // the step, the input buffers, the library handles).
+  // Device memory the case took (cudaMemGetInfo before setting it up and
+  // after its validation step, which made every library call once: the
+  // step, the input buffers, the library handles and what they allocate on
+  // first use).
   std::int64_t measured_bytes() const { return measured_bytes_; }
 
  private:
@@ -81,6 +83,7 @@ class GpuTrainCase {
   std::vector<Event> marks_;            // on the step's stream: start, batch in, forward, backward, update
   int current_ = 0;                     // overlap: the device buffer the next step reads
   std::unique_ptr<nn::GpuTrainStep> step_;
+  std::int64_t free_before_ = 0;
   std::int64_t measured_bytes_ = 0;
 };
 

@@ -70,17 +70,11 @@ struct Candidate {
   cudnnMathType_t math;
 };
 
-// The fastest candidate that keeps the fp32 bound, timed on the step's own
-// buffers: listed as supported, no tensor-op (TF32) math, deterministic
-// (ALGO_0 and the filter's ALGO_3 sum with atomics in an order that changes
-// from run to run: the gradients of the timed steps would not be those
-// validated), and not the nonfused Winograd on a filter other than 3x3
-// (cudnn_fp32_tolerance's rule for the forward: its 5x5 transform rounds
-// far more). bytes(algo) gives the workspace (or not_supported), run(algo,
-// workspace, bytes) one call. dlb::Unsupported if none runs.
-int search_backward(const char* what, const std::vector<Candidate>& listed, int winograd_nonfused, int window,
-                    cudaStream_t stream, const std::function<cudnnStatus_t(int, std::size_t*)>& bytes,
-                    const std::function<cudnnStatus_t(int, void*, std::size_t)>& run) {
+// The fastest of `listed` that runs and keeps the fp32 bound (the rules
+// below: search_backward).
+int search_backward_among(const char* what, const std::vector<Candidate>& listed, int winograd_nonfused, int window,
+                          cudaStream_t stream, const std::function<cudnnStatus_t(int, std::size_t*)>& bytes,
+                          const std::function<cudnnStatus_t(int, void*, std::size_t)>& run) {
   std::size_t free_bytes = 0, total_bytes = 0;
   DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   bool found = false;
@@ -88,7 +82,7 @@ int search_backward(const char* what, const std::vector<Candidate>& listed, int 
   double best_seconds = 0.0;
   std::vector<int> seen;
   for (const Candidate& c : listed) {
-    if (c.status != CUDNN_STATUS_SUCCESS || tensor_op(c.math) || c.determinism != CUDNN_DETERMINISTIC) continue;
+    if (c.status != CUDNN_STATUS_SUCCESS || tensor_op(c.math)) continue;
     if (c.algo == winograd_nonfused && window != 3) continue;
     if (std::find(seen.begin(), seen.end(), c.algo) != seen.end()) continue;
     seen.push_back(c.algo);
@@ -105,8 +99,36 @@ int search_backward(const char* what, const std::vector<Candidate>& listed, int 
     if (!found || seconds < best_seconds) found = true, best = c.algo, best_seconds = seconds;
   }
   if (!found)
-    throw Unsupported(std::string(what) + ": no deterministic strict-fp32 cuDNN algorithm runs this problem");
+    throw Unsupported(std::string(what) + ": no strict-fp32 cuDNN algorithm runs this problem");
   return best;
+}
+
+// The fastest candidate that keeps the fp32 bound, timed on the step's own
+// buffers: listed as supported, no tensor-op (TF32) math, deterministic
+// (ALGO_0 and the filter's ALGO_3 sum with atomics in an order that changes
+// from run to run: the gradients of the timed steps would not be those
+// validated), and not the nonfused Winograd on a filter other than 3x3
+// (cudnn_fp32_tolerance's rule for the forward: its 5x5 transform rounds
+// far more). bytes(algo) gives the workspace (or not_supported), run(algo,
+// workspace, bytes) one call. Where no deterministic algorithm runs the
+// problem, the non-deterministic ones are searched (their sums keep the
+// same bound, whose size does not depend on the order) and `deterministic`
+// says so. dlb::Unsupported if none runs.
+int search_backward(const char* what, const std::vector<Candidate>& listed, int winograd_nonfused, int window,
+                    cudaStream_t stream, const std::function<cudnnStatus_t(int, std::size_t*)>& bytes,
+                    const std::function<cudnnStatus_t(int, void*, std::size_t)>& run, bool& deterministic) {
+  for (const bool strict : {true, false}) {
+    std::vector<Candidate> kept;
+    for (const Candidate& c : listed)
+      if (!strict || c.determinism == CUDNN_DETERMINISTIC) kept.push_back(c);
+    try {
+      deterministic = strict;
+      return search_backward_among(what, kept, winograd_nonfused, window, stream, bytes, run);
+    } catch (const Unsupported&) {
+      if (!strict) throw;
+    }
+  }
+  throw Unsupported(std::string(what) + ": no strict-fp32 cuDNN algorithm runs this problem");
 }
 
 struct ConvDescs {
@@ -202,6 +224,7 @@ struct GpuTrainStep::Impl final : TrainOps {
       d.fwd = cudnn_search_fp32_algorithm(cudnn.get(), stream, d.x.get(), x, d.w.get(), w, d.conv.get(), d.y.get(), y);
       const cudnnHandle_t h = cudnn.get();
       const float one = 1.0f, zero = 0.0f;
+      bool filter_deterministic = true, data_deterministic = true;
       {
         int count = 0, returned = 0;
         DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
@@ -224,7 +247,8 @@ struct GpuTrainStep::Impl final : TrainOps {
               return cudnnConvolutionBackwardFilter(h, &one, d.x.get(), x, d.y.get(), y, d.conv.get(),
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), ws, bytes, &zero,
                                                     d.w.get(), dw);
-            }));
+            },
+            filter_deterministic));
       }
       if (i > 0) {
         float* dx = dbuf[1].data();
@@ -249,7 +273,8 @@ struct GpuTrainStep::Impl final : TrainOps {
               return cudnnConvolutionBackwardData(h, &one, d.w.get(), w, d.y.get(), y, d.conv.get(),
                                                   static_cast<cudnnConvolutionBwdDataAlgo_t>(a), ws, bytes, &zero,
                                                   d.x.get(), dx);
-            }));
+            },
+            data_deterministic));
         std::size_t bytes = 0;
         DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
                                                                      d.data, &bytes));
@@ -262,8 +287,8 @@ struct GpuTrainStep::Impl final : TrainOps {
       largest = std::max(largest, cudnn_workspace_bytes(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), d.fwd));
       algorithm_names.append(algorithm_names.empty() ? "" : "; ")
           .append(l.name + " fwd " + std::string(cudnn_algo_name(d.fwd)).substr(sizeof("CUDNN_CONVOLUTION_FWD_ALGO_") - 1))
-          .append(i > 0 ? ", bwd data " + bwd_data_name(d.data) : "")
-          .append(", bwd filter " + bwd_filter_name(d.filter));
+          .append(i > 0 ? ", bwd data " + bwd_data_name(d.data) + (data_deterministic ? "" : " (non-deterministic)") : "")
+          .append(", bwd filter " + bwd_filter_name(d.filter) + (filter_deterministic ? "" : " (non-deterministic)"));
     }
     workspace = DeviceBuffer<unsigned char>(largest);
   }

@@ -3,8 +3,9 @@
 //   - convolutions by cuDNN: forward, backward data, backward filter, each
 //     algorithm chosen by timing on the step's own buffers among those that
 //     keep the fp32 bound (CUDNN_FMA_MATH on the descriptor: no TF32; no
-//     tensor-op algorithm; backward: deterministic algorithms only, no
-//     nonfused Winograd on filters other than 3x3, as the forward's
+//     tensor-op algorithm; backward: deterministic algorithms (the
+//     non-deterministic ones only where none runs, said in algorithms()),
+//     no nonfused Winograd on filters other than 3x3, as the forward's
 //     cudnn_fp32_tolerance), as the inference rows' gpu_cudnn chooses its
 //     forward algorithms (cudnn_search_fp32_algorithm);
 //   - fc layers by cublasSgemm with CUBLAS_PEDANTIC_MATH (no TF32, no
