@@ -1,6 +1,9 @@
-// <network>_train/gpu_cudnn/batch:<b>/h2d:<mode>: one GPU training step
+// <network>_train/<impl>/batch:<b>/h2d:<mode>: one GPU training step
 // (kernels/nn/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
-// with momentum) of mnist_cnn and mnist_lenet from the committed weights, on
+// with momentum), its calls launched one by one (impl gpu_cudnn) or each
+// phase (forward, backward, update) replayed from a CUDA graph
+// (gpu_cudnn_graph, as the inference rows' gpu_cudnn_graph), of mnist_cnn
+// and mnist_lenet from the committed weights, on
 // the first <b> Fashion-MNIST training images, at batch 64 and 256, with
 // the batch copied from the host every step (GpuTrainCase): h2d:pageable
 // (from pageable memory, before the step), h2d:pinned (from page-locked
@@ -37,6 +40,11 @@ namespace dlb::bench {
 namespace {
 
 constexpr std::int64_t kBatches[] = {64, 256};
+struct Impl {
+  const char* name;
+  nn::GpuLaunch launch;
+};
+constexpr Impl kImpls[] = {{"gpu_cudnn", nn::GpuLaunch::eager}, {"gpu_cudnn_graph", nn::GpuLaunch::graph}};
 constexpr H2d kModes[] = {H2d::pageable, H2d::pinned, H2d::overlap};
 // The networks the step supports (nn::trainable_params accepts them).
 constexpr std::string_view kTrainable[] = {"mnist_cnn", "mnist_lenet"};
@@ -57,18 +65,22 @@ std::string input_problem(std::string_view network) {
 void register_train_gpu(Config& config) {
   if (!config.gpu) return;
   for (const std::string_view network : kTrainable)
+    for (const auto& [impl, launch] : kImpls)
     for (const std::int64_t batch : kBatches)
       for (const H2d mode : kModes) {
-        const auto name = case_name(std::string(network) + "_train", "gpu_cudnn", {{"batch", batch}}) + "/h2d:" +
+        const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}}) + "/h2d:" +
                           h2d_name(mode);
         add_case(
             name, Device::gpu,
-            [network, batch, mode](benchmark::State& state) {
+            [network, batch, mode, launch = launch](benchmark::State& state) {
               if (const auto problem = input_problem(network); !problem.empty())
                 return report_input_error(state, problem);
-              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode);
+              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, launch);
               if (c == nullptr) return;
-              c->run();  // warm-up: the update's kernel's first launch
+              // Warm-up: the update's first launch, and (gpu_cudnn_graph) the
+              // graphs' captures, for both input buffers of overlap.
+              c->run();
+              c->run();
               GpuTrainCase::Times sum;
               for (auto _ : state) {
                 const GpuTrainCase::Times t = c->run();

@@ -440,6 +440,27 @@ TEST(TrainGpuCudnn, MatchesTheReferenceOnTheMnistNets) {
   }
 }
 
+// GpuLaunch::graph: each phase's first call for an input runs eagerly and
+// captures, later calls replay. Four steps alternating between two device
+// copies of the batch (as double buffering does: a forward and a backward
+// graph for each), the parameters after each against the reference.
+TEST(TrainGpuCudnn, GraphStepsMatchTheReference) {
+  ExecContext ctx(Device::gpu);
+  const nn::Network& net = nn::network("mnist_lenet");
+  constexpr std::int64_t kBatch = 16;
+  const auto b = test::fashion_train_batch(net, kBatch);
+  const DeviceBatch first(net, b), second(net, b);
+  const nn::Sgd sgd{0.01, 0.9, 1e-3};
+  nn::GpuTrainStep step(net, kBatch, sgd, ctx.exec().stream, nn::GpuLaunch::graph);
+  int calls = 0;
+  expect_parameters_after_steps(net, kBatch, b, sgd, 4, step.params(), [&](std::size_t j) { return step.param(j); },
+                                [&] {
+                                  const DeviceBatch& d = calls++ % 2 == 0 ? first : second;
+                                  step.step(d.x.data(), d.labels.data());
+                                });
+  EXPECT_NE(step.algorithms().find("CUDA graph"), std::string::npos);
+}
+
 TEST(TrainGpuCudnn, BadInputIsAClearError) {
   ExecContext ctx(Device::gpu);
   const nn::Network net = test::tiny_train_nets()[0];

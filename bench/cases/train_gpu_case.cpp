@@ -47,7 +47,7 @@ const ref::TrainGradients& reference_for(const nn::Network& net, std::int64_t ba
 
 }  // namespace
 
-GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode)
+GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, nn::GpuLaunch launch)
     : ctx_(Device::gpu), net_(nn::network(network)), batch_(batch), mode_(mode), marks_(5) {
   const nn::Dataset& data = nn::fashion_mnist_train();
   DLB_REQUIRE(batch >= 1 && batch <= data.n, "training batch " + std::to_string(batch) + " out of the training set");
@@ -65,7 +65,7 @@ GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mod
     x_dev_[b] = DeviceBuffer<float>(x_.size());
     labels_dev_[b] = DeviceBuffer<std::uint8_t>(labels_.size());
   }
-  step_ = std::make_unique<nn::GpuTrainStep>(net_, batch, nn::Sgd{}, ctx_.exec().stream);
+  step_ = std::make_unique<nn::GpuTrainStep>(net_, batch, nn::Sgd{}, ctx_.exec().stream, launch);
 }
 
 void GpuTrainCase::copy_next(cudaStream_t stream, int into) {

@@ -1,5 +1,6 @@
-// One network's GPU training step at one batch size (kernels/nn/train_gpu.h),
-// with the batch copied from the host each step in one of three ways:
+// One network's GPU training step at one batch size (kernels/nn/train_gpu.h;
+// its launches one by one, or a CUDA graph per phase: nn::GpuLaunch), with
+// the batch copied from the host each step in one of three ways:
 //   pageable  cudaMemcpyAsync from pageable host memory on the step's
 //             stream, before the step (the driver stages it: the call
 //             returns once the data is staged)
@@ -35,7 +36,7 @@ const char* h2d_name(H2d mode);
 
 class GpuTrainCase {
  public:
-  GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode);
+  GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, nn::GpuLaunch launch = nn::GpuLaunch::eager);
   ref::Comparison validate();
   const ExecContext& context() const { return ctx_; }
   nn::GpuTrainStep& step() { return *step_; }

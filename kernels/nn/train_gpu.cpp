@@ -170,6 +170,58 @@ std::string bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t a) {
   }
 }
 
+// A CUDA graph captured from the calls `record` enqueues on `stream`, instantiated.
+class Graph {
+ public:
+  Graph(cudaStream_t stream, const std::function<void()>& record) {
+    DLB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      record();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken != nullptr) cudaGraphDestroy(broken);
+      throw;
+    }
+    DLB_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    try {
+      DLB_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+    } catch (...) {
+      cudaGraphDestroy(graph_);
+      throw;
+    }
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() {
+    detail::report_release_failure(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+    detail::report_release_failure(cudaGraphDestroy(graph_), "cudaGraphDestroy");
+  }
+  void launch(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// A phase's graphs, one per input it was given.
+struct PhaseGraphs {
+  std::vector<std::pair<std::pair<const float*, const std::uint8_t*>, std::unique_ptr<Graph>>> by_input;
+  // Launches the graph of this input. The first call for an input runs the
+  // phase's calls one by one instead (lazy module loading and cuDNN's and
+  // cuBLAS's first-call set-up happen there, outside any capture, as
+  // gpu_cudnn_graph does for inference), waits for them, and captures them
+  // for the calls that follow (a capture records; it runs nothing).
+  void run(cudaStream_t stream, const float* x, const std::uint8_t* labels, const std::function<void()>& record) {
+    const auto key = std::make_pair(x, labels);
+    for (const auto& [k, g] : by_input)
+      if (k == key) return g->launch(stream);
+    record();
+    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    by_input.emplace_back(key, std::make_unique<Graph>(stream, record));
+  }
+};
+
 std::int64_t free_device_bytes() {
   std::size_t free_bytes = 0, total_bytes = 0;
   DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -179,8 +231,8 @@ std::int64_t free_device_bytes() {
 }  // namespace
 
 struct GpuTrainStep::Impl final : TrainOps {
-  Impl(const Network& net, std::int64_t batch, Sgd s, cudaStream_t st)
-      : free_before(free_device_bytes()), plan(net, batch), sgd(s), stream(st), cudnn(st), cublas(st) {
+  Impl(const Network& net, std::int64_t batch, Sgd s, cudaStream_t st, GpuLaunch how)
+      : free_before(free_device_bytes()), plan(net, batch), sgd(s), stream(st), launch(how), cudnn(st), cublas(st) {
     DLB_REQUIRE(stream != nullptr, "GPU training step: no CUDA stream");
     DLB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));
     const auto p = static_cast<std::size_t>(plan.param_floats());
@@ -361,6 +413,7 @@ struct GpuTrainStep::Impl final : TrainOps {
   TrainPlan plan;
   Sgd sgd;
   cudaStream_t stream;
+  GpuLaunch launch;
   CudnnHandle cudnn;
   CublasHandle cublas;
   DeviceBuffer<float> params, grads, velocity, acts, dbuf[2];
@@ -374,31 +427,41 @@ struct GpuTrainStep::Impl final : TrainOps {
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
+  PhaseGraphs forward_graphs, backward_graphs, update_graphs;  // GpuLaunch::graph
 };
 
-GpuTrainStep::GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream)
-    : impl_(std::make_unique<Impl>(net, batch, sgd, stream)) {}
+GpuTrainStep::GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream, GpuLaunch launch)
+    : impl_(std::make_unique<Impl>(net, batch, sgd, stream, launch)) {}
 GpuTrainStep::~GpuTrainStep() = default;
 
 void GpuTrainStep::forward(const float* x, const std::uint8_t* labels) {
   DLB_REQUIRE(x != nullptr && labels != nullptr, "GPU training step: no input or no labels");
-  impl_->x = x;
-  impl_->labels = labels;
-  impl_->plan.forward(*impl_, impl_->arenas, x, labels);
-  impl_->forward_done = true;
-  impl_->backward_done = false;
+  Impl& m = *impl_;
+  m.x = x;
+  m.labels = labels;
+  const auto record = [&m, x, labels] { m.plan.forward(m, m.arenas, x, labels); };
+  if (m.launch == GpuLaunch::graph) m.forward_graphs.run(m.stream, x, labels, record);
+  else record();
+  m.forward_done = true;
+  m.backward_done = false;
 }
 
 void GpuTrainStep::backward() {
-  DLB_REQUIRE(impl_->forward_done, "training step: backward without a forward");
-  impl_->plan.backward(*impl_, impl_->arenas, impl_->x, impl_->labels);
-  impl_->backward_done = true;
+  Impl& m = *impl_;
+  DLB_REQUIRE(m.forward_done, "training step: backward without a forward");
+  const auto record = [&m] { m.plan.backward(m, m.arenas, m.x, m.labels); };
+  if (m.launch == GpuLaunch::graph) m.backward_graphs.run(m.stream, m.x, m.labels, record);
+  else record();
+  m.backward_done = true;
 }
 
 void GpuTrainStep::update() {
-  DLB_REQUIRE(impl_->backward_done, "training step: update without a backward");
-  impl_->plan.update(*impl_, impl_->arenas, impl_->sgd);
-  impl_->backward_done = false;
+  Impl& m = *impl_;
+  DLB_REQUIRE(m.backward_done, "training step: update without a backward");
+  const auto record = [&m] { m.plan.update(m, m.arenas, m.sgd); };
+  if (m.launch == GpuLaunch::graph) m.update_graphs.run(m.stream, nullptr, nullptr, record);
+  else record();
+  m.backward_done = false;
 }
 
 double GpuTrainStep::loss() const {
@@ -435,7 +498,9 @@ TrainMemory GpuTrainStep::memory() const {
 }
 
 std::int64_t GpuTrainStep::measured_bytes() const { return impl_->measured; }
-std::string GpuTrainStep::algorithms() const { return impl_->algorithm_names; }
+std::string GpuTrainStep::algorithms() const {
+  return impl_->algorithm_names + (impl_->launch == GpuLaunch::graph ? "; a CUDA graph per phase" : "");
+}
 
 }  // namespace dlb::nn
 

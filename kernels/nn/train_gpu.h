@@ -42,12 +42,22 @@ struct CUstream_st;
 
 namespace dlb::nn {
 
+// How a step's work reaches the GPU: every call launched one by one
+// (eager), or each phase (forward, backward, update) captured once into a
+// CUDA graph and replayed, one launch per phase: the same calls on the same
+// buffers, without the host's per-launch cost. A phase's first call for
+// each input (x, labels) it is given runs eagerly and waits, then captures
+// the graph the later calls launch (two inputs for double buffering: two
+// forward and two backward graphs).
+enum class GpuLaunch { eager, graph };
+
 class GpuTrainStep {
  public:
   // Allocates everything the step holds on the device, copies the network's
   // parameters there, chooses the cuDNN algorithms (timing them: synchronous).
   // Throws dlb::Error for an unsupported network or a batch below 1.
-  GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream);
+  GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream,
+               GpuLaunch launch = GpuLaunch::eager);
   ~GpuTrainStep();
   GpuTrainStep(const GpuTrainStep&) = delete;
   GpuTrainStep& operator=(const GpuTrainStep&) = delete;
@@ -55,7 +65,8 @@ class GpuTrainStep {
   // x: device [batch, c, h, w]; labels: device [batch], each checked on the
   // host beforehand (check_labels in train_plan.h: a kernel cannot throw; a
   // label out of range gives a NaN loss, never an out-of-bounds read). Both
-  // must stay valid until backward() has run on the stream.
+  // must stay valid until backward() has run on the stream (with graphs:
+  // as long as the step, which keeps graphs that read them).
   void forward(const float* x, const std::uint8_t* labels);
   void backward();  // throws if no forward came before
   void update();    // throws if no backward came before
