@@ -18,6 +18,18 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
   const auto& ls = net.layers;
   DLB_REQUIRE(!(ls.size() == 1 && ls.back().kind == LayerKind::log_softmax),
               "GPU training step: " + net.name + " is only a log_softmax");
+  // The schedule below is for chains without batch-norm: should
+  // trainable_params come to accept batch-norm in training mode or residual
+  // joins (the CPU step's next slice), this step still refuses them by name
+  // until it has their backend calls.
+  for (const Layer& l : ls) {
+    const std::string where = "GPU training step: " + net.name + " layer '" + l.name + "': ";
+    if (l.residual >= 0) throw Error(where + "residual joins are not supported yet");
+    if (l.input != static_cast<int>(&l - ls.data()) - 1)
+      throw Error(where + "does not read the layer before it (only chains of layers are supported)");
+    if (l.kind == LayerKind::conv && !l.raw.bn_gamma.empty())
+      throw Error(where + "batch-norm in training mode (batch statistics) is not supported yet");
+  }
   logits_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
   weight_of_.assign(ls.size(), -1);
   bias_of_.assign(ls.size(), -1);
