@@ -69,42 +69,108 @@ Span inside(const Layer& l, std::int64_t b) {
   return {std::min(first, last), last};
 }
 
-// One image's patches: col [c*r*r, oh*ow], zero where the window is in the padding.
-void im2col(const Layer& l, const float* x, float* col) {
-  const std::int64_t r = l.window, plane = l.oh * l.ow;
+// One image's patches: col [c*r*r, oh*ow] (row q at col + q * ld), zero
+// where the window is in the padding. Plain loops: the rows are short (8 to
+// 32 floats), too short for memcpy's call to pay.
+// A "same" convolution (stride 1, the output the input's size, the window
+// inside the padding): a patch row is the input plane shifted by (a - pad,
+// b - pad), one contiguous copy but for the rows and columns in the padding.
+bool same_size(const Layer& l) {
+  return l.stride == 1 && l.oh == l.h && l.ow == l.w && l.pad < l.w && l.window - 1 - l.pad < l.w;
+}
+
+// The range of a shifted plane's contiguous copy: output rows [i0, i1),
+// elements [from, to) of the plane, and the source offset.
+struct Shift {
+  std::int64_t i0, i1, from, to, offset, dx;
+};
+Shift shift_of(const Layer& l, std::int64_t a, std::int64_t b) {
+  const std::int64_t dy = a - l.pad, dx = b - l.pad;
+  const std::int64_t i0 = std::max<std::int64_t>(0, -dy), i1 = std::min(l.oh, l.h - dy);
+  Shift s{i0, std::max(i0, i1), 0, 0, dy * l.w + dx, dx};
+  s.from = s.i0 * l.ow + std::max<std::int64_t>(0, -dx);
+  s.to = std::max(s.from, s.i1 * l.ow - std::max<std::int64_t>(0, dx));
+  return s;
+}
+
+void im2col(const Layer& l, const float* x, float* col, std::int64_t ld) {
+  const std::int64_t r = l.window;
+  if (same_size(l)) {
+    const std::int64_t plane = l.oh * l.ow;
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t a = 0; a < r; ++a)
+        for (std::int64_t b = 0; b < r; ++b) {
+          float* __restrict dst = col + ((c * r + a) * r + b) * ld;
+          const Shift s = shift_of(l, a, b);
+          const float* __restrict src = x + c * l.h * l.w + s.offset + s.from;  // plane element s.from's source
+          for (std::int64_t e = 0; e < s.from; ++e) dst[e] = 0.0f;
+          for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[s.from + e] = src[e];
+          for (std::int64_t e = s.to; e < plane; ++e) dst[e] = 0.0f;
+          // The columns the shift wrapped in from the next or previous row.
+          if (s.dx < 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = 0; j < -s.dx; ++j) dst[i * l.ow + j] = 0.0f;
+          } else if (s.dx > 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) dst[i * l.ow + j] = 0.0f;
+          }
+        }
+    return;
+  }
   for (std::int64_t c = 0; c < l.c; ++c)
     for (std::int64_t a = 0; a < r; ++a)
       for (std::int64_t b = 0; b < r; ++b) {
-        float* row = col + ((c * r + a) * r + b) * plane;
+        float* row = col + ((c * r + a) * r + b) * ld;
         const Span s = inside(l, b);
         for (std::int64_t i = 0; i < l.oh; ++i) {
           float* dst = row + i * l.ow;
           const std::int64_t sy = i * l.stride + a - l.pad;
           if (sy < 0 || sy >= l.h) {
-            std::fill(dst, dst + l.ow, 0.0f);
+            for (std::int64_t j = 0; j < l.ow; ++j) dst[j] = 0.0f;
             continue;
           }
-          std::fill(dst, dst + s.first, 0.0f);
+          for (std::int64_t j = 0; j < s.first; ++j) dst[j] = 0.0f;
           const float* src = x + (c * l.h + sy) * l.w + b - l.pad;
           if (l.stride == 1) {
-            std::copy(src + s.first, src + s.last, dst + s.first);
+            for (std::int64_t j = s.first; j < s.last; ++j) dst[j] = src[j];
           } else {
             for (std::int64_t j = s.first; j < s.last; ++j) dst[j] = src[j * l.stride];
           }
-          std::fill(dst + s.last, dst + l.ow, 0.0f);
+          for (std::int64_t j = s.last; j < l.ow; ++j) dst[j] = 0.0f;
         }
       }
 }
 
 // The adjoint of im2col: dx [c, h, w] = the sum of every patch entry's
-// gradient at its pixel (added to dx where accumulate).
-void col2im(const Layer& l, const float* dcol, float* dx, bool accumulate) {
-  const std::int64_t r = l.window, plane = l.oh * l.ow;
+// gradient at its pixel (added to dx where accumulate); row q of dcol at
+// dcol + q * ld.
+void col2im(const Layer& l, float* dcol, std::int64_t ld, float* dx, bool accumulate) {
+  const std::int64_t r = l.window;
   if (!accumulate) std::fill(dx, dx + l.in_size(), 0.0f);
+  if (same_size(l)) {
+    // The contiguous add of each shifted plane, the padding's columns (which
+    // the shift would wrap onto the next or previous row) zeroed first.
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t a = 0; a < r; ++a)
+        for (std::int64_t b = 0; b < r; ++b) {
+          float* __restrict src = dcol + ((c * r + a) * r + b) * ld;
+          const Shift s = shift_of(l, a, b);
+          if (s.dx < 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = 0; j < -s.dx; ++j) src[i * l.ow + j] = 0.0f;
+          } else if (s.dx > 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) src[i * l.ow + j] = 0.0f;
+          }
+          float* __restrict dst = dx + c * l.h * l.w + s.offset + s.from;
+          for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[e] += src[s.from + e];
+        }
+    return;
+  }
   for (std::int64_t c = 0; c < l.c; ++c)
     for (std::int64_t a = 0; a < r; ++a)
       for (std::int64_t b = 0; b < r; ++b) {
-        const float* row = dcol + ((c * r + a) * r + b) * plane;
+        const float* row = dcol + ((c * r + a) * r + b) * ld;
         const Span s = inside(l, b);
         for (std::int64_t i = 0; i < l.oh; ++i) {
           const std::int64_t sy = i * l.stride + a - l.pad;
@@ -225,7 +291,7 @@ struct TrainStep::Impl {
   std::vector<int> readers;      // per layer: how many layers read its output (input or residual)
   std::vector<float> log_probs;  // [batch, classes]
   std::vector<std::vector<float>> gbuf;  // backward's gradient buffers, shared by layers whose gradients do not overlap in time
-  std::vector<std::vector<float>> col, dcol, partial, dout;  // per thread
+  std::vector<std::vector<float>> col, dcol, zbuf, partial, dout;  // per thread
   std::vector<std::vector<double>> stats;                    // per thread: batch-norm's per-channel sums
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
@@ -256,14 +322,15 @@ struct TrainStep::Impl {
       (params[j].bn ? (params[j].bias ? pl.beta : pl.gamma) : (params[j].bias ? pl.bias : pl.weight)) =
           static_cast<int>(j);
     }
-    std::int64_t col_floats = 0, partial_floats = 0, out_floats = 0, max_k = 1;
+    std::int64_t col_floats = 0, z_floats = 0, partial_floats = 0, out_floats = 0, max_k = 1;
     for (std::size_t i = 0; i <= logits_layer; ++i) {
       const Layer& l = ls[i];
       PerLayer& s = layers[i];
       s.out.assign(static_cast<std::size_t>(batch * l.out_size()), 0.0f);
       if (l.kind == LayerKind::max_pool) s.argmax.assign(s.out.size(), 0);
       if (l.kind == LayerKind::conv) {
-        col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow);
+        col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow * chunk_of(l));
+        z_floats = std::max(z_floats, l.k * l.oh * l.ow * chunk_of(l));
         partial_floats = std::max(partial_floats, l.k * l.c * l.window * l.window + l.k);
         out_floats = std::max(out_floats, l.out_size());
         max_k = std::max(max_k, l.k);
@@ -283,6 +350,7 @@ struct TrainStep::Impl {
     for (int t = 0; t < threads; ++t) {
       col.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
       dcol.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
+      zbuf.emplace_back(static_cast<std::size_t>(z_floats), 0.0f);
       partial.emplace_back(static_cast<std::size_t>(partial_floats), 0.0f);
       dout.emplace_back(static_cast<std::size_t>(out_floats), 0.0f);
       stats.emplace_back(static_cast<std::size_t>(2 * max_k), 0.0);
@@ -342,6 +410,15 @@ struct TrainStep::Impl {
     return buf < 0 ? nullptr : gbuf[static_cast<std::size_t>(buf)].data();
   }
 
+  // How many images a conv's GEMMs take at once: their patches side by
+  // side, about kColumns columns (a GEMM large enough for the libraries'
+  // blocking, its buffers a few MB per thread), at most a thread's share.
+  static constexpr std::int64_t kColumns = 1024;
+  std::int64_t chunk_of(const Layer& l) const {
+    const std::int64_t plane = l.oh * l.ow;
+    return std::clamp<std::int64_t>((kColumns + plane - 1) / plane, 1, (batch + threads - 1) / threads);
+  }
+
   const float* input_of(std::size_t i) const {
     const int in = net.layers[i].input;
     return in < 0 ? x : layers[static_cast<std::size_t>(in)].out.data();
@@ -390,15 +467,21 @@ struct TrainStep::Impl {
 #pragma omp parallel num_threads(threads)
     {
       const auto t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::int64_t chunk = chunk_of(l), chunks = (batch + chunk - 1) / chunk;
 #pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n) {
-        const float* patches = in + n * l.in_size();  // a 1x1 conv's patches are its input
+      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+      // The chunk's patches side by side, [crr, cnt * plane], one GEMM.
+      const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch - n0), cols = cnt * plane;
+      float* cb = col[t].data();
+      float* yb = zbuf[t].data();
+      for (std::int64_t j = 0; j < cnt; ++j) im2col(l, in + (n0 + j) * l.in_size(), cb + j * plane, cols);
+      gemm(lib, false, false, l.k, cols, crr, w, crr, cb, cols, false, yb, cols);
+      for (std::int64_t n = n0; n < n0 + cnt; ++n) {
         float* yn = y + n * l.k * plane;
-        if (!(l.window == 1 && l.stride == 1 && l.pad == 0)) {
-          im2col(l, in + n * l.in_size(), col[t].data());
-          patches = col[t].data();
+        for (std::int64_t k = 0; k < l.k; ++k) {
+          const float* from = yb + k * cols + (n - n0) * plane;
+          std::copy(from, from + plane, yn + k * plane);
         }
-        gemm(lib, false, false, l.k, plane, crr, w, crr, patches, plane, false, yn, plane);
         if (bn) {
           double* st = stats[t].data();
           if (bias != nullptr)
@@ -412,6 +495,7 @@ struct TrainStep::Impl {
           pool_image(*pool, yn, pool_state->out.data() + n * pool->out_size(),
                      pool_state->argmax.data() + n * pool->out_size());
         }
+      }
       }
     }
     if (bn) batch_norm_forward(i);
@@ -586,7 +670,7 @@ struct TrainStep::Impl {
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
     const float* w = p[static_cast<std::size_t>(s.weight)].data();
     const bool has_bias = s.bias >= 0;
-    const bool one_by_one = l.window == 1 && l.stride == 1 && l.pad == 0;
+    const float* in = input_of(i);
     // Every thread's partial sums zeroed here, not in the region: OpenMP may
     // run it on fewer threads than asked, and reduce() reads them all.
     for (auto& part : partial) std::fill(part.begin(), part.begin() + l.k * crr + l.k, 0.0f);
@@ -595,43 +679,45 @@ struct TrainStep::Impl {
       const auto t = static_cast<std::size_t>(omp_get_thread_num());
       Map dw(partial[t].data(), l.k, crr);
       Eigen::Map<Vector> db(partial[t].data() + l.k * crr, l.k);
+      const std::int64_t chunk = chunk_of(l), chunks = (batch + chunk - 1) / chunk;
 #pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n) {
-        float* dn = dy + n * l.k * plane;
-        if (pool != nullptr) {
-          dn = dout[t].data();
-          unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
-        }
-        if (bn) {
-          // dz = scale (dy - mean(dy) - xhat mean(dy xhat)), in place.
-          const float* z = s.z.data() + n * l.out_size();
-          for (std::int64_t k = 0; k < l.k; ++k) {
-            const auto u = static_cast<std::size_t>(k);
-            const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
-            float* d = dn + k * plane;
-            const float* zk = z + k * plane;
-            for (std::int64_t q = 0; q < plane; ++q) d[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
+      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+        // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
+        // side by side: one GEMM for dW, one for the patches' gradients.
+        const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch - n0), cols = cnt * plane;
+        float* zb = zbuf[t].data();
+        float* cb = col[t].data();
+        for (std::int64_t n = n0; n < n0 + cnt; ++n) {
+          float* dn = dy + n * l.k * plane;
+          if (pool != nullptr) {
+            dn = dout[t].data();
+            unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
           }
-        } else {
-          mask_and_join(l, s, n, dn, dres);
-        }
-        Map d(dn, l.k, plane);
-        const float* patches = col[t].data();
-        if (one_by_one) {
-          patches = input_of(i) + n * l.in_size();
-        } else {
-          im2col(l, input_of(i) + n * l.in_size(), col[t].data());
-        }
-        gemm(lib, false, true, l.k, crr, plane, d.data(), plane, patches, plane, true, dw.data(), crr);
-        if (has_bias) db += d.rowwise().sum();
-        if (dx != nullptr) {
-          float* dxn = dx + n * l.in_size();
-          if (one_by_one) {
-            gemm(lib, true, false, crr, plane, l.k, w, crr, d.data(), plane, s.add_to_input, dxn, plane);
+          float* to = zb + (n - n0) * plane;
+          if (bn) {
+            // dz = scale (dy - mean(dy) - xhat mean(dy xhat)).
+            const float* z = s.z.data() + n * l.out_size();
+            for (std::int64_t k = 0; k < l.k; ++k) {
+              const auto u = static_cast<std::size_t>(k);
+              const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
+              const float* d = dn + k * plane;
+              const float* zk = z + k * plane;
+              float* o = to + k * cols;
+              for (std::int64_t q = 0; q < plane; ++q) o[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
+            }
           } else {
-            gemm(lib, true, false, crr, plane, l.k, w, crr, d.data(), plane, false, dcol[t].data(), plane);
-            col2im(l, dcol[t].data(), dxn, s.add_to_input);
+            mask_and_join(l, s, n, dn, dres);
+            for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, to + k * cols);
           }
+          im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
+        }
+        gemm(lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
+        if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
+        if (dx != nullptr) {
+          float* dcb = dcol[t].data();
+          gemm(lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
+          for (std::int64_t n = n0; n < n0 + cnt; ++n)
+            col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
         }
       }
     }
@@ -743,7 +829,7 @@ struct TrainStep::Impl {
     for (const auto& d : gbuf) m.workspace += bytes(d);
     for (int t = 0; t < threads; ++t) {
       const auto u = static_cast<std::size_t>(t);
-      m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(partial[u]) + bytes(dout[u]) + bytes(stats[u]);
+      m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(zbuf[u]) + bytes(partial[u]) + bytes(dout[u]) + bytes(stats[u]);
     }
     return m;
   }
