@@ -1,5 +1,6 @@
-// The fp32 training step (train.h): im2col + Eigen GEMM convolutions, Eigen
-// GEMM fc layers, OpenMP over the images of the batch.
+// The fp32 training step (train.h): im2col + GEMM convolutions (Eigen or
+// oneDNN's sgemm) on chunks of images, GEMM fc layers, batch-norm in
+// training mode, residual joins, OpenMP over the chunks and images.
 // GCC 12's false -Wmaybe-uninitialized inside Eigen's inlined AVX-512 code
 // (GCC bug 105593), as in conv_eigen.cpp.
 #pragma GCC diagnostic push

@@ -4,8 +4,10 @@
 // nll_loss on a log-softmax output), backward through every layer, and an
 // SGD-with-momentum update, in fp32 on the CPU.
 //
-// Convolutions as im2col + GEMM per image (forward Y = W col + b; backward
-// dW += dY col^T, dcol = W^T dY then col2im), fc as GEMMs on the batch
+// Convolutions as im2col + GEMM (forward Y = W col + b; backward
+// dW += dY col^T, dcol = W^T dY then col2im), each GEMM on a chunk of
+// images whose patches sit side by side (about 1,024 columns), fc as GEMMs
+// on the batch
 // (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
 // oneDNN's sgemm (TrainGemm; benchmark rows cpu_eigen, cpu_onednn), ReLU
 // masks from the kept outputs (gradient where the output is > 0, as
