@@ -1,8 +1,8 @@
 // <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train.h:
 // forward, cross-entropy loss, backward, SGD with momentum) of each network
-// the step supports (mnist_cnn, mnist_lenet; not resnet20 yet: batch-norm
-// in training mode), from the committed weights, on the first <b>
-// Fashion-MNIST training images, at batch 64 and 256. Each iteration is one
+// the step supports (resnet20, with batch-norm in training mode; mnist_cnn,
+// mnist_lenet), from the committed weights, on the first <b> Fashion-MNIST
+// training images, at batch 64 and 256. Each iteration is one
 // step on the same batch (the parameters move as training would). <impl>:
 // cpu_eigen (the step's GEMMs by Eigen) and, in builds with oneDNN,
 // cpu_onednn (by oneDNN's sgemm); the rest of the step is the same code.
@@ -13,7 +13,8 @@
 // (each phase's mean wall time per step), peak_bytes (what the step holds,
 // by its own accounting: TrainStep::memory, all allocated before the first
 // step) and its split weights_bytes, activations_bytes (outputs kept for
-// backward, pool indices, log-probabilities), gradients_bytes,
+// backward, pool indices, batch-norm's inputs and statistics,
+// log-probabilities), gradients_bytes,
 // optimizer_bytes (momentum), workspace_bytes; allocated_bytes_per_step
 // (host heap, the whole process, alloc_counter.h; not in sanitizer builds).
 #include <chrono>
@@ -48,7 +49,7 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 // test_train checks the list), registered whether or not their files can be
 // read: a missing weights file or data set is reported as bad input (bench
 // exits 2 naming it), as the network cases do.
-constexpr std::string_view kTrainable[] = {"mnist_cnn", "mnist_lenet"};
+constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
 
 // The weights and the training set, or the message that says which is missing.
 std::string input_problem(std::string_view network) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "kernels/common/error.h"
 
@@ -16,28 +17,98 @@ using nn::Layer;
 using nn::LayerKind;
 
 struct LayerParams {
-  int weight = -1, bias = -1;
+  int weight = -1, bias = -1, gamma = -1, beta = -1;
 };
 
 std::vector<LayerParams> layer_params(const nn::Network& net, const std::vector<nn::TrainParam>& params) {
   std::vector<LayerParams> out(net.layers.size());
-  for (std::size_t j = 0; j < params.size(); ++j)
-    (params[j].bias ? out[params[j].layer].bias : out[params[j].layer].weight) = static_cast<int>(j);
+  for (std::size_t j = 0; j < params.size(); ++j) {
+    auto& lp = out[params[j].layer];
+    (params[j].bn ? (params[j].bias ? lp.beta : lp.gamma) : (params[j].bias ? lp.bias : lp.weight)) = static_cast<int>(j);
+  }
   return out;
 }
 
-// One image through the network: every layer's output (the last one before
-// log-softmax is the logits), and each max pool's routes.
-struct ImagePass {
-  std::vector<std::vector<double>> out;
-  std::vector<std::vector<std::int64_t>> route;  // max_pool: input index of each output's maximum
-  std::vector<double> log_probs;
+// The outputs j of a row whose input column j * stride + b - pad is inside [0, w).
+std::pair<std::int64_t, std::int64_t> inside(const Layer& l, std::int64_t b) {
+  std::int64_t first = 0;
+  while (first < l.ow && first * l.stride + b - l.pad < 0) ++first;
+  std::int64_t last = first;
+  while (last < l.ow && last * l.stride + b - l.pad < l.w) ++last;
+  return {first, last};
+}
+
+// One image's convolution, y [k, oh, ow] += W * x, loop order chosen so the
+// innermost loop runs along an output row (vectorizable in double).
+void conv_image(const Layer& l, const double* w, const double* in, double* y) {
+  for (std::int64_t k = 0; k < l.k; ++k)
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t a = 0; a < l.window; ++a)
+        for (std::int64_t b = 0; b < l.window; ++b) {
+          const double wv = w[((k * l.c + c) * l.window + a) * l.window + b];
+          const auto [first, last] = inside(l, b);
+          for (std::int64_t oi = 0; oi < l.oh; ++oi) {
+            const std::int64_t row = oi * l.stride + a - l.pad;
+            if (row < 0 || row >= l.h) continue;
+            const double* src = in + (c * l.h + row) * l.w + b - l.pad;
+            double* dst = y + (k * l.oh + oi) * l.ow;
+            for (std::int64_t oj = first; oj < last; ++oj) dst[oj] += wv * src[oj * l.stride];
+          }
+        }
+}
+
+// Its adjoints: dx [c, h, w] += W^T dy, and gw [k, c, r, r] += dy x^T.
+void conv_input_grad(const Layer& l, const double* w, const double* dy, double* dx) {
+  for (std::int64_t k = 0; k < l.k; ++k)
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t a = 0; a < l.window; ++a)
+        for (std::int64_t b = 0; b < l.window; ++b) {
+          const double wv = w[((k * l.c + c) * l.window + a) * l.window + b];
+          const auto [first, last] = inside(l, b);
+          for (std::int64_t oi = 0; oi < l.oh; ++oi) {
+            const std::int64_t row = oi * l.stride + a - l.pad;
+            if (row < 0 || row >= l.h) continue;
+            double* dst = dx + (c * l.h + row) * l.w + b - l.pad;
+            const double* src = dy + (k * l.oh + oi) * l.ow;
+            for (std::int64_t oj = first; oj < last; ++oj) dst[oj * l.stride] += wv * src[oj];
+          }
+        }
+}
+
+void conv_weight_grad(const Layer& l, const double* dy, const double* in, std::int64_t k, double* gw) {
+  for (std::int64_t c = 0; c < l.c; ++c)
+    for (std::int64_t a = 0; a < l.window; ++a)
+      for (std::int64_t b = 0; b < l.window; ++b) {
+        const auto [first, last] = inside(l, b);
+        double sum = 0;
+        for (std::int64_t oi = 0; oi < l.oh; ++oi) {
+          const std::int64_t row = oi * l.stride + a - l.pad;
+          if (row < 0 || row >= l.h) continue;
+          const double* src = in + (c * l.h + row) * l.w + b - l.pad;
+          const double* d = dy + (k * l.oh + oi) * l.ow;
+#pragma omp simd reduction(+ : sum)
+          for (std::int64_t oj = first; oj < last; ++oj) sum += d[oj] * src[oj * l.stride];
+        }
+        gw[((k * l.c + c) * l.window + a) * l.window + b] += sum;
+      }
+}
+
+// The whole batch through the network: every layer's output (the last one
+// before log-softmax is the logits), each max pool's routes, batch-norm's
+// normalized outputs and statistics.
+struct Pass {
+  std::vector<std::vector<double>> out;            // per layer, [batch, out_size]
+  std::vector<std::vector<std::int64_t>> route;    // max_pool: per output, the input index (in its image) of the maximum
+  std::vector<std::vector<double>> xhat;           // batch-norm: (z - mean) inv_std, [batch, out_size]
+  std::vector<std::vector<double>> mean, var, inv_std;  // batch-norm, per channel (var biased)
+  std::vector<std::vector<double>> mean_scale, var_scale;  // batch-norm, with magnitudes: TrainGradients'
+  std::vector<double> log_probs;                   // [batch, classes]
 };
 
 class Model {
  public:
-  Model(const nn::Network& net, const Params& p)
-      : net_(net), p_(p), params_(nn::trainable_params(net)), lp_(layer_params(net, params_)) {
+  Model(const nn::Network& net, const Params& p, std::int64_t batch)
+      : net_(net), p_(p), params_(nn::trainable_params(net)), lp_(layer_params(net, params_)), batch_(batch) {
     DLB_REQUIRE(p.size() == params_.size(), "reference training step: parameter count");
     for (std::size_t j = 0; j < p.size(); ++j)
       DLB_REQUIRE(static_cast<std::int64_t>(p[j].size()) == params_[j].size(),
@@ -46,144 +117,281 @@ class Model {
   }
   std::size_t logits_layer() const { return last_; }
   std::int64_t classes() const { return net_.layers[last_].out_size(); }
-  const std::vector<nn::TrainParam>& params() const { return params_; }
 
-  ImagePass forward(const double* x) const {
-    ImagePass r;
-    r.out.resize(last_ + 1);
-    r.route.resize(last_ + 1);
-    for (std::size_t i = 0; i <= last_; ++i) {
+  const double* param(int j) const { return j >= 0 ? p_[static_cast<std::size_t>(j)].data() : nullptr; }
+
+  Pass forward(const double* x, bool magnitudes) const {
+    Pass r;
+    r.mean_scale.resize(last_ + 1);
+    r.var_scale.resize(last_ + 1);
+    const std::size_t n_layers = last_ + 1;
+    r.out.resize(n_layers);
+    r.route.resize(n_layers);
+    r.xhat.resize(n_layers);
+    r.mean.resize(n_layers);
+    r.var.resize(n_layers);
+    r.inv_std.resize(n_layers);
+    for (std::size_t i = 0; i < n_layers; ++i) {
       const Layer& l = net_.layers[i];
-      const double* in = i == 0 ? x : r.out[i - 1].data();
+      const std::int64_t in_size = l.in_size(), out_size = l.out_size();
+      const double* in = l.input < 0 ? x : r.out[static_cast<std::size_t>(l.input)].data();
       auto& y = r.out[i];
-      y.assign(static_cast<std::size_t>(l.out_size()), 0.0);
-      const double* w = lp_[i].weight >= 0 ? p_[static_cast<std::size_t>(lp_[i].weight)].data() : nullptr;
-      const double* b = lp_[i].bias >= 0 ? p_[static_cast<std::size_t>(lp_[i].bias)].data() : nullptr;
+      y.assign(static_cast<std::size_t>(batch_ * out_size), 0.0);
+      const double* w = param(lp_[i].weight);
+      const double* b = param(lp_[i].bias);
       switch (l.kind) {
         case LayerKind::conv:
-          for (std::int64_t k = 0; k < l.k; ++k)
-            for (std::int64_t oi = 0; oi < l.oh; ++oi)
-              for (std::int64_t oj = 0; oj < l.ow; ++oj) {
-                double sum = b != nullptr ? b[k] : 0.0;
-                for (std::int64_t c = 0; c < l.c; ++c)
-                  for (std::int64_t a = 0; a < l.window; ++a) {
-                    const std::int64_t row = oi * l.stride + a - l.pad;
-                    if (row < 0 || row >= l.h) continue;
-                    for (std::int64_t bb = 0; bb < l.window; ++bb) {
-                      const std::int64_t col = oj * l.stride + bb - l.pad;
-                      if (col < 0 || col >= l.w) continue;
-                      sum += w[((k * l.c + c) * l.window + a) * l.window + bb] * in[(c * l.h + row) * l.w + col];
-                    }
-                  }
-                y[static_cast<std::size_t>((k * l.oh + oi) * l.ow + oj)] = sum;
-              }
+#pragma omp parallel for schedule(dynamic)
+          for (std::int64_t n = 0; n < batch_; ++n) {
+            double* yn = y.data() + n * out_size;
+            if (b != nullptr)
+              for (std::int64_t k = 0; k < l.k; ++k) std::fill(yn + k * l.oh * l.ow, yn + (k + 1) * l.oh * l.ow, b[k]);
+            conv_image(l, w, in + n * in_size, yn);
+          }
+          if (lp_[i].gamma >= 0 && magnitudes) stat_scales(l, i, in, r);
+          if (lp_[i].gamma >= 0) batch_norm(l, i, r);
+          if (l.residual >= 0) {
+            const auto& res = r.out[static_cast<std::size_t>(l.residual)];
+            for (std::size_t q = 0; q < y.size(); ++q) y[q] += res[q];
+          }
           break;
         case LayerKind::fc:
-          for (std::int64_t k = 0; k < l.k; ++k) {
-            double sum = b[k];
-            for (std::int64_t j = 0; j < l.in_size(); ++j) sum += w[k * l.in_size() + j] * in[j];
-            y[static_cast<std::size_t>(k)] = sum;
-          }
+          for (std::int64_t n = 0; n < batch_; ++n)
+            for (std::int64_t k = 0; k < l.k; ++k) {
+              double sum = b[k];
+              for (std::int64_t j = 0; j < in_size; ++j) sum += w[k * in_size + j] * in[n * in_size + j];
+              y[static_cast<std::size_t>(n * l.k + k)] = sum;
+            }
           break;
         case LayerKind::max_pool:
           r.route[i].resize(y.size());
-          for (std::int64_t c = 0; c < l.c; ++c)
-            for (std::int64_t oi = 0; oi < l.oh; ++oi)
-              for (std::int64_t oj = 0; oj < l.ow; ++oj) {
-                double m = -std::numeric_limits<double>::infinity();
-                std::int64_t at = -1;
-                for (std::int64_t a = 0; a < l.window; ++a)
-                  for (std::int64_t bb = 0; bb < l.window; ++bb) {
-                    const std::int64_t idx = (c * l.h + oi * l.stride + a) * l.w + oj * l.stride + bb;
-                    if (in[idx] > m) m = in[idx], at = idx;  // the first maximum, as PyTorch
-                  }
-                const auto o = static_cast<std::size_t>((c * l.oh + oi) * l.ow + oj);
-                y[o] = m;
-                r.route[i][o] = at;
-              }
+          for (std::int64_t n = 0; n < batch_; ++n)
+            for (std::int64_t c = 0; c < l.c; ++c)
+              for (std::int64_t oi = 0; oi < l.oh; ++oi)
+                for (std::int64_t oj = 0; oj < l.ow; ++oj) {
+                  double m = -std::numeric_limits<double>::infinity();
+                  std::int64_t at = -1;
+                  for (std::int64_t a = 0; a < l.window; ++a)
+                    for (std::int64_t bb = 0; bb < l.window; ++bb) {
+                      const std::int64_t idx = (c * l.h + oi * l.stride + a) * l.w + oj * l.stride + bb;
+                      if (in[n * in_size + idx] > m) m = in[n * in_size + idx], at = idx;  // the first maximum, as PyTorch
+                    }
+                  const auto o = static_cast<std::size_t>(n * out_size + (c * l.oh + oi) * l.ow + oj);
+                  y[o] = m;
+                  r.route[i][o] = at;
+                }
           break;
         case LayerKind::global_avg_pool:
-          for (std::int64_t c = 0; c < l.c; ++c) {
-            double sum = 0;
-            for (std::int64_t q = 0; q < l.h * l.w; ++q) sum += in[c * l.h * l.w + q];
-            y[static_cast<std::size_t>(c)] = sum / static_cast<double>(l.h * l.w);
-          }
+          for (std::int64_t n = 0; n < batch_; ++n)
+            for (std::int64_t c = 0; c < l.c; ++c) {
+              double sum = 0;
+              for (std::int64_t q = 0; q < l.h * l.w; ++q) sum += in[n * in_size + c * l.h * l.w + q];
+              y[static_cast<std::size_t>(n * out_size + c)] = sum / static_cast<double>(l.h * l.w);
+            }
           break;
         case LayerKind::log_softmax: break;
       }
       if (l.relu)
         for (auto& v : y) v = std::max(v, 0.0);
     }
+    const std::int64_t classes = this->classes();
     const auto& logits = r.out[last_];
-    const double m = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (const double v : logits) sum += std::exp(v - m);
-    for (const double v : logits) r.log_probs.push_back(v - m - std::log(sum));
+    for (std::int64_t n = 0; n < batch_; ++n) {
+      const double* row = logits.data() + n * classes;
+      const double m = *std::max_element(row, row + classes);
+      double sum = 0;
+      for (std::int64_t j = 0; j < classes; ++j) sum += std::exp(row[j] - m);
+      for (std::int64_t j = 0; j < classes; ++j) r.log_probs.push_back(row[j] - m - std::log(sum));
+    }
     return r;
   }
 
-  // Adds this image's gradients to `grads` (magnitudes: on absolute values).
-  // dy: d loss / d logits of the image.
-  void backward(const double* x, const ImagePass& pass, std::vector<double> dy, bool magnitudes, Params& grads) const {
+  // The scales of batch-norm's statistics' rounding errors (TrainGradients),
+  // from r.out[i], the conv's output before batch-norm.
+  void stat_scales(const Layer& l, std::size_t i, const double* in, Pass& r) const {
+    const std::int64_t plane = l.oh * l.ow, out_size = l.out_size();
+    std::vector<double> mz(static_cast<std::size_t>(batch_ * out_size), 0.0), w_abs(p_[static_cast<std::size_t>(lp_[i].weight)]);
+    for (auto& v : w_abs) v = std::abs(v);
+#pragma omp parallel for schedule(dynamic)
+    for (std::int64_t n = 0; n < batch_; ++n) {
+      std::vector<double> in_abs(in + n * l.in_size(), in + (n + 1) * l.in_size());
+      for (auto& v : in_abs) v = std::abs(v);
+      conv_image(l, w_abs.data(), in_abs.data(), mz.data() + n * out_size);
+    }
+    const auto& z = r.out[i];
+    const double m = static_cast<double>(batch_ * plane);
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      double sum = 0, sum_m = 0;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) {
+          sum += z[static_cast<std::size_t>((n * l.k + k) * plane + q)];
+          sum_m += mz[static_cast<std::size_t>((n * l.k + k) * plane + q)];
+        }
+      const double mean = sum / m, mean_m = sum_m / m;
+      double var_scale = 0;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) {
+          const auto at = static_cast<std::size_t>((n * l.k + k) * plane + q);
+          var_scale += std::abs(z[at] - mean) * (mz[at] + mean_m);
+        }
+      r.mean_scale[i].push_back(mean_m);
+      r.var_scale[i].push_back(2 * var_scale / m);
+    }
+  }
+
+  // Layer i's conv output in r.out[i] through batch-norm with the batch's
+  // statistics (two passes: the mean, then the mean square deviation).
+  void batch_norm(const Layer& l, std::size_t i, Pass& r) const {
+    const std::int64_t plane = l.oh * l.ow, m = batch_ * plane;
+    auto& y = r.out[i];
+    auto& xhat = r.xhat[i];
+    xhat.resize(y.size());
+    r.mean[i].assign(static_cast<std::size_t>(l.k), 0.0);
+    r.var[i].assign(static_cast<std::size_t>(l.k), 0.0);
+    r.inv_std[i].assign(static_cast<std::size_t>(l.k), 0.0);
+    const double* gamma = param(lp_[i].gamma);
+    const double* beta = param(lp_[i].beta);
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      const auto at = [&](std::int64_t n, std::int64_t q) { return static_cast<std::size_t>((n * l.k + k) * plane + q); };
+      double sum = 0;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) sum += y[at(n, q)];
+      const double mean = sum / static_cast<double>(m);
+      double sq = 0;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) sq += (y[at(n, q)] - mean) * (y[at(n, q)] - mean);
+      const double var = sq / static_cast<double>(m);
+      const double inv_std = 1.0 / std::sqrt(var + l.raw.bn_eps);
+      const auto u = static_cast<std::size_t>(k);
+      r.mean[i][u] = mean, r.var[i][u] = var, r.inv_std[i][u] = inv_std;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) {
+          xhat[at(n, q)] = (y[at(n, q)] - mean) * inv_std;
+          y[at(n, q)] = gamma[k] * xhat[at(n, q)] + beta[k];
+        }
+    }
+  }
+
+  // The gradients (magnitudes: on absolute values) from dy = d loss / d
+  // logits, [batch, classes].
+  void backward(const double* x, const Pass& pass, std::vector<double> dtop, bool magnitudes, Params& grads) const {
     const auto mag = [magnitudes](double v) { return magnitudes ? std::abs(v) : v; };
+    std::vector<std::vector<double>> d(last_ + 1);  // gradients of the layers' outputs, [batch, out_size]
+    d[last_] = std::move(dtop);
     for (std::size_t i = last_ + 1; i-- > 0;) {
       const Layer& l = net_.layers[i];
-      const double* in = i == 0 ? x : pass.out[i - 1].data();
+      std::vector<double> dy = std::move(d[i]);
+      d[i].clear();
+      if (dy.empty()) continue;  // nothing reads this layer's output
+      const std::int64_t in_size = l.in_size(), out_size = l.out_size();
+      const double* in = l.input < 0 ? x : pass.out[static_cast<std::size_t>(l.input)].data();
       const auto& y = pass.out[i];
       if (l.relu)
         for (std::size_t q = 0; q < dy.size(); ++q)
           if (!(y[q] > 0)) dy[q] = 0;
-      std::vector<double> dx(static_cast<std::size_t>(l.in_size()), 0.0);
-      const bool need_dx = i > 0;
+      if (l.residual >= 0) add_to(d[static_cast<std::size_t>(l.residual)], dy);
+      std::vector<double> dx;
+      const bool need_dx = l.input >= 0;
+      if (need_dx) dx.assign(static_cast<std::size_t>(batch_ * in_size), 0.0);
       double* gw = lp_[i].weight >= 0 ? grads[static_cast<std::size_t>(lp_[i].weight)].data() : nullptr;
       double* gb = lp_[i].bias >= 0 ? grads[static_cast<std::size_t>(lp_[i].bias)].data() : nullptr;
-      const double* w = lp_[i].weight >= 0 ? p_[static_cast<std::size_t>(lp_[i].weight)].data() : nullptr;
+      std::vector<double> w_used;
+      if (lp_[i].weight >= 0) {
+        const auto& w = p_[static_cast<std::size_t>(lp_[i].weight)];
+        w_used.resize(w.size());
+        for (std::size_t q = 0; q < w.size(); ++q) w_used[q] = mag(w[q]);
+      }
       switch (l.kind) {
-        case LayerKind::conv:
+        case LayerKind::conv: {
+          const std::int64_t plane = l.oh * l.ow;
+          if (lp_[i].gamma >= 0) batch_norm_backward(l, i, pass, magnitudes, dy, grads);
+          if (gb != nullptr)
+            for (std::int64_t n = 0; n < batch_; ++n)
+              for (std::int64_t k = 0; k < l.k; ++k)
+                for (std::int64_t q = 0; q < plane; ++q) gb[k] += dy[static_cast<std::size_t>((n * l.k + k) * plane + q)];
+          std::vector<double> in_used(in, in + batch_ * in_size);
+          for (auto& v : in_used) v = mag(v);
+#pragma omp parallel for schedule(dynamic)
           for (std::int64_t k = 0; k < l.k; ++k)
-            for (std::int64_t oi = 0; oi < l.oh; ++oi)
-              for (std::int64_t oj = 0; oj < l.ow; ++oj) {
-                const double d = dy[static_cast<std::size_t>((k * l.oh + oi) * l.ow + oj)];
-                if (d == 0) continue;
-                if (gb != nullptr) gb[k] += d;
-                for (std::int64_t c = 0; c < l.c; ++c)
-                  for (std::int64_t a = 0; a < l.window; ++a) {
-                    const std::int64_t row = oi * l.stride + a - l.pad;
-                    if (row < 0 || row >= l.h) continue;
-                    for (std::int64_t bb = 0; bb < l.window; ++bb) {
-                      const std::int64_t col = oj * l.stride + bb - l.pad;
-                      if (col < 0 || col >= l.w) continue;
-                      const std::int64_t wi = ((k * l.c + c) * l.window + a) * l.window + bb;
-                      const std::int64_t xi = (c * l.h + row) * l.w + col;
-                      gw[wi] += d * mag(in[xi]);
-                      if (need_dx) dx[static_cast<std::size_t>(xi)] += d * mag(w[wi]);
-                    }
-                  }
-              }
-          break;
-        case LayerKind::fc:
-          for (std::int64_t k = 0; k < l.k; ++k) {
-            const double d = dy[static_cast<std::size_t>(k)];
-            if (d == 0) continue;
-            gb[k] += d;
-            for (std::int64_t j = 0; j < l.in_size(); ++j) {
-              gw[k * l.in_size() + j] += d * mag(in[j]);
-              if (need_dx) dx[static_cast<std::size_t>(j)] += d * mag(w[k * l.in_size() + j]);
-            }
+            for (std::int64_t n = 0; n < batch_; ++n)
+              conv_weight_grad(l, dy.data() + n * out_size, in_used.data() + n * in_size, k, gw);
+          if (need_dx) {
+#pragma omp parallel for schedule(dynamic)
+            for (std::int64_t n = 0; n < batch_; ++n)
+              conv_input_grad(l, w_used.data(), dy.data() + n * out_size, dx.data() + n * in_size);
           }
           break;
+        }
+        case LayerKind::fc:
+          for (std::int64_t n = 0; n < batch_; ++n)
+            for (std::int64_t k = 0; k < l.k; ++k) {
+              const double dv = dy[static_cast<std::size_t>(n * l.k + k)];
+              if (dv == 0) continue;
+              gb[k] += dv;
+              for (std::int64_t j = 0; j < in_size; ++j) {
+                gw[k * in_size + j] += dv * mag(in[n * in_size + j]);
+                if (need_dx) dx[static_cast<std::size_t>(n * in_size + j)] += dv * w_used[static_cast<std::size_t>(k * in_size + j)];
+              }
+            }
+          break;
         case LayerKind::max_pool:
-          for (std::size_t o = 0; o < dy.size(); ++o) dx[static_cast<std::size_t>(pass.route[i][o])] += dy[o];
+          for (std::int64_t n = 0; n < batch_; ++n)
+            for (std::int64_t o = 0; o < out_size; ++o) {
+              const auto q = static_cast<std::size_t>(n * out_size + o);
+              dx[static_cast<std::size_t>(n * in_size + pass.route[i][q])] += dy[q];
+            }
           break;
         case LayerKind::global_avg_pool:
-          for (std::int64_t c = 0; c < l.c; ++c)
-            for (std::int64_t q = 0; q < l.h * l.w; ++q)
-              dx[static_cast<std::size_t>(c * l.h * l.w + q)] = dy[static_cast<std::size_t>(c)] / static_cast<double>(l.h * l.w);
+          for (std::int64_t n = 0; n < batch_; ++n)
+            for (std::int64_t c = 0; c < l.c; ++c)
+              for (std::int64_t q = 0; q < l.h * l.w; ++q)
+                dx[static_cast<std::size_t>(n * in_size + c * l.h * l.w + q)] =
+                    dy[static_cast<std::size_t>(n * out_size + c)] / static_cast<double>(l.h * l.w);
           break;
         case LayerKind::log_softmax: break;
       }
-      dy = std::move(dx);
+      if (need_dx) add_to(d[static_cast<std::size_t>(l.input)], dx);
     }
+  }
+
+  // dy (of batch-norm's output) -> dz (of its input, the conv's output) in
+  // place; dgamma = sum dy xhat, dbeta = sum dy. Magnitudes: |gamma| inv_std
+  // (|dy| + mean |dy| + |xhat| mean |dy xhat|), dy already |dy|.
+  void batch_norm_backward(const Layer& l, std::size_t i, const Pass& pass, bool magnitudes, std::vector<double>& dy,
+                           Params& grads) const {
+    const std::int64_t plane = l.oh * l.ow;
+    const double m = static_cast<double>(batch_ * plane);
+    const double* gamma = param(lp_[i].gamma);
+    double* ggamma = grads[static_cast<std::size_t>(lp_[i].gamma)].data();
+    double* gbeta = grads[static_cast<std::size_t>(lp_[i].beta)].data();
+    const auto& xhat = pass.xhat[i];
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      const auto at = [&](std::int64_t n, std::int64_t q) { return static_cast<std::size_t>((n * l.k + k) * plane + q); };
+      double sum = 0, sum_x = 0;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) {
+          const double xh = magnitudes ? std::abs(xhat[at(n, q)]) : xhat[at(n, q)];
+          sum += dy[at(n, q)];
+          sum_x += dy[at(n, q)] * xh;
+        }
+      ggamma[k] += sum_x;
+      gbeta[k] += sum;
+      const double scale = (magnitudes ? std::abs(gamma[k]) : gamma[k]) * pass.inv_std[i][static_cast<std::size_t>(k)];
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) {
+          const double xh = xhat[at(n, q)];
+          double& v = dy[at(n, q)];
+          v = magnitudes ? scale * (v + sum / m + std::abs(xh) * sum_x / m) : scale * (v - sum / m - xh * sum_x / m);
+        }
+    }
+  }
+
+  static void add_to(std::vector<double>& to, const std::vector<double>& from) {
+    if (to.empty()) {
+      to = from;
+      return;
+    }
+    for (std::size_t q = 0; q < to.size(); ++q) to[q] += from[q];
   }
 
  private:
@@ -191,6 +399,7 @@ class Model {
   const Params& p_;
   std::vector<nn::TrainParam> params_;
   std::vector<LayerParams> lp_;
+  std::int64_t batch_;
   std::size_t last_ = 0;
 };
 
@@ -208,11 +417,6 @@ Params zeros_like(const Params& p) {
   return z;
 }
 
-void add_into(Params& to, const Params& from) {
-  for (std::size_t j = 0; j < to.size(); ++j)
-    for (std::size_t i = 0; i < to[j].size(); ++i) to[j][i] += from[j][i];
-}
-
 }  // namespace
 
 Params train_params(const nn::Network& net) {
@@ -224,58 +428,84 @@ Params train_params(const nn::Network& net) {
   return p;
 }
 
-TrainGradients gradients(const nn::Network& net, const Params& p, std::span<const float> x,
-                         std::span<const std::uint8_t> labels, std::int64_t batch) {
-  const Model model(net, p);
+namespace {
+
+TrainGradients run(const nn::Network& net, const Params& p, std::span<const float> x,
+                   std::span<const std::uint8_t> labels, std::int64_t batch, bool with_gradients) {
+  const Model model(net, p, std::max<std::int64_t>(batch, 1));
   const std::int64_t classes = model.classes();
   check_batch(net, x, labels, batch, classes);
+  const std::vector<double> input(x.begin(), x.end());
+  Pass pass = model.forward(input.data(), with_gradients);
   TrainGradients r;
-  r.grads = zeros_like(p);
-  r.magnitudes = zeros_like(p);
-  r.log_probs.resize(static_cast<std::size_t>(batch * classes));
+  r.log_probs = pass.log_probs;
   double loss = 0;
-#pragma omp parallel
-  {
-    Params grads = zeros_like(p), magnitudes = zeros_like(p);
-    double partial_loss = 0;
-#pragma omp for schedule(dynamic)
-    for (std::int64_t n = 0; n < batch; ++n) {
-      const std::vector<double> input(x.begin() + n * net.in_size(), x.begin() + (n + 1) * net.in_size());
-      const ImagePass pass = model.forward(input.data());
-      const auto label = labels[static_cast<std::size_t>(n)];
-      partial_loss -= pass.log_probs[label];
-      std::vector<double> dy(static_cast<std::size_t>(classes)), dy_abs(dy.size());
-      for (std::int64_t j = 0; j < classes; ++j) {
-        const auto u = static_cast<std::size_t>(j);
-        dy[u] = (std::exp(pass.log_probs[u]) - (j == label ? 1.0 : 0.0)) / static_cast<double>(batch);
-        dy_abs[u] = std::abs(dy[u]);
-        r.log_probs[static_cast<std::size_t>(n * classes + j)] = pass.log_probs[u];
-      }
-      model.backward(input.data(), pass, dy, false, grads);
-      model.backward(input.data(), pass, dy_abs, true, magnitudes);
-    }
-#pragma omp critical
-    {
-      add_into(r.grads, grads);
-      add_into(r.magnitudes, magnitudes);
-      loss += partial_loss;
+  std::vector<double> dy(static_cast<std::size_t>(batch * classes)), dy_abs(dy.size());
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const auto label = labels[static_cast<std::size_t>(n)];
+    loss -= pass.log_probs[static_cast<std::size_t>(n * classes + label)];
+    for (std::int64_t j = 0; j < classes; ++j) {
+      const auto u = static_cast<std::size_t>(n * classes + j);
+      dy[u] = (std::exp(pass.log_probs[u]) - (j == label ? 1.0 : 0.0)) / static_cast<double>(batch);
+      dy_abs[u] = std::abs(dy[u]);
     }
   }
   r.loss = loss / static_cast<double>(batch);
+  r.batch_mean = pass.mean;
+  r.batch_var = pass.var;
+  r.batch_mean.resize(net.layers.size());
+  r.batch_var.resize(net.layers.size());
+  r.batch_mean_scale = pass.mean_scale;
+  r.batch_var_scale = pass.var_scale;
+  r.batch_mean_scale.resize(net.layers.size());
+  r.batch_var_scale.resize(net.layers.size());
+  if (with_gradients) {
+    r.grads = zeros_like(p);
+    r.magnitudes = zeros_like(p);
+    model.backward(input.data(), pass, dy, false, r.grads);
+    model.backward(input.data(), pass, dy_abs, true, r.magnitudes);
+  }
   return r;
+}
+
+}  // namespace
+
+TrainGradients gradients(const nn::Network& net, const Params& p, std::span<const float> x,
+                         std::span<const std::uint8_t> labels, std::int64_t batch) {
+  return run(net, p, x, labels, batch, true);
+}
+
+TrainGradients forward(const nn::Network& net, const Params& p, std::span<const float> x,
+                       std::span<const std::uint8_t> labels, std::int64_t batch) {
+  return run(net, p, x, labels, batch, false);
 }
 
 double loss(const nn::Network& net, const Params& p, std::span<const float> x, std::span<const std::uint8_t> labels,
             std::int64_t batch) {
-  const Model model(net, p);
-  check_batch(net, x, labels, batch, model.classes());
-  double total = 0;
-#pragma omp parallel for schedule(dynamic) reduction(+ : total)
-  for (std::int64_t n = 0; n < batch; ++n) {
-    const std::vector<double> input(x.begin() + n * net.in_size(), x.begin() + (n + 1) * net.in_size());
-    total -= model.forward(input.data()).log_probs[labels[static_cast<std::size_t>(n)]];
+  return run(net, p, x, labels, batch, false).loss;
+}
+
+RunningStats running_stats(const nn::Network& net) {
+  RunningStats s;
+  for (const auto& l : net.layers) {
+    const bool bn = l.kind == LayerKind::conv && !l.raw.bn_gamma.empty();
+    s.mean.emplace_back(bn ? std::vector<double>(l.raw.bn_mean.begin(), l.raw.bn_mean.end()) : std::vector<double>{});
+    s.var.emplace_back(bn ? std::vector<double>(l.raw.bn_var.begin(), l.raw.bn_var.end()) : std::vector<double>{});
   }
-  return total / static_cast<double>(batch);
+  return s;
+}
+
+void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGradients& g, std::int64_t batch) {
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    if (s.mean[i].empty()) continue;
+    DLB_REQUIRE(g.batch_mean[i].size() == s.mean[i].size(), "update_running_stats: no batch statistics for " + l.name);
+    const double m = static_cast<double>(batch * l.oh * l.ow), mo = l.raw.bn_momentum;
+    for (std::size_t k = 0; k < s.mean[i].size(); ++k) {
+      s.mean[i][k] = (1 - mo) * s.mean[i][k] + mo * g.batch_mean[i][k];
+      s.var[i][k] = (1 - mo) * s.var[i][k] + mo * g.batch_var[i][k] * m / (m - 1);
+    }
+  }
 }
 
 GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,

@@ -1,9 +1,12 @@
 // Reference training step (kernels/nn/train.h) in double precision with
-// plain loops, image by image: the forward pass keeping every layer's
-// output, the mean negative log-likelihood of log-softmax, the backward pass
-// (ReLU masks where the output is > 0, max pooling routed to the first
-// maximum of each window, as PyTorch's CPU max_pool2d), and SGD with
-// momentum. The oracle for the fp32 step; the tests hold it against
+// plain loops, layer by layer over the whole batch: the forward pass
+// keeping every layer's output, batch-norm in training mode (the batch's
+// mean and biased variance per channel, two passes), residual joins, the
+// mean negative log-likelihood of log-softmax, the backward pass (ReLU
+// masks where the output is > 0, max pooling routed to the first maximum of
+// each window, as PyTorch's CPU max_pool2d, batch-norm's backward with its
+// batch-statistics terms, a join's gradient to both of its inputs), and SGD
+// with momentum. The oracle for the fp32 step; the tests hold it against
 // central finite differences of its own loss, and against PyTorch's
 // autograd (models/fashion-mnist/<net>.train-reference.safetensors).
 #pragma once
@@ -36,12 +39,36 @@ struct TrainGradients {
   // tests/test_train.cpp for the bound built on it.
   Params magnitudes;
   std::vector<double> log_probs;  // [batch, classes]
+  // Per layer, for a conv with batch-norm (empty otherwise): the batch's
+  // mean and biased variance per channel (over N, H, W).
+  std::vector<std::vector<double>> batch_mean, batch_var;
+  // What their rounding errors scale with (gradients() only): per channel,
+  // the mean over the batch of the conv output's magnitude m_z (the sum of
+  // |w| |x| over its terms), and 2 mean(|z - mean| (m_z + that mean)), the
+  // first-order sensitivity of the variance to errors of that size.
+  std::vector<std::vector<double>> batch_mean_scale, batch_var_scale;
 };
 
 // x: [batch, c, h, w], labels: [batch]. Throws dlb::Error for sizes that do
 // not match, or what nn::trainable_params rejects.
 TrainGradients gradients(const nn::Network& net, const Params& p, std::span<const float> x,
                          std::span<const std::uint8_t> labels, std::int64_t batch);
+
+// The forward pass alone: the loss, log-probabilities and batch
+// statistics of `gradients`, without gradients.
+TrainGradients forward(const nn::Network& net, const Params& p, std::span<const float> x,
+                       std::span<const std::uint8_t> labels, std::int64_t batch);
+
+// Batch-norm's running statistics per layer (empty for a layer without).
+struct RunningStats {
+  std::vector<std::vector<double>> mean, var;
+};
+// The network's (the committed running_mean, running_var).
+RunningStats running_stats(const nn::Network& net);
+// One training-mode forward's update, as nn.BatchNorm2d's: running =
+// (1 - momentum) running + momentum batch, running_var with the unbiased
+// variance (batch_var M / (M - 1), M = batch oh ow).
+void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGradients& g, std::int64_t batch);
 
 // The loss alone (the forward pass): what finite differences perturb.
 double loss(const nn::Network& net, const Params& p, std::span<const float> x, std::span<const std::uint8_t> labels,

@@ -20,29 +20,39 @@ first use; not part of CI. Fixed seeds, deterministic algorithms, one
 process: the same machine and versions give the same weights.
 --reference-only recomputes the reference files from the committed weights.
 
---train-reference writes, for mnist_cnn (the networks the C++ training step
-supports: no batch-norm, no residual joins), what its tests compare with
-(issue 35), from the committed weights:
+--train-reference writes, for mnist_cnn and resnet20, what the C++
+training step's tests compare with (issue 35), from the committed weights:
 
     <net>.train-reference.safetensors
         "labels"        u8 [64]: the labels of the batch, the first 64
-                        training images (no augmentation, no shuffling)
-        "loss"          f32 [1]: nll_loss of the log-softmax output (the
-                        mean over the batch)
+                        training images as network_input lays them out (no
+                        augmentation, no shuffling)
+        "loss"          f32 [1]: the mean cross-entropy over the batch
+                        (mnist_cnn: nll_loss of its log-softmax output;
+                        resnet20: cross_entropy of its logits)
         "log_probs"     f32 [64, 10]
         "grad.<param>"  f32, every parameter's gradient after one backward
         "step2.<param>" f32, the parameters after two SGD steps (lr 0.01,
                         momentum 0.9, no weight decay, dampening 0) on the
-                        same batch, for every parameter but fc1.weight (1.18 M
-                        floats, 4.7 MB: the gradients already take that much;
-                        fc1.weight's update is checked through its gradient
-                        and the other tensors' steps share its code)
-        metadata: batch, lr, momentum, torch version
+                        same batch, but for the largest tensors (mnist_cnn:
+                        fc1.weight, 1.18 M floats; resnet20: stage3's conv
+                        weights, 203 K of its 272 K), left out for size: their
+                        updates are checked through their gradients, and
+                        the other tensors' steps share their code
+        "step1.<bn>.running_mean", "step1.<bn>.running_var",
+        "step2.<bn>.running_mean", "step2.<bn>.running_var"
+                        resnet20: every batch-norm's running statistics
+                        after the first step's forward, and after the
+                        second's
+        metadata: batch, lr, momentum, mode, parameters (named_parameters
+        order, comma-separated), torch version
 
-    Dropout: the step runs with model.eval(), i.e. dropout off (mnist_cnn's
-    two dropouts are its only training-mode difference): the step is
-    deterministic, as the C++ one is. Deterministic algorithms, one thread
-    count given by --threads.
+    Mode: mnist_cnn runs with model.eval(), i.e. dropout off (its two
+    dropouts are its only training-mode difference): the step is
+    deterministic, as the C++ one is. resnet20 runs with model.train():
+    batch-norm normalizes with the batch's statistics and updates its
+    running statistics (momentum 0.1); it has no dropout. Deterministic
+    algorithms, one thread count given by --threads.
 """
 
 from __future__ import annotations
@@ -70,7 +80,10 @@ REFERENCE_IMAGES = 256
 TRAIN_REFERENCE_BATCH = 64
 TRAIN_REFERENCE_LR = 0.01
 TRAIN_REFERENCE_MOMENTUM = 0.9
-TRAIN_REFERENCE_NETS = ("mnist_cnn",)
+TRAIN_REFERENCE_NETS = ("mnist_cnn", "resnet20")
+# Left out of step2 for size (see the module docstring).
+TRAIN_REFERENCE_STEP2_SKIP = {"mnist_cnn": lambda p: p == "fc1.weight",
+                              "resnet20": lambda p: p.startswith("stage3.") and ".conv" in p}
 DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
 SEED = 20261123
 
@@ -154,12 +167,17 @@ def write_train_reference(name: str, model, train_images, train_labels, out: Pat
     module docstring); returns the loss."""
     x = network_input(train_images[:TRAIN_REFERENCE_BATCH], NETWORKS[name].input_shape)
     y = torch.from_numpy(train_labels[:TRAIN_REFERENCE_BATCH].astype(np.int64))
-    model.eval()  # dropout off: a deterministic step, as the C++ one
+    batch_norm = name == "resnet20"
+    if batch_norm:
+        model.train()  # batch statistics, running statistics updated; resnet20 has no dropout
+    else:
+        model.eval()  # dropout off: a deterministic step, as the C++ one
     opt = torch.optim.SGD(model.parameters(), lr=TRAIN_REFERENCE_LR, momentum=TRAIN_REFERENCE_MOMENTUM)
     tensors = {"labels": y.to(torch.uint8).contiguous()}
     for step in (1, 2):
         opt.zero_grad(set_to_none=True)
-        log_probs = model(x)
+        output = model(x)
+        log_probs = torch.nn.functional.log_softmax(output, dim=1) if batch_norm else output
         loss = torch.nn.functional.nll_loss(log_probs, y)
         loss.backward()
         if step == 1:
@@ -168,10 +186,17 @@ def write_train_reference(name: str, model, train_images, train_labels, out: Pat
             for pname, p in model.named_parameters():
                 tensors[f"grad.{pname}"] = p.grad.detach().clone().contiguous()
             first_loss = float(loss.detach())
+            for bname, b in model.named_buffers():
+                if bname.endswith(".running_mean") or bname.endswith(".running_var"):
+                    tensors[f"step1.{bname}"] = b.detach().clone().contiguous()
         opt.step()
+    skip = TRAIN_REFERENCE_STEP2_SKIP[name]
     for pname, p in model.named_parameters():
-        if pname != "fc1.weight":
+        if not skip(pname):
             tensors[f"step2.{pname}"] = p.detach().clone().contiguous()
+    for bname, b in model.named_buffers():
+        if bname.endswith(".running_mean") or bname.endswith(".running_var"):
+            tensors[f"step2.{bname}"] = b.detach().clone().contiguous()
     save_file(tensors, str(out / f"{name}.train-reference.safetensors"), metadata={
         "network": name,
         "dataset": f"fashion-mnist training set, images 0..{TRAIN_REFERENCE_BATCH - 1}, no augmentation",
@@ -179,7 +204,8 @@ def write_train_reference(name: str, model, train_images, train_labels, out: Pat
         "loss": repr(first_loss),
         "lr": repr(TRAIN_REFERENCE_LR),
         "momentum": repr(TRAIN_REFERENCE_MOMENTUM),
-        "dropout": "off (model.eval())",
+        "mode": "train (batch-norm on batch statistics)" if batch_norm else "eval (dropout off)",
+        "parameters": ",".join(pname for pname, _ in model.named_parameters()),
         "torch": torch.__version__,
     })
     return first_loss
@@ -194,7 +220,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--reference-only", action="store_true")
     parser.add_argument("--train-reference", action="store_true",
-                        help="write <net>.train-reference.safetensors from the committed weights (mnist_cnn)")
+                        help="write <net>.train-reference.safetensors from the committed weights "
+                             "(mnist_cnn, resnet20)")
     args = parser.parse_args()
 
     names = args.nets.split(",")

@@ -93,6 +93,7 @@ class Builder {
     l.raw.weight = take_f32(name + ".weight", {k, l.c, window, window});
     if (bias) l.raw.bias = take_f32(name + ".bias", {k});
     if (!bn.empty()) {
+      l.raw.bn_name = bn;
       l.raw.bn_gamma = take_f32(bn + ".weight", {k});
       l.raw.bn_beta = take_f32(bn + ".bias", {k});
       l.raw.bn_mean = take_f32(bn + ".running_mean", {k});

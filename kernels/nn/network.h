@@ -33,6 +33,10 @@ struct RawConv {
   std::vector<float> bias;    // [k], or empty (a conv before batch-norm has none)
   std::vector<float> bn_gamma, bn_beta, bn_mean, bn_var;  // [k] each, or all empty
   double bn_eps = 1e-5;
+  // nn.BatchNorm2d's running-average factor (its default; the state_dict
+  // does not carry it): what a training step's forward uses.
+  double bn_momentum = 0.1;
+  std::string bn_name;  // the batch-norm module's state_dict prefix: "bn1", "stage2.0.downsample.1"
 };
 
 struct Layer {

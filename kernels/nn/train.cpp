@@ -1,5 +1,6 @@
-// The fp32 training step (train.h): im2col + Eigen GEMM convolutions, Eigen
-// GEMM fc layers, OpenMP over the images of the batch.
+// The fp32 training step (train.h): im2col + GEMM convolutions (Eigen or
+// oneDNN's sgemm) on chunks of images, GEMM fc layers, batch-norm in
+// training mode, residual joins, OpenMP over the chunks and images.
 // GCC 12's false -Wmaybe-uninitialized inside Eigen's inlined AVX-512 code
 // (GCC bug 105593), as in conv_eigen.cpp.
 #pragma GCC diagnostic push
@@ -69,41 +70,108 @@ Span inside(const Layer& l, std::int64_t b) {
   return {std::min(first, last), last};
 }
 
-// One image's patches: col [c*r*r, oh*ow], zero where the window is in the padding.
-void im2col(const Layer& l, const float* x, float* col) {
-  const std::int64_t r = l.window, plane = l.oh * l.ow;
+// One image's patches: col [c*r*r, oh*ow] (row q at col + q * ld), zero
+// where the window is in the padding. Plain loops: the rows are short (8 to
+// 32 floats), too short for memcpy's call to pay.
+// A "same" convolution (stride 1, the output the input's size, the window
+// inside the padding): a patch row is the input plane shifted by (a - pad,
+// b - pad), one contiguous copy but for the rows and columns in the padding.
+bool same_size(const Layer& l) {
+  return l.stride == 1 && l.oh == l.h && l.ow == l.w && l.pad < l.w && l.window - 1 - l.pad < l.w;
+}
+
+// The range of a shifted plane's contiguous copy: output rows [i0, i1),
+// elements [from, to) of the plane, and the source offset.
+struct Shift {
+  std::int64_t i0, i1, from, to, offset, dx;
+};
+Shift shift_of(const Layer& l, std::int64_t a, std::int64_t b) {
+  const std::int64_t dy = a - l.pad, dx = b - l.pad;
+  const std::int64_t i0 = std::max<std::int64_t>(0, -dy), i1 = std::min(l.oh, l.h - dy);
+  Shift s{i0, std::max(i0, i1), 0, 0, dy * l.w + dx, dx};
+  s.from = s.i0 * l.ow + std::max<std::int64_t>(0, -dx);
+  s.to = std::max(s.from, s.i1 * l.ow - std::max<std::int64_t>(0, dx));
+  return s;
+}
+
+void im2col(const Layer& l, const float* x, float* col, std::int64_t ld) {
+  const std::int64_t r = l.window;
+  if (same_size(l)) {
+    const std::int64_t plane = l.oh * l.ow;
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t a = 0; a < r; ++a)
+        for (std::int64_t b = 0; b < r; ++b) {
+          float* __restrict dst = col + ((c * r + a) * r + b) * ld;
+          const Shift s = shift_of(l, a, b);
+          const float* __restrict src = x + c * l.h * l.w + s.offset + s.from;  // plane element s.from's source
+          for (std::int64_t e = 0; e < s.from; ++e) dst[e] = 0.0f;
+          for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[s.from + e] = src[e];
+          for (std::int64_t e = s.to; e < plane; ++e) dst[e] = 0.0f;
+          // The columns the shift wrapped in from the next or previous row.
+          if (s.dx < 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = 0; j < -s.dx; ++j) dst[i * l.ow + j] = 0.0f;
+          } else if (s.dx > 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) dst[i * l.ow + j] = 0.0f;
+          }
+        }
+    return;
+  }
   for (std::int64_t c = 0; c < l.c; ++c)
     for (std::int64_t a = 0; a < r; ++a)
       for (std::int64_t b = 0; b < r; ++b) {
-        float* row = col + ((c * r + a) * r + b) * plane;
+        float* row = col + ((c * r + a) * r + b) * ld;
         const Span s = inside(l, b);
         for (std::int64_t i = 0; i < l.oh; ++i) {
           float* dst = row + i * l.ow;
           const std::int64_t sy = i * l.stride + a - l.pad;
           if (sy < 0 || sy >= l.h) {
-            std::fill(dst, dst + l.ow, 0.0f);
+            for (std::int64_t j = 0; j < l.ow; ++j) dst[j] = 0.0f;
             continue;
           }
-          std::fill(dst, dst + s.first, 0.0f);
+          for (std::int64_t j = 0; j < s.first; ++j) dst[j] = 0.0f;
           const float* src = x + (c * l.h + sy) * l.w + b - l.pad;
           if (l.stride == 1) {
-            std::copy(src + s.first, src + s.last, dst + s.first);
+            for (std::int64_t j = s.first; j < s.last; ++j) dst[j] = src[j];
           } else {
             for (std::int64_t j = s.first; j < s.last; ++j) dst[j] = src[j * l.stride];
           }
-          std::fill(dst + s.last, dst + l.ow, 0.0f);
+          for (std::int64_t j = s.last; j < l.ow; ++j) dst[j] = 0.0f;
         }
       }
 }
 
-// The adjoint of im2col: dx [c, h, w] = the sum of every patch entry's gradient at its pixel.
-void col2im(const Layer& l, const float* dcol, float* dx) {
-  const std::int64_t r = l.window, plane = l.oh * l.ow;
-  std::fill(dx, dx + l.in_size(), 0.0f);
+// The adjoint of im2col: dx [c, h, w] = the sum of every patch entry's
+// gradient at its pixel (added to dx where accumulate); row q of dcol at
+// dcol + q * ld.
+void col2im(const Layer& l, float* dcol, std::int64_t ld, float* dx, bool accumulate) {
+  const std::int64_t r = l.window;
+  if (!accumulate) std::fill(dx, dx + l.in_size(), 0.0f);
+  if (same_size(l)) {
+    // The contiguous add of each shifted plane, the padding's columns (which
+    // the shift would wrap onto the next or previous row) zeroed first.
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t a = 0; a < r; ++a)
+        for (std::int64_t b = 0; b < r; ++b) {
+          float* __restrict src = dcol + ((c * r + a) * r + b) * ld;
+          const Shift s = shift_of(l, a, b);
+          if (s.dx < 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = 0; j < -s.dx; ++j) src[i * l.ow + j] = 0.0f;
+          } else if (s.dx > 0) {
+            for (std::int64_t i = s.i0; i < s.i1; ++i)
+              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) src[i * l.ow + j] = 0.0f;
+          }
+          float* __restrict dst = dx + c * l.h * l.w + s.offset + s.from;
+          for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[e] += src[s.from + e];
+        }
+    return;
+  }
   for (std::int64_t c = 0; c < l.c; ++c)
     for (std::int64_t a = 0; a < r; ++a)
       for (std::int64_t b = 0; b < r; ++b) {
-        const float* row = dcol + ((c * r + a) * r + b) * plane;
+        const float* row = dcol + ((c * r + a) * r + b) * ld;
         const Span s = inside(l, b);
         for (std::int64_t i = 0; i < l.oh; ++i) {
           const std::int64_t sy = i * l.stride + a - l.pad;
@@ -155,15 +223,46 @@ void pool_image(const Layer& l, const float* x, float* y, std::uint8_t* arg) {
   }
 }
 
-// Its adjoint: dx (one image, every element written) from dy and the routes.
-void unpool_image(const Layer& l, const std::uint8_t* arg, const float* dy, float* dx) {
-  std::fill(dx, dx + l.in_size(), 0.0f);
+// Its adjoint: dx (one image; every element written, or added to where
+// accumulate) from dy and the routes.
+void unpool_image(const Layer& l, const std::uint8_t* arg, const float* dy, float* dx, bool accumulate = false) {
+  if (!accumulate) std::fill(dx, dx + l.in_size(), 0.0f);
   for (std::int64_t c = 0; c < l.c; ++c)
     for (std::int64_t i = 0; i < l.oh; ++i)
       for (std::int64_t j = 0; j < l.ow; ++j) {
         const std::int64_t o = (c * l.oh + i) * l.ow + j;
         dx[(c * l.h + i * l.stride + arg[o] / l.window) * l.w + j * l.stride + arg[o] % l.window] += dy[o];
       }
+}
+
+// sum += x[i], sum2 += x[i]^2 over n floats, in double (eight lanes, so
+// that the compiler vectorizes it without reassociating).
+void sums_double(const float* x, std::int64_t n, double& sum, double& sum2) {
+  double a[8] = {}, b[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const double v = x[i + j];
+      a[j] += v;
+      b[j] += v * v;
+    }
+  for (; i < n; ++i) a[0] += x[i], b[0] += static_cast<double>(x[i]) * x[i];
+  for (int j = 0; j < 8; ++j) sum += a[j], sum2 += b[j];
+}
+
+// sum += d[i], sum_x += d[i] xhat[i] (xhat = (z - mean) inv_std, in fp32), in double.
+void bn_grad_sums(const float* d, const float* z, float mean, float inv_std, std::int64_t n, double& sum,
+                  double& sum_x) {
+  double a[8] = {}, b[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) {
+      const float xhat = (z[i + j] - mean) * inv_std;
+      a[j] += d[i + j];
+      b[j] += static_cast<double>(d[i + j]) * xhat;
+    }
+  for (; i < n; ++i) a[0] += d[i], b[0] += static_cast<double>(d[i]) * ((z[i] - mean) * inv_std);
+  for (int j = 0; j < 8; ++j) sum += a[j], sum_x += b[j];
 }
 
 }  // namespace
@@ -177,15 +276,24 @@ struct TrainStep::Impl {
   std::vector<TrainParam> params;
   std::vector<std::vector<float>> p, g, v;  // per parameter
   struct PerLayer {
-    int weight = -1, bias = -1;         // parameter indices
+    int weight = -1, bias = -1, gamma = -1, beta = -1;  // parameter indices
     std::vector<float> out;             // [batch, out_size]: what backward reads (ReLU masks, next layer's input)
     std::vector<std::uint8_t> argmax;   // max_pool: the window offset of each output's maximum
+    // Batch-norm: the conv's output before it [batch, out_size], the batch's
+    // mean and 1 / sqrt(var + eps), y = z scale + shift, the running
+    // statistics; a, b: backward's mean(dy) and mean(dy xhat) per channel.
+    std::vector<float> z, mean, inv_std, scale, shift, running_mean, running_var, a, b;
+    int grad = -1;                   // the backward buffer holding the gradient of this layer's output
+    bool add_to_input = false;       // backward adds to its input's gradient (another reader wrote it first)
+    bool add_to_residual = false;    // the same for the residual
   };
   std::vector<PerLayer> layers;
   std::size_t logits_layer = 0;  // the last layer before log-softmax
+  std::vector<int> readers;      // per layer: how many layers read its output (input or residual)
   std::vector<float> log_probs;  // [batch, classes]
-  std::vector<float> dbuf[2];    // backward's gradients of a layer's output and of its input
-  std::vector<std::vector<float>> col, dcol, partial, dout;  // per thread
+  std::vector<std::vector<float>> gbuf;  // backward's gradient buffers, shared by layers whose gradients do not overlap in time
+  std::vector<std::vector<float>> col, dcol, zbuf, partial, dout;  // per thread
+  std::vector<std::vector<double>> stats;                    // per thread: batch-norm's per-channel sums
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
@@ -201,69 +309,241 @@ struct TrainStep::Impl {
     DLB_REQUIRE(ls.size() >= 2 || ls.back().kind != LayerKind::log_softmax,
                 "training step: " + net.name + " is only a log_softmax");
     layers.resize(ls.size());
+    readers.assign(ls.size(), 0);
+    for (std::size_t i = 0; i <= logits_layer; ++i) {
+      if (ls[i].input >= 0) ++readers[static_cast<std::size_t>(ls[i].input)];
+      if (ls[i].residual >= 0) ++readers[static_cast<std::size_t>(ls[i].residual)];
+    }
     for (std::size_t j = 0; j < params.size(); ++j) {
       const auto values = param_values(net, params[j]);
       p.emplace_back(values.begin(), values.end());
       g.emplace_back(values.size(), 0.0f);
       v.emplace_back(values.size(), 0.0f);
-      (params[j].bias ? layers[params[j].layer].bias : layers[params[j].layer].weight) = static_cast<int>(j);
+      PerLayer& pl = layers[params[j].layer];
+      (params[j].bn ? (params[j].bias ? pl.beta : pl.gamma) : (params[j].bias ? pl.bias : pl.weight)) =
+          static_cast<int>(j);
     }
-    std::int64_t largest = ls[logits_layer].out_size(), col_floats = 0, partial_floats = 0, out_floats = 0;
+    std::int64_t col_floats = 0, z_floats = 0, partial_floats = 0, out_floats = 0, max_k = 1;
     for (std::size_t i = 0; i <= logits_layer; ++i) {
       const Layer& l = ls[i];
-      layers[i].out.assign(static_cast<std::size_t>(batch * l.out_size()), 0.0f);
-      if (l.kind == LayerKind::max_pool) layers[i].argmax.assign(layers[i].out.size(), 0);
-      // What backward's two buffers hold: the gradient of each layer's output
-      // (a pooled conv's is per image, in `dout`) and of its input (none
-      // for the first layer, nor for a pool run inside its conv).
-      if (!pooled(i)) largest = std::max(largest, l.out_size());
-      if (i > 0 && !(l.kind == LayerKind::max_pool && pooled(i - 1))) largest = std::max(largest, l.in_size());
+      PerLayer& s = layers[i];
+      s.out.assign(static_cast<std::size_t>(batch * l.out_size()), 0.0f);
+      if (l.kind == LayerKind::max_pool) s.argmax.assign(s.out.size(), 0);
       if (l.kind == LayerKind::conv) {
-        col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow);
+        col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow * chunk_of(l));
+        z_floats = std::max(z_floats, l.k * l.oh * l.ow * chunk_of(l));
         partial_floats = std::max(partial_floats, l.k * l.c * l.window * l.window + l.k);
         out_floats = std::max(out_floats, l.out_size());
+        max_k = std::max(max_k, l.k);
+      }
+      if (s.gamma >= 0) {
+        s.z.assign(s.out.size(), 0.0f);
+        for (auto* vec : {&s.mean, &s.inv_std, &s.scale, &s.shift, &s.a, &s.b})
+          vec->assign(static_cast<std::size_t>(l.k), 0.0f);
+        s.running_mean = l.raw.bn_mean;
+        s.running_var = l.raw.bn_var;
+        if (static_cast<std::int64_t>(s.running_mean.size()) != l.k) s.running_mean.assign(static_cast<std::size_t>(l.k), 0.0f);
+        if (static_cast<std::int64_t>(s.running_var.size()) != l.k) s.running_var.assign(static_cast<std::size_t>(l.k), 1.0f);
       }
     }
+    assign_gradient_buffers();
     log_probs.assign(static_cast<std::size_t>(batch * ls[logits_layer].out_size()), 0.0f);
-    for (auto& d : dbuf) d.assign(static_cast<std::size_t>(batch * largest), 0.0f);
     for (int t = 0; t < threads; ++t) {
       col.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
       dcol.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
+      zbuf.emplace_back(static_cast<std::size_t>(z_floats), 0.0f);
       partial.emplace_back(static_cast<std::size_t>(partial_floats), 0.0f);
       dout.emplace_back(static_cast<std::size_t>(out_floats), 0.0f);
+      stats.emplace_back(static_cast<std::size_t>(2 * max_k), 0.0);
     }
   }
 
-  const float* input_of(std::size_t i) const { return i == 0 ? x : layers[i - 1].out.data(); }
-
-  // Whether layer i is a conv whose output a max pool reads: the pool then
-  // runs inside the conv's loop over the images, on each image's output
-  // while it is in cache, and its backward inside the conv's backward.
-  bool pooled(std::size_t i) const {
-    return net.layers[i].kind == LayerKind::conv && i + 1 <= logits_layer &&
-           net.layers[i + 1].kind == LayerKind::max_pool;
+  // Backward's buffers: the gradient of layer j's output is written first
+  // by the last layer that reads it (the loss for the logits) and read by
+  // layer j's own backward (a pool run inside its conv: by the conv's);
+  // layers whose intervals do not overlap share a buffer (greedy, in
+  // backward order). A pooled conv's own output gradient lives per image in
+  // `dout`. The first writer overwrites, later ones add (add_to_*).
+  void assign_gradient_buffers() {
+    const auto& ls = net.layers;
+    const auto n = static_cast<int>(logits_layer) + 1;
+    std::vector<int> first_write(static_cast<std::size_t>(n), -1);
+    first_write[logits_layer] = n;  // the loss
+    for (int i = 0; i < n; ++i) {
+      const Layer& l = ls[static_cast<std::size_t>(i)];
+      for (const int j : {l.input, l.residual})
+        if (j >= 0) first_write[static_cast<std::size_t>(j)] = std::max(first_write[static_cast<std::size_t>(j)], i);
+    }
+    for (int i = 0; i < n; ++i) {
+      const Layer& l = ls[static_cast<std::size_t>(i)];
+      PerLayer& s = layers[static_cast<std::size_t>(i)];
+      if (l.input >= 0) s.add_to_input = first_write[static_cast<std::size_t>(l.input)] != i;
+      if (l.residual >= 0) s.add_to_residual = first_write[static_cast<std::size_t>(l.residual)] != i;
+    }
+    std::vector<int> order;
+    for (int j = 0; j < n; ++j)
+      if (first_write[static_cast<std::size_t>(j)] >= 0 && !pooled(static_cast<std::size_t>(j))) order.push_back(j);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return first_write[static_cast<std::size_t>(a)] > first_write[static_cast<std::size_t>(b)];
+    });
+    std::vector<int> last_read;  // per buffer: when its latest occupant is read
+    std::vector<std::int64_t> size;
+    for (const int j : order) {
+      const auto u = static_cast<std::size_t>(j);
+      const int read = (j > 0 && pooled(u - 1)) ? j - 1 : j;
+      int buf = -1;
+      for (std::size_t q = 0; q < last_read.size() && buf < 0; ++q)
+        if (last_read[q] > first_write[u]) buf = static_cast<int>(q);
+      if (buf < 0) {
+        buf = static_cast<int>(last_read.size());
+        last_read.push_back(0);
+        size.push_back(0);
+      }
+      last_read[static_cast<std::size_t>(buf)] = read;
+      size[static_cast<std::size_t>(buf)] = std::max(size[static_cast<std::size_t>(buf)], batch * ls[u].out_size());
+      layers[u].grad = buf;
+    }
+    for (const auto sz : size) gbuf.emplace_back(static_cast<std::size_t>(sz), 0.0f);
   }
 
-  // pool: the max pool that reads this conv's output (pooled), or nullptr.
-  void conv_forward(const Layer& l, const PerLayer& s, const float* in, float* y, const Layer* pool,
-                    PerLayer* pool_state) {
+  float* grad_of(int layer) {
+    const int buf = layers[static_cast<std::size_t>(layer)].grad;
+    return buf < 0 ? nullptr : gbuf[static_cast<std::size_t>(buf)].data();
+  }
+
+  // How many images a conv's GEMMs take at once: their patches side by
+  // side, about kColumns columns (a GEMM large enough for the libraries'
+  // blocking, its buffers a few MB per thread), at most a thread's share.
+  static constexpr std::int64_t kColumns = 1024;
+  std::int64_t chunk_of(const Layer& l) const {
+    const std::int64_t plane = l.oh * l.ow;
+    return std::clamp<std::int64_t>((kColumns + plane - 1) / plane, 1, (batch + threads - 1) / threads);
+  }
+
+  const float* input_of(std::size_t i) const {
+    const int in = net.layers[i].input;
+    return in < 0 ? x : layers[static_cast<std::size_t>(in)].out.data();
+  }
+
+  // Whether layer i is a conv (no batch-norm, no join) whose output only a
+  // max pool right after it reads: the pool then runs inside the conv's
+  // loop over the images, on each image's output while it is in cache, and
+  // its backward inside the conv's backward.
+  bool pooled(std::size_t i) const {
+    return net.layers[i].kind == LayerKind::conv && layers[i].gamma < 0 && net.layers[i].residual < 0 &&
+           i + 1 <= logits_layer && net.layers[i + 1].kind == LayerKind::max_pool &&
+           net.layers[i + 1].input == static_cast<int>(i) && readers[i] == 1;
+  }
+
+  // out = relu(in + bias + residual) on one image [k, plane], any part absent.
+  static void epilogue(const Layer& l, float* out, const float* bias, const float* res) {
+    const std::int64_t plane = l.oh * l.ow;
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      float* o = out + k * plane;
+      const float* r = res != nullptr ? res + k * plane : nullptr;
+      const float bk = bias != nullptr ? bias[k] : 0.0f;
+      if (bias != nullptr)
+        for (std::int64_t q = 0; q < plane; ++q) o[q] += bk;
+      if (r != nullptr)
+        for (std::int64_t q = 0; q < plane; ++q) o[q] += r[q];
+      if (l.relu)
+        for (std::int64_t q = 0; q < plane; ++q) o[q] = std::max(o[q], 0.0f);
+    }
+  }
+
+  void conv_forward(std::size_t i) {
+    const Layer& l = net.layers[i];
+    PerLayer& s = layers[i];
+    const bool bn = s.gamma >= 0;
+    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
+    PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
+    const float* in = input_of(i);
     const float* w = p[static_cast<std::size_t>(s.weight)].data();
     const float* bias = s.bias >= 0 ? p[static_cast<std::size_t>(s.bias)].data() : nullptr;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t n = 0; n < batch; ++n) {
-      float* patches = col[static_cast<std::size_t>(omp_get_thread_num())].data();
-      im2col(l, in + n * l.in_size(), patches);
-      Map out(y + n * l.k * plane, l.k, plane);
-      gemm(lib, false, false, l.k, plane, crr, w, crr, patches, plane, false, out.data(), plane);
-      if (bias != nullptr && l.relu) out = (out.colwise() + Eigen::Map<const Vector>(bias, l.k)).cwiseMax(0.0f);
-      else if (bias != nullptr) out.colwise() += Eigen::Map<const Vector>(bias, l.k);
-      else if (l.relu) out = out.cwiseMax(0.0f);
-      if (pool != nullptr) {
-        pool_image(*pool, out.data(), pool_state->out.data() + n * pool->out_size(),
-                   pool_state->argmax.data() + n * pool->out_size());
+    const float* res = l.residual >= 0 ? layers[static_cast<std::size_t>(l.residual)].out.data() : nullptr;
+    float* y = bn ? s.z.data() : s.out.data();
+    if (bn)
+      for (auto& st : stats) std::fill(st.begin(), st.begin() + 2 * l.k, 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+      const auto t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::int64_t chunk = chunk_of(l), chunks = (batch + chunk - 1) / chunk;
+#pragma omp for schedule(static)
+      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+      // The chunk's patches side by side, [crr, cnt * plane], one GEMM.
+      const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch - n0), cols = cnt * plane;
+      float* cb = col[t].data();
+      float* yb = zbuf[t].data();
+      for (std::int64_t j = 0; j < cnt; ++j) im2col(l, in + (n0 + j) * l.in_size(), cb + j * plane, cols);
+      gemm(lib, false, false, l.k, cols, crr, w, crr, cb, cols, false, yb, cols);
+      for (std::int64_t n = n0; n < n0 + cnt; ++n) {
+        float* yn = y + n * l.k * plane;
+        for (std::int64_t k = 0; k < l.k; ++k) {
+          const float* from = yb + k * cols + (n - n0) * plane;
+          std::copy(from, from + plane, yn + k * plane);
+        }
+        if (bn) {
+          double* st = stats[t].data();
+          if (bias != nullptr)
+            for (std::int64_t k = 0; k < l.k; ++k)
+              for (std::int64_t q = 0; q < plane; ++q) yn[k * plane + q] += bias[k];
+          for (std::int64_t k = 0; k < l.k; ++k) sums_double(yn + k * plane, plane, st[k], st[l.k + k]);
+        } else {
+          epilogue(l, yn, bias, res != nullptr ? res + n * l.out_size() : nullptr);
+        }
+        if (pool != nullptr) {
+          pool_image(*pool, yn, pool_state->out.data() + n * pool->out_size(),
+                     pool_state->argmax.data() + n * pool->out_size());
+        }
+      }
       }
     }
+    if (bn) batch_norm_forward(i);
+  }
+
+  // The batch's statistics from the threads' sums (in thread order), the
+  // running statistics' update, then y = relu(z scale + shift + residual).
+  void batch_norm_forward(std::size_t i) {
+    const Layer& l = net.layers[i];
+    PerLayer& s = layers[i];
+    const std::int64_t plane = l.oh * l.ow;
+    const double m = static_cast<double>(batch * plane), mo = l.raw.bn_momentum;
+    const float* gamma = p[static_cast<std::size_t>(s.gamma)].data();
+    const float* beta = p[static_cast<std::size_t>(s.beta)].data();
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      double sum = 0, sum2 = 0;
+      for (int t = 0; t < threads; ++t) sum += stats[static_cast<std::size_t>(t)][static_cast<std::size_t>(k)],
+                                        sum2 += stats[static_cast<std::size_t>(t)][static_cast<std::size_t>(l.k + k)];
+      // One pass in double: E[z^2] - mean^2 loses (mean^2 / var) M 2^-53
+      // relative to var, negligible against fp32's u unless |mean| is
+      // thousands of standard deviations.
+      const double mean = sum / m, var = std::max(sum2 / m - mean * mean, 0.0);
+      const double inv_std = 1.0 / std::sqrt(var + l.raw.bn_eps);
+      const auto u = static_cast<std::size_t>(k);
+      s.mean[u] = static_cast<float>(mean);
+      s.inv_std[u] = static_cast<float>(inv_std);
+      s.scale[u] = static_cast<float>(gamma[k] * inv_std);
+      s.shift[u] = static_cast<float>(beta[k] - mean * gamma[k] * inv_std);
+      s.running_mean[u] = static_cast<float>((1 - mo) * s.running_mean[u] + mo * mean);
+      s.running_var[u] = static_cast<float>((1 - mo) * s.running_var[u] + mo * var * m / std::max(m - 1, 1.0));
+    }
+    const float* res = l.residual >= 0 ? layers[static_cast<std::size_t>(l.residual)].out.data() : nullptr;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t n = 0; n < batch; ++n)
+      for (std::int64_t k = 0; k < l.k; ++k) {
+        const std::int64_t at = (n * l.k + k) * plane;
+        const float* z = s.z.data() + at;
+        float* y = s.out.data() + at;
+        const float sc = s.scale[static_cast<std::size_t>(k)], sh = s.shift[static_cast<std::size_t>(k)];
+        if (res != nullptr) {
+          for (std::int64_t q = 0; q < plane; ++q) y[q] = z[q] * sc + sh + res[at + q];
+        } else {
+          for (std::int64_t q = 0; q < plane; ++q) y[q] = z[q] * sc + sh;
+        }
+        if (l.relu)
+          for (std::int64_t q = 0; q < plane; ++q) y[q] = std::max(y[q], 0.0f);
+      }
   }
 
   void fc_forward(const Layer& l, const PerLayer& s, const float* in, float* y) {
@@ -296,12 +576,8 @@ struct TrainStep::Impl {
       float* y = s.out.data();
       switch (l.kind) {
         case LayerKind::conv:
-          if (pooled(i)) {
-            conv_forward(l, s, in, y, &net.layers[i + 1], &layers[i + 1]);
-            ++i;  // the pool is done
-          } else {
-            conv_forward(l, s, in, y, nullptr, nullptr);
-          }
+          conv_forward(i);
+          if (pooled(i)) ++i;  // the pool is done
           break;
         case LayerKind::fc: fc_forward(l, s, in, y); break;
         case LayerKind::max_pool: max_pool_forward(l, s, in, y); break;
@@ -327,13 +603,75 @@ struct TrainStep::Impl {
     return loss / static_cast<double>(batch);
   }
 
-  // dy: the gradient of layer l's output (ReLU applied to it here), or of
-  // its pool's output where `pool` is given (pooled); dx: of its input, or nullptr.
-  void conv_backward(const Layer& l, const PerLayer& s, const float* in, float* dy, float* dx, const Layer* pool,
-                     const PerLayer* pool_state) {
+  // The ReLU mask on one image's output gradient d (from the kept output),
+  // and the join's gradient: d itself, written (or added) to the residual's.
+  void mask_and_join(const Layer& l, const PerLayer& s, std::int64_t n, float* d, float* dres) {
+    const std::int64_t size = l.out_size();
+    if (l.relu) {
+      const float* y = s.out.data() + n * size;
+      for (std::int64_t q = 0; q < size; ++q) d[q] = y[q] > 0.0f ? d[q] : 0.0f;
+    }
+    if (dres != nullptr) {
+      float* r = dres + n * size;
+      if (s.add_to_residual) {
+        for (std::int64_t q = 0; q < size; ++q) r[q] += d[q];
+      } else {
+        std::copy(d, d + size, r);
+      }
+    }
+  }
+
+  // Batch-norm's backward, first half (it needs the whole batch): the ReLU
+  // mask and the join on dy, dgamma = sum dy xhat, dbeta = sum dy (in
+  // double, per thread, summed in thread order), and the means a, b that
+  // the conv's loop turns dy into dz with.
+  void batch_norm_backward(std::size_t i, float* dy, float* dres) {
+    const Layer& l = net.layers[i];
+    PerLayer& s = layers[i];
+    const std::int64_t plane = l.oh * l.ow;
+    for (auto& st : stats) std::fill(st.begin(), st.begin() + 2 * l.k, 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+      double* st = stats[static_cast<std::size_t>(omp_get_thread_num())].data();
+#pragma omp for schedule(static)
+      for (std::int64_t n = 0; n < batch; ++n) {
+        float* d = dy + n * l.out_size();
+        mask_and_join(l, s, n, d, dres);
+        for (std::int64_t k = 0; k < l.k; ++k)
+          bn_grad_sums(d + k * plane, s.z.data() + n * l.out_size() + k * plane, s.mean[static_cast<std::size_t>(k)],
+                       s.inv_std[static_cast<std::size_t>(k)], plane, st[k], st[l.k + k]);
+      }
+    }
+    float* dgamma = g[static_cast<std::size_t>(s.gamma)].data();
+    float* dbeta = g[static_cast<std::size_t>(s.beta)].data();
+    const double m = static_cast<double>(batch * plane);
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      double sum = 0, sum_x = 0;
+      for (int t = 0; t < threads; ++t) sum += stats[static_cast<std::size_t>(t)][static_cast<std::size_t>(k)],
+                                        sum_x += stats[static_cast<std::size_t>(t)][static_cast<std::size_t>(l.k + k)];
+      dbeta[k] = static_cast<float>(sum);
+      dgamma[k] = static_cast<float>(sum_x);
+      s.a[static_cast<std::size_t>(k)] = static_cast<float>(sum / m);
+      s.b[static_cast<std::size_t>(k)] = static_cast<float>(sum_x / m);
+    }
+  }
+
+  // Layer i's backward: its output's gradient (or, pooled, its pool's) ->
+  // its parameters' and its input's (and residual's) gradients.
+  void conv_backward(std::size_t i) {
+    const Layer& l = net.layers[i];
+    const PerLayer& s = layers[i];
+    const bool bn = s.gamma >= 0;
+    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
+    const PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
+    float* dy = grad_of(static_cast<int>(pool != nullptr ? i + 1 : i));
+    float* dx = l.input >= 0 ? grad_of(l.input) : nullptr;
+    float* dres = l.residual >= 0 ? grad_of(l.residual) : nullptr;
+    if (bn) batch_norm_backward(i, dy, dres);
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
     const float* w = p[static_cast<std::size_t>(s.weight)].data();
     const bool has_bias = s.bias >= 0;
+    const float* in = input_of(i);
     // Every thread's partial sums zeroed here, not in the region: OpenMP may
     // run it on fewer threads than asked, and reduce() reads them all.
     for (auto& part : partial) std::fill(part.begin(), part.begin() + l.k * crr + l.k, 0.0f);
@@ -342,28 +680,51 @@ struct TrainStep::Impl {
       const auto t = static_cast<std::size_t>(omp_get_thread_num());
       Map dw(partial[t].data(), l.k, crr);
       Eigen::Map<Vector> db(partial[t].data() + l.k * crr, l.k);
+      const std::int64_t chunk = chunk_of(l), chunks = (batch + chunk - 1) / chunk;
 #pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n) {
-        float* dn = dy + n * l.k * plane;
-        if (pool != nullptr) {
-          dn = dout[t].data();
-          unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
+      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+        // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
+        // side by side: one GEMM for dW, one for the patches' gradients.
+        const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch - n0), cols = cnt * plane;
+        float* zb = zbuf[t].data();
+        float* cb = col[t].data();
+        for (std::int64_t n = n0; n < n0 + cnt; ++n) {
+          float* dn = dy + n * l.k * plane;
+          if (pool != nullptr) {
+            dn = dout[t].data();
+            unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
+          }
+          float* to = zb + (n - n0) * plane;
+          if (bn) {
+            // dz = scale (dy - mean(dy) - xhat mean(dy xhat)).
+            const float* z = s.z.data() + n * l.out_size();
+            for (std::int64_t k = 0; k < l.k; ++k) {
+              const auto u = static_cast<std::size_t>(k);
+              const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
+              const float* d = dn + k * plane;
+              const float* zk = z + k * plane;
+              float* o = to + k * cols;
+              for (std::int64_t q = 0; q < plane; ++q) o[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
+            }
+          } else {
+            mask_and_join(l, s, n, dn, dres);
+            for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, to + k * cols);
+          }
+          im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
         }
-        Map d(dn, l.k, plane);
-        if (l.relu) d = (ConstMap(layers_out(s) + n * l.k * plane, l.k, plane).array() > 0.0f).select(d, 0.0f);
-        im2col(l, in + n * l.in_size(), col[t].data());
-        gemm(lib, false, true, l.k, crr, plane, d.data(), plane, col[t].data(), plane, true, dw.data(), crr);
-        if (has_bias) db += d.rowwise().sum();
+        gemm(lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
+        if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
         if (dx != nullptr) {
-          gemm(lib, true, false, crr, plane, l.k, w, crr, d.data(), plane, false, dcol[t].data(), plane);
-          col2im(l, dcol[t].data(), dx + n * l.in_size());
+          float* dcb = dcol[t].data();
+          gemm(lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
+          for (std::int64_t n = n0; n < n0 + cnt; ++n)
+            col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
         }
       }
     }
     reduce(s.weight, l.k * crr, 0);
     if (has_bias) reduce(s.bias, l.k, l.k * crr);
   }
-  static const float* layers_out(const PerLayer& s) { return s.out.data(); }
 
   // g[param] = the sum of the threads' partial sums at `offset`, in thread order.
   void reduce(int param, std::int64_t size, std::int64_t offset) {
@@ -383,54 +744,56 @@ struct TrainStep::Impl {
     Eigen::Map<Eigen::RowVectorXf>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = d.colwise().sum();
     if (dx != nullptr) {
       gemm(lib, false, false, batch, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
-           l.in_size(), false, dx, l.in_size());
+           l.in_size(), s.add_to_input, dx, l.in_size());
     }
   }
 
   void max_pool_backward(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t n = 0; n < batch; ++n)
-      unpool_image(l, s.argmax.data() + n * l.out_size(), dy + n * l.out_size(), dx + n * l.in_size());
+      unpool_image(l, s.argmax.data() + n * l.out_size(), dy + n * l.out_size(), dx + n * l.in_size(), s.add_to_input);
   }
 
-  void global_avg_pool_backward(const Layer& l, const float* dy, float* dx) {
+  void global_avg_pool_backward(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
     const std::int64_t plane = l.h * l.w;
     const float inv = 1.0f / static_cast<float>(plane);
-    for (std::int64_t q = 0; q < batch * l.c; ++q) std::fill(dx + q * plane, dx + (q + 1) * plane, dy[q] * inv);
+    for (std::int64_t q = 0; q < batch * l.c; ++q) {
+      float* to = dx + q * plane;
+      if (s.add_to_input) {
+        for (std::int64_t e = 0; e < plane; ++e) to[e] += dy[q] * inv;
+      } else {
+        std::fill(to, to + plane, dy[q] * inv);
+      }
+    }
   }
 
   void backward() {
     DLB_REQUIRE(forward_done, "training step: backward without a forward");
     const std::int64_t classes = net.layers[logits_layer].out_size();
     // d loss / d logits = (softmax - onehot) / batch.
-    float* dy = dbuf[0].data();
-    float* dx = dbuf[1].data();
+    float* top = grad_of(static_cast<int>(logits_layer));
     const float inv = 1.0f / static_cast<float>(batch);
     for (std::int64_t n = 0; n < batch; ++n)
       for (std::int64_t j = 0; j < classes; ++j) {
         const auto k = static_cast<std::size_t>(n * classes + j);
-        dy[k] = (std::exp(log_probs[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
+        top[k] = (std::exp(log_probs[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
       }
     for (std::size_t i = logits_layer + 1; i-- > 0;) {
       const Layer& l = net.layers[i];
       const PerLayer& s = layers[i];
-      float* to = i == 0 ? nullptr : dx;
+      float* to = l.input >= 0 ? grad_of(l.input) : nullptr;
       switch (l.kind) {
-        case LayerKind::conv:
-          if (pooled(i)) conv_backward(l, s, input_of(i), dy, to, &net.layers[i + 1], &layers[i + 1]);
-          else conv_backward(l, s, input_of(i), dy, to, nullptr, nullptr);
-          break;
-        case LayerKind::fc: fc_backward(l, s, input_of(i), dy, to); break;
+        case LayerKind::conv: conv_backward(i); break;
+        case LayerKind::fc: fc_backward(l, s, input_of(i), grad_of(static_cast<int>(i)), to); break;
         case LayerKind::max_pool:
-          if (i > 0 && pooled(i - 1)) continue;  // done in its conv's backward, which reads dy
-          if (to != nullptr) max_pool_backward(l, s, dy, to);
+          if (i > 0 && pooled(i - 1)) continue;  // done in its conv's backward, which reads its gradient
+          if (to != nullptr) max_pool_backward(l, s, grad_of(static_cast<int>(i)), to);
           break;
         case LayerKind::global_avg_pool:
-          if (to != nullptr) global_avg_pool_backward(l, dy, to);
+          if (to != nullptr) global_avg_pool_backward(l, s, grad_of(static_cast<int>(i)), to);
           break;
         case LayerKind::log_softmax: break;
       }
-      std::swap(dy, dx);
     }
     backward_done = true;
   }
@@ -458,12 +821,16 @@ struct TrainStep::Impl {
     TrainMemory m;
     const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
     for (std::size_t j = 0; j < p.size(); ++j) m.weights += bytes(p[j]), m.gradients += bytes(g[j]), m.optimizer += bytes(v[j]);
-    for (const auto& s : layers) m.activations += bytes(s.out) + bytes(s.argmax);
+    for (const auto& s : layers) {
+      m.activations += bytes(s.out) + bytes(s.argmax) + bytes(s.z);
+      for (const auto* vec : {&s.mean, &s.inv_std, &s.scale, &s.shift, &s.running_mean, &s.running_var, &s.a, &s.b})
+        m.activations += bytes(*vec);
+    }
     m.activations += bytes(log_probs);
-    for (const auto& d : dbuf) m.workspace += bytes(d);
+    for (const auto& d : gbuf) m.workspace += bytes(d);
     for (int t = 0; t < threads; ++t) {
       const auto u = static_cast<std::size_t>(t);
-      m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(partial[u]) + bytes(dout[u]);
+      m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(zbuf[u]) + bytes(partial[u]) + bytes(dout[u]) + bytes(stats[u]);
     }
     return m;
   }
@@ -483,6 +850,8 @@ std::span<float> TrainStep::param(std::size_t i) { return impl_->p.at(i); }
 std::span<const float> TrainStep::grad(std::size_t i) const { return impl_->g.at(i); }
 std::span<const float> TrainStep::velocity(std::size_t i) const { return impl_->v.at(i); }
 std::span<const float> TrainStep::log_probs() const { return impl_->log_probs; }
+std::span<const float> TrainStep::running_mean(std::size_t layer) const { return impl_->layers.at(layer).running_mean; }
+std::span<const float> TrainStep::running_var(std::size_t layer) const { return impl_->layers.at(layer).running_var; }
 TrainMemory TrainStep::memory() const { return impl_->memory(); }
 
 }  // namespace dlb::nn

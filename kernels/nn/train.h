@@ -4,8 +4,10 @@
 // nll_loss on a log-softmax output), backward through every layer, and an
 // SGD-with-momentum update, in fp32 on the CPU.
 //
-// Convolutions as im2col + GEMM per image (forward Y = W col + b; backward
-// dW += dY col^T, dcol = W^T dY then col2im), fc as GEMMs on the batch
+// Convolutions as im2col + GEMM (forward Y = W col + b; backward
+// dW += dY col^T, dcol = W^T dY then col2im), each GEMM on a chunk of
+// images whose patches sit side by side (about 1,024 columns), fc as GEMMs
+// on the batch
 // (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
 // oneDNN's sgemm (TrainGemm; benchmark rows cpu_eigen, cpu_onednn), ReLU
 // masks from the kept outputs (gradient where the output is > 0, as
@@ -15,14 +17,28 @@
 // once by the constructor; Eigen's GEMMs allocate their packing blocks on
 // each call (the benchmark's allocated_bytes_per_step counts them).
 //
-// Semantics: a chain of conv (+bias) (+ReLU), max_pool, global_avg_pool,
-// fc (+ReLU) and a final log_softmax (or none: then the loss applies
-// log-softmax to the last layer's output, as cross_entropy does). Dropout
-// is not part of the network description: the step is deterministic, with
-// dropout off (PyTorch's model.eval() for mnist_cnn, whose only
-// training-mode difference is its two dropouts). Batch-norm in training
-// mode (batch statistics, resnet20) and residual joins are not supported
-// yet: the constructor throws naming the layer.
+// Semantics: layers in execution order, each reading an earlier one's
+// output (or the input): conv (+bias) (+batch-norm) (+residual) (+ReLU),
+// max_pool, global_avg_pool, fc (+ReLU) and a final log_softmax (or none:
+// then the loss applies log-softmax to the last layer's output, as
+// cross_entropy does). Dropout is not part of the network description: the
+// step is deterministic, with dropout off (PyTorch's model.eval() for
+// mnist_cnn, whose only training-mode difference is its two dropouts).
+//
+// Batch-norm in training mode, as nn.BatchNorm2d under model.train()
+// (resnet20): the conv's output z is normalized with the batch's
+// statistics, mean and biased variance over (N, H, W) per channel,
+// y = gamma (z - mean) / sqrt(var + eps) + beta, computed as
+// y = z * scale + shift (scale = gamma / sqrt(var + eps), shift = beta -
+// mean * scale, as PyTorch's CPU kernel); the per-channel sums in double.
+// Backward: dbeta = sum dy, dgamma = sum dy xhat, dz = scale (dy - mean(dy)
+// - xhat mean(dy xhat)). Each forward updates the running statistics as
+// PyTorch does: running = (1 - momentum) running + momentum batch, with the
+// unbiased variance (M / (M - 1), M = N H W) for running_var. The step
+// trains the unfolded parameters (Layer::raw: conv weight, batch-norm
+// weight = gamma and bias = beta), not the folded inference ones.
+// Residual joins (Layer::residual): the other layer's output is added
+// after batch-norm, before the ReLU; the gradient there flows to both.
 //
 // SGD with momentum as torch.optim.SGD (dampening 0, not Nesterov):
 //     v = momentum * v + (g + weight_decay * p);  p = p - lr * v
@@ -45,20 +61,26 @@ struct Sgd {
   double weight_decay = 0.0;
 };
 
-// A trainable tensor: a conv's or an fc's weight or bias, with PyTorch's
-// state_dict name ("conv1.weight", "fc2.bias") and shape.
+// A trainable tensor: a conv's or an fc's weight or bias, or a conv's
+// batch-norm weight (gamma) or bias (beta), with PyTorch's state_dict name
+// ("conv1.weight", "fc2.bias", "stage1.0.bn1.weight") and shape.
 struct TrainParam {
   std::string name;
   std::size_t layer = 0;  // index in Network::layers
-  bool bias = false;
+  bool bias = false;      // a ".bias": the layer's bias, or beta where bn
+  bool bn = false;        // the layer's batch-norm: gamma (bias false) or beta
   std::vector<std::int64_t> shape;
   std::int64_t size() const;
 };
 
-// The trainable tensors of `net` in state_dict order. Throws dlb::Error
-// naming the layer for what the step does not support (batch-norm,
-// residual joins, a layer that does not read the one before it, a
-// log-softmax that is not the last layer).
+// The trainable tensors of `net` in PyTorch's named_parameters order: layer
+// by layer, a conv's weight, bias, batch-norm weight and bias; a projection
+// shortcut (a conv whose output only a later conv's residual join reads:
+// resnet20's downsample.0 + downsample.1) after the conv that joins it, as
+// PyTorch's BasicBlock registers downsample after conv2 and bn2. Throws
+// dlb::Error naming the layer for what the step does not support (a layer
+// reading a later one, a log-softmax that is not the last layer, a layer
+// whose input is also its residual).
 std::vector<TrainParam> trainable_params(const Network& net);
 // The values of a trainable tensor as the network holds them.
 std::span<const float> param_values(const Network& net, const TrainParam& p);
@@ -80,6 +102,22 @@ std::span<const float> param_values(const Network& net, const TrainParam& p);
 // normwise per tensor: max |g32 - g| / max m <= 8 sqrt(N) u. mnist_cnn at
 // batch 64: N = 53,931, bound 1.1e-4; a wrong index, mask or transposition
 // moves a gradient by a sizeable share of m (1e-2 and more).
+//
+// Batch-norm in training mode adds per-channel reductions over M = N H W
+// (up to 65,536 for resnet20 at batch 64): the step accumulates them in
+// double, so their own rounding, about M 2^-53, is below fp32's u, and what
+// remains is the fp32 roundings around them, per batch-norm layer 15:
+// forward 5 (scale and shift rounded to fp32, z scale, + shift, + the
+// residual), backward 7 (xhat = (z - mean) inv_std: 2; the means of dy and
+// dy xhat rounded: 1; dy - mean(dy): 1; - xhat mean(dy xhat): 2; times
+// scale: 1), dgamma and dbeta 3 (xhat's 2, the sum's rounding); and 2 per
+// residual join (the forward add, the sum where the shortcut's two
+// gradients meet). The magnitudes through batch-norm's backward are
+// |gamma| inv_std (|dy| + mean |dy| + |xhat| mean |dy xhat|), and
+// sum |dy| |xhat|, sum |dy| for dgamma, dbeta (ref::gradients): the
+// batch-statistics terms' cancellation is measured against what cancels.
+// resnet20 at batch 64: N = 77,308, bound 1.3e-4 (weight_sum, 65,536, the
+// most of it).
 std::int64_t gradient_chain_length(const Network& net, std::int64_t batch);
 double gradient_tolerance(const Network& net, std::int64_t batch);
 
@@ -132,6 +170,11 @@ class TrainStep {
   std::span<const float> velocity(std::size_t i) const;
   // The last forward's log-probabilities, [batch, classes].
   std::span<const float> log_probs() const;
+  // A conv layer's batch-norm running statistics (the state_dict's
+  // running_mean, running_var), as the forwards so far left them; empty
+  // for a layer without batch-norm.
+  std::span<const float> running_mean(std::size_t layer) const;
+  std::span<const float> running_var(std::size_t layer) const;
   TrainMemory memory() const;
 
  private:

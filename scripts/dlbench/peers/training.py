@@ -2,7 +2,7 @@
 bench's <net>_train cases (bench/train.cpp, bench/train_gpu.cpp):
 
     <net>_train/peer_torch/batch:<b>    PyTorch eager, fp32: zero_grad,
-                                        forward, nll_loss, backward,
+                                        forward, the loss, backward,
                                         torch.optim.SGD(lr 0.01, momentum 0.9)
   on a GPU (registered only where PyTorch sees one), fp32 with TF32 off,
   cudnn.benchmark off, the batch resident on the device:
@@ -26,10 +26,14 @@ bench's <net>_train cases (bench/train.cpp, bench/train_gpu.cpp):
   peer runs after every other peer of every family (scripts/peers runs the
   families' uncompiled cases first).
 
-for mnist_cnn and mnist_lenet at batch 64 and 256, from the committed
-weights, on the first <b> Fashion-MNIST training images (no augmentation),
-dropout off (model.eval(): mnist_cnn's dropouts are its only training-mode
-difference), one step per call on the same batch, as bench's cases.
+for resnet20, mnist_cnn and mnist_lenet at batch 64 and 256, from the
+committed weights, on the first <b> Fashion-MNIST training images (no
+augmentation), one step per call on the same batch, as bench's cases.
+resnet20 runs in model.train() (batch-norm on the batch's statistics,
+running statistics updated; it has no dropout), its loss cross_entropy on
+the logits; the MNIST networks in model.eval() (dropout off: mnist_cnn's
+dropouts are its only training-mode difference), their loss nll_loss on the
+log-softmax output.
 
 Validation before timing: one step's gradients against the same step in
 float64 (the module in double precision, on the CPU), per tensor, max
@@ -40,7 +44,17 @@ the committed weights. cuDNN's backward algorithms in PyTorch may sum with
 atomics in a varying order: the bound is on the size of the rounding, not
 its order, so it holds them too. Bench scales the error by the largest magnitude of
 the terms (the same sums on absolute values), which is at least max |g64|:
-this form is the stricter one. Counters: items_per_second (images/s), flops
+this form is the stricter one. With batch-norm in training mode (resnet20)
+it is too strict to hold: a conv before batch-norm has gradients that
+cancel far below their magnitudes (its scale drops out), and PyTorch's own
+fp32 gradients land up to 1.7e-3 of the largest gradient from float64 there
+(stage2.2.conv2.weight at batch 64), while they are within 2.6e-7 of the
+largest magnitude in bench's form (tests/test_train.cpp holds them, from
+the committed resnet20.train-reference.safetensors, against the double
+reference). For resnet20 the loss is held against float64 instead, within
+the forward's fp32 bound (1e-5 relative, kernels/nn/nn.cpp), and the
+gradients' error in this form is reported, not held.
+Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
 for the input gradients of every conv and fc but the first), max_rel_err."""
 
@@ -57,9 +71,11 @@ from dlbench.peers.harness import Prepared, Session
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = Path(os.environ.get("DLB_MODELS_DIR") or ROOT / "models" / "fashion-mnist")
 DATA = Path(os.environ.get("DLB_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
-NETWORK_NAMES = ("mnist_cnn", "mnist_lenet")  # the networks bench's training step supports
+NETWORK_NAMES = ("resnet20", "mnist_cnn", "mnist_lenet")  # the networks bench's training step supports
+TRAIN_MODE = {"resnet20"}  # batch-norm in training mode; the others in eval mode (dropout off)
 BATCHES = (64, 256)
 LR, MOMENTUM = 0.01, 0.9  # bench/cases/train_case.cpp: nn::Sgd{}
+LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/nn.cpp, kNetworkTolerance)
 
 
 def chain_length(model, shape, batch: int) -> int:
@@ -70,7 +86,11 @@ def chain_length(model, shape, batch: int) -> int:
 
     def count(module, inputs, output):
         nonlocal n, weight_sum, classes
-        if isinstance(module, torch.nn.Conv2d):
+        if isinstance(module, torch.nn.BatchNorm2d):
+            n += 15  # batch-norm's fp32 roundings around its double sums
+        elif hasattr(module, "downsample"):
+            n += 2  # a residual join (dlbench.nets.BasicBlock)
+        elif isinstance(module, torch.nn.Conv2d):
             r, stride = module.kernel_size[0], module.stride[0]
             n += module.in_channels * r * r + 1 + max(1, module.out_channels * r * r // (stride * stride))
             weight_sum = max(weight_sum, batch * output.shape[2] * output.shape[3])
@@ -79,8 +99,15 @@ def chain_length(model, shape, batch: int) -> int:
             weight_sum = max(weight_sum, batch)
             classes = module.out_features
 
+    def pooled(module, inputs, output):
+        nonlocal n
+        n += output.shape[2] * output.shape[3]  # resnet20's global average pool reads stage3's output
+
     hooks = [m.register_forward_hook(count) for m in model.modules()
-             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+             if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear, torch.nn.BatchNorm2d)) or hasattr(m, "downsample")]
+    if hasattr(model, "stage3"):
+        hooks.append(model.stage3.register_forward_hook(pooled))
+    model.eval()
     with torch.no_grad():
         model(torch.zeros(1, *shape))
     for h in hooks:
@@ -131,23 +158,25 @@ def _cuda_torch(torch) -> None:
     torch.backends.cudnn.benchmark = False
 
 
-def _gpu_step(peer: str, model, x, y, torch, F):
+def _gpu_step(peer: str, model, x, y, torch, loss_of):
     """(step, gradients, label) for a GPU peer: step() runs one training step
-    on the device-resident batch; gradients() the parameters' gradients at
-    the weights the model holds now, computed the mode's way (for the graph:
-    a replay, which also updates the parameters)."""
+    on the device-resident batch; gradients() the parameters' gradients and
+    the loss at the weights the model holds now, computed the mode's way (for
+    the graph: a replay, which also updates the parameters). loss_of(out,
+    target): the network's loss (nll_loss, or cross_entropy for resnet20)."""
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     version = torch.__version__.split("+")[0]
     if peer == "peer_torch_cuda":
         def step():
             opt.zero_grad(set_to_none=True)
-            F.nll_loss(model(x), y).backward()
+            loss_of(model(x), y).backward()
             opt.step()
 
         def gradients():
             opt.zero_grad(set_to_none=True)
-            F.nll_loss(model(x), y).backward()
-            return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}
+            loss = loss_of(model(x), y)
+            loss.backward()
+            return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}, float(loss)
         return step, gradients, f"torch {version} eager on the GPU, TF32 off, fp32, SGD momentum {MOMENTUM}"
     if peer == "peer_torch_cuda_graph":
         side = torch.cuda.Stream()
@@ -155,18 +184,20 @@ def _gpu_step(peer: str, model, x, y, torch, F):
         with torch.cuda.stream(side):
             for _ in range(3):  # warm-up outside the capture: cuDNN handles, workspaces, momentum buffers
                 opt.zero_grad(set_to_none=True)
-                F.nll_loss(model(x), y).backward()
+                loss_of(model(x), y).backward()
                 opt.step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         opt.zero_grad(set_to_none=True)  # the backward in the graph allocates the gradients from its pool
         with torch.cuda.graph(graph):
-            F.nll_loss(model(x), y).backward()
+            static_loss = loss_of(model(x), y)
+            static_loss.backward()
             opt.step()
 
         def gradients():
             graph.replay()
-            return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}
+            return ({k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()},
+                    float(static_loss))
         return graph.replay, gradients, (f"torch {version} CUDA graph of the whole step (forward, backward, SGD "
                                          f"momentum {MOMENTUM}), replayed, TF32 off, fp32")
     torch._dynamo.reset()
@@ -176,14 +207,15 @@ def _gpu_step(peer: str, model, x, y, torch, F):
     def step():
         mark()
         opt.zero_grad(set_to_none=True)
-        F.nll_loss(compiled(x), y).backward()
+        loss_of(compiled(x), y).backward()
         opt.step()
 
     def gradients():
         mark()
         opt.zero_grad(set_to_none=True)
-        F.nll_loss(compiled(x), y).backward()
-        return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}
+        loss = loss_of(compiled(x), y)
+        loss.backward()
+        return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}, float(loss)
     return step, gradients, (f"torch {version} torch.compile(mode=reduce-overhead, dynamic=False) forward and "
                              f"backward, SGD momentum {MOMENTUM} eager, TF32 off, fp32")
 
@@ -214,16 +246,22 @@ def training(session: Session, compiled: bool | None = None) -> None:
         x = network_input(images[:batch], shape)
         y = torch.from_numpy(labels[:batch].astype(np.int64))
 
+        train_mode = network in TRAIN_MODE
+
+        def loss_of(out, target):
+            return F.cross_entropy(out, target) if train_mode else F.nll_loss(out, target)
+
         def fresh(dtype=torch.float32, device="cpu"):
             model = NETWORKS[network]()
             model.load_state_dict(state)
-            model.eval()  # dropout off, as bench's step
+            model.train(train_mode)  # resnet20: batch-norm on the batch; the MNIST nets: dropout off, as bench's step
             return model.to(device=device, dtype=dtype)
 
         def cpu_gradients(dtype):
             model = fresh(dtype)
-            F.nll_loss(model(x.to(dtype)), y).backward()
-            return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}
+            loss = loss_of(model(x.to(dtype)), y)
+            loss.backward()
+            return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}, float(loss)
 
         probe = NETWORKS[network]()
         bound = 8 * math.sqrt(chain_length(probe, shape, batch)) * 2.0 ** -24
@@ -232,26 +270,28 @@ def training(session: Session, compiled: bool | None = None) -> None:
                 _cuda_torch(torch)
                 model = fresh(device="cuda")
                 xd, yd = x.to("cuda"), y.to("cuda")
-                step, gpu_gradients, label = _gpu_step(peer, model, xd, yd, torch, F)
+                step, gpu_gradients, label = _gpu_step(peer, model, xd, yd, torch, loss_of)
                 with torch.no_grad():  # the graph's warm-up moved the weights: back to the committed ones
                     for k, p in model.named_parameters():
                         p.copy_(state[k].to(device="cuda", dtype=p.dtype))
-                ours = gpu_gradients()
+                ours, loss32 = gpu_gradients()
                 torch.cuda.synchronize()
             except Exception as e:  # a mode PyTorch cannot build here: an error entry, the rest runs on
                 session.fail(name, f"{type(e).__name__}: {e}".splitlines()[0], gpu)
                 continue
         else:
-            ours, label = cpu_gradients(torch.float32), cpu_label
-        exact = cpu_gradients(torch.float64)
+            (ours, loss32), label = cpu_gradients(torch.float32), cpu_label
+        exact, loss64 = cpu_gradients(torch.float64)
         worst, problem = 0.0, ""
         for k, g in exact.items():
             err = float(np.max(np.abs(ours[k] - g)) / max(float(np.max(np.abs(g))), 1e-300))
             worst = max(worst, err)
-            if not err <= bound:
+            if not err <= bound and not train_mode:
                 problem += f"{'; ' if problem else ''}{k}: {err:.3g} of the largest gradient (bound {bound:.3g})"
+        if train_mode and not abs(loss32 - loss64) <= LOSS_TOLERANCE * abs(loss64):
+            problem = f"loss {loss32!r} against float64's {loss64!r} (bound {LOSS_TOLERANCE} relative)"
         if problem:
-            session.fail(name, "WRONG RESULT: gradients against float64: " + problem, gpu)
+            session.fail(name, "WRONG RESULT: against float64: " + problem, gpu)
             continue
 
         if not gpu:
@@ -260,7 +300,7 @@ def training(session: Session, compiled: bool | None = None) -> None:
 
             def step():
                 opt.zero_grad(set_to_none=True)
-                F.nll_loss(model(x), y).backward()
+                loss_of(model(x), y).backward()
                 opt.step()
 
         session.measure(name, Prepared(step, lambda: None, label), gpu=gpu, items_per_call=float(batch),
