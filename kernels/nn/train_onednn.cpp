@@ -245,7 +245,7 @@ class OnednnTrainStep final : public TrainBackend {
   std::vector<Mem> work_;   // backward's own: weights in backward_data's layout, plain logit gradients
   Mem logits_plain_, dlogits_plain_;
   std::vector<float> log_probs_;
-  Floats dbuf_[2];             // backward's gradients of the activations, alternating by layer
+  Floats dbuf_[2];             // backward's gradients of the activations, alternating by layer (each sized for its own)
   Floats scratch_;             // every primitive's scratchpad
   std::vector<Exec> forward_, backward_;
   std::vector<std::string> impls_;
@@ -593,9 +593,10 @@ void OnednnTrainStep::build(std::size_t& i) {
     dnnl::reorder(from, p_mem_[j]).execute(stream_, from, p_mem_[j]);
   }
   stream_.wait();
-  std::size_t dfloats = 0;
-  for (const auto& o : out_) dfloats = std::max(dfloats, floats_of(o.get_desc()));
-  dbuf_[0] = Floats(dfloats), dbuf_[1] = Floats(dfloats);
+  std::size_t dfloats[2] = {0, 0};  // layer k's output gradient in buffer k % 2
+  for (std::size_t k = 0; k < out_.size(); ++k)
+    dfloats[k % 2] = std::max(dfloats[k % 2], floats_of(out_[k].get_desc()));
+  dbuf_[0] = Floats(dfloats[0]), dbuf_[1] = Floats(dfloats[1]);
   scratch_ = Floats(scratch_bytes_ / sizeof(float) + 1);
   for (auto& [m, which] : unbound_) m.set_data_handle(which == 2 ? scratch_.data() : dbuf_[which].data());
   unbound_.clear();
