@@ -19,8 +19,8 @@
 //   SGD   PyTorch's formula (train.h) in one loop over contiguous buffers.
 //
 // Layouts. The parameters, their gradients and momentum buffers live in the
-// forward primitive's weight layout (e.g. conv2's OIhw16i16o, fc1's blocked
-// layout for an nChw16c input), each kind in one contiguous buffer, so the
+// forward primitive's weight layout (e.g. conv2's OIhw16i16o, fc1's
+// BcdA16b128a for its nChw16c input), each kind in one contiguous buffer, so the
 // update is one loop and no weight is reordered in a step: backward_weights
 // writes its gradient in that layout (asked for it), and only where a
 // backward_data primitive wants another layout (a conv's weights, a few KB)
@@ -29,13 +29,37 @@
 // on the first read; where the layouts agree, as for every bias, the span is
 // the buffer itself). A write through the non-const param() is reordered
 // back before the next forward, backward or update. The input batch is read
-// in place (plain NCHW) where the first layer's primitive takes it, as on
-// this CPU; otherwise it is reordered into a kept copy.
+// in place, plain NCHW (the first conv's jit kernel takes it on AVX-512).
+// Which layout each parameter takes: see weighted().
+//
+// Error bound: nn::gradient_tolerance (train.h) holds here unchanged. It
+// counts, per gradient element, the lengths of the sums on its chain, and a
+// sum of n terms takes n - 1 additions in whatever order or tree they are
+// done, each term passing through at most n - 1 of them. oneDNN splits the
+// sums its own way: conv backward_weights gives each thread a share of the
+// images and rows and adds the threads' partial sums at the end, the gemm
+// inside the gemm-based inner product splits its k (the batch, for the
+// weight gradient) likewise, fused multiply-adds round once where a
+// multiply and an add round twice; none of it makes a sum longer than the
+// one N counts (weight and bias gradients over batch*oh*ow, fc over batch;
+// input gradients over k*r*r/stride^2, fc over k; forward over c*r*r, fc
+// over its inputs). Max pooling's backward adds nothing (its windows do not
+// overlap here), the ReLU post-op and backward round nothing. Winograd
+// would change the analysis (its transforms scale the rounding errors): the
+// convolutions are convolution_direct.
+//
+// Threads: oneDNN's kernels split their work for the OpenMP threads they
+// were made with; run inside an active parallel region they get one, and
+// conv backward_weights waits at its reduction's barrier for the others
+// forever. forward and backward refuse that call (a dlb::Error).
 //
 // Memory: every primitive's scratchpad is user-managed, one buffer the size
 // of the largest (the primitives run one after another on one stream), so a
-// step allocates nothing. Backward's gradients of the activations alternate
-// between two buffers sized for the largest, as train.cpp's do.
+// step allocates nothing of its own; oneDNN's gemm-based inner product
+// (fc1's) allocates its packing buffers per call outside the scratchpad
+// (148 KB each), and each execute a few hundred bytes. Backward's gradients
+// of the activations alternate between two buffers, each sized for the
+// gradients it holds.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <omp.h>
@@ -256,10 +280,7 @@ class OnednnTrainStep final : public TrainBackend {
   std::vector<std::pair<Mem, int>> unbound_;
   std::size_t scratch_bytes_ = 0;
 
-  // oneDNN's kernels split their work (and their reductions' barriers) for
-  // the thread count they were made for; inside an active parallel region
-  // they would get one thread and wait for the others forever (conv
-  // backward_weights does).
+  // See "Threads" at the top.
   void require_not_nested() const {
     if (omp_in_parallel())
       throw Error("training step (cpu_onednn): called inside an OpenMP parallel region; oneDNN's primitives "
