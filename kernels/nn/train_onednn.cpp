@@ -240,8 +240,6 @@ class OnednnTrainStep final : public TrainBackend {
     return m;
   }
 
-  const std::vector<std::string>& implementations() const { return impls_; }
-
  private:
   const Network& net_;
   std::int64_t batch_;
@@ -272,7 +270,7 @@ class OnednnTrainStep final : public TrainBackend {
   Floats dbuf_[2];             // backward's gradients of the activations, alternating by layer (each sized for its own)
   Floats scratch_;             // every primitive's scratchpad
   std::vector<Exec> forward_, backward_;
-  std::vector<std::string> impls_;
+  std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: for a debugger
   const std::uint8_t* labels_ = nullptr;
   bool forward_done_ = false, backward_done_ = false;
 
