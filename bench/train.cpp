@@ -4,8 +4,10 @@
 // mnist_lenet), from the committed weights, on the first <b> Fashion-MNIST
 // training images, at batch 64 and 256. Each iteration is one
 // step on the same batch (the parameters move as training would). <impl>:
-// cpu_eigen (the step's GEMMs by Eigen) and, in builds with oneDNN,
-// cpu_onednn (by oneDNN's sgemm); the rest of the step is the same code.
+// cpu_eigen (the im2col step's GEMMs by Eigen) and, in builds with oneDNN,
+// cpu_onednn_sgemm (the same step, its GEMMs by oneDNN's sgemm) and
+// cpu_onednn (oneDNN's training primitives for every layer:
+// kernels/nn/train_onednn.cpp).
 //
 // Before timing, the case's gradients are checked against the double
 // reference (TrainCase::validate). Counters: items_per_second (images/s),
@@ -33,13 +35,16 @@ constexpr int kAllocSteps = 3;
 
 struct Impl {
   const char* name;
-  nn::TrainGemm gemm;
+  nn::TrainImpl impl;
   const char* label;
+  bool batch_norm;  // trains networks with batch-norm and residual joins (resnet20)
 };
 constexpr Impl kImpls[] = {
-    {"cpu_eigen", nn::TrainGemm::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9"},
+    {"cpu_eigen", nn::TrainImpl::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9", true},
 #if DLB_HAVE_ONEDNN
-    {"cpu_onednn", nn::TrainGemm::onednn, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
+    {"cpu_onednn_sgemm", nn::TrainImpl::onednn_sgemm, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9", true},
+    // The primitives step has no batch-norm nor residual join yet: the chain networks only.
+    {"cpu_onednn", nn::TrainImpl::onednn, "oneDNN training primitives, fp32, SGD momentum 0.9", false},
 #endif
 };
 
@@ -64,12 +69,15 @@ std::string input_problem(std::string_view network) {
 
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
-    for (const auto& [impl, gemm, label] : kImpls)
+    for (const auto& [impl, choice, label, batch_norm] : kImpls)
     for (const std::int64_t batch : kTrainBatches) {
+      // Registered without reading the weights (see kTrainable): resnet20 is
+      // the one network with batch-norm.
+      if (!batch_norm && network == "resnet20") continue;
       const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
-      add_case(name, Device::cpu, [network, batch, gemm, label](benchmark::State& state) {
+      add_case(name, Device::cpu, [network, batch, choice, label](benchmark::State& state) {
         if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);
-        auto* c = validated_case<TrainCase>(state, network, batch, gemm);
+        auto* c = validated_case<TrainCase>(state, network, batch, choice);
         if (c == nullptr) return;
         nn::TrainStep& step = c->step();
         double forward = 0, backward = 0, optimizer = 0;

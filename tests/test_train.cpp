@@ -7,10 +7,12 @@
 // (models/fashion-mnist/mnist_cnn.train-reference.safetensors, written by
 // scripts/train.py --train-reference); bad input.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/nn/dataset.h"
@@ -144,8 +146,8 @@ nn::Network tiny_resnet() {
 // The small networks: every layer kind, padding, stride, a conv without bias,
 // max pools after a conv (run inside the conv's loop: 2x2 and 3x3) and after
 // a pool (on their own), a network with log-softmax and one whose loss
-// applies it (cross_entropy), and the small residual network (batch-norm in
-// training mode, identity and projection joins).
+// applies it (cross_entropy), a conv after an fc, and the small residual
+// network (batch-norm in training mode, identity and projection joins).
 std::vector<nn::Network> tiny_nets() {
   std::vector<nn::Network> nets;
   nets.push_back(tiny_resnet());
@@ -153,6 +155,9 @@ std::vector<nn::Network> tiny_nets() {
                      .log_softmax().done());
   nets.push_back(TinyNet(1, 9, 9, 2).conv(4, 3, 1, 0, true, false).max_pool(3).max_pool(2).conv(5, 1, 1, 0, true)
                      .global_avg_pool().fc(4, false).done());
+  // 20 channels (oneDNN's blocked layouts pad them to 32), a conv reading
+  // an fc's output (as 1x1 images), logits from a conv.
+  nets.push_back(TinyNet(3, 7, 7, 3).conv(20, 3, 2, 1, true).fc(8, true).conv(5, 1, 1, 0, false).log_softmax().done());
   return nets;
 }
 
@@ -270,22 +275,59 @@ TEST(TrainReference, MatchesFiniteDifferences) {
   }
 }
 
-// The GEMM libraries this build has.
-std::vector<nn::TrainGemm> gemms() {
+// The implementations this build has (train.h's TrainImpl): the im2col
+// step with Eigen's and oneDNN's GEMMs, oneDNN's training primitives.
+std::vector<nn::TrainImpl> impls() {
 #if DLB_HAVE_ONEDNN
-  return {nn::TrainGemm::eigen, nn::TrainGemm::onednn};
+  return {nn::TrainImpl::eigen, nn::TrainImpl::onednn_sgemm, nn::TrainImpl::onednn};
 #else
-  return {nn::TrainGemm::eigen};
+  return {nn::TrainImpl::eigen};
 #endif
 }
 
+const char* impl_name(nn::TrainImpl impl) {
+  switch (impl) {
+    case nn::TrainImpl::eigen: return "cpu_eigen";
+    case nn::TrainImpl::onednn_sgemm: return "cpu_onednn_sgemm";
+    case nn::TrainImpl::onednn: return "cpu_onednn";
+  }
+  return "?";
+}
+
+// Whether `impl` trains `net`: oneDNN's primitives step takes the chain
+// networks only (no batch-norm, no join); BadInputIsAClearError checks that
+// it refuses the others by name.
+bool takes(nn::TrainImpl impl, const nn::Network& net) {
+  if (impl != nn::TrainImpl::onednn) return true;
+  for (const auto& l : net.layers)
+    if (!l.raw.bn_gamma.empty() || l.residual >= 0) return false;
+  return true;
+}
+
+// The first of the small networks that `impl` trains.
+nn::Network first_net_for(nn::TrainImpl impl) {
+  for (auto& net : tiny_nets())
+    if (takes(impl, net)) return net;
+  throw Error("no small network for this implementation");
+}
+
+// The implementations that train networks with batch-norm (resnet20).
+std::vector<nn::TrainImpl> batch_norm_impls() {
+  std::vector<nn::TrainImpl> out;
+  for (const auto impl : impls())
+    if (impl != nn::TrainImpl::onednn) out.push_back(impl);
+  return out;
+}
+
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
-  for (const auto gemm : gemms())
+  for (const auto impl : impls())
   for (const auto& net : tiny_nets()) {
+    if (!takes(impl, net)) continue;
     for (const std::int64_t batch : {1, 5}) {
-      SCOPED_TRACE(std::to_string(net.layers.size()) + " layers, batch " + std::to_string(batch));
+      SCOPED_TRACE(std::string(impl_name(impl)) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
+                   std::to_string(batch));
       const Batch b = random_batch(net, batch, 11);
-      nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, gemm);
+      nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, impl);
       const double loss = step.forward(b.x.data(), b.labels.data());
       step.backward();
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
@@ -300,13 +342,16 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
 // (inside another parallel region: one thread) computes the same gradients:
 // no thread's partial sums from an earlier call are left in.
 TEST(TrainStep, SameGradientsOnFewerThreads) {
+  for (const auto impl : impls()) {
+  SCOPED_TRACE(impl_name(impl));
+  if (impl == nn::TrainImpl::onednn) continue;  // refuses (CpuOnednnRefusesANestedCall)
   const nn::Network net = tiny_nets()[0];
   const std::int64_t batch = 6;
   // (Seed 21 put one of the tiny resnet's batch-norm outputs 8e-8 from
   // zero, where fp32 and double fall on the two sides of the ReLU: a real
   // difference of one term that no rounding bound covers.)
   const Batch b = random_batch(net, batch, 22);
-  nn::TrainStep step(net, batch, nn::Sgd{});
+  nn::TrainStep step(net, batch, nn::Sgd{}, impl);
   step.forward(b.x.data(), b.labels.data());
   step.backward();
   std::vector<std::vector<float>> first;
@@ -325,6 +370,7 @@ TEST(TrainStep, SameGradientsOnFewerThreads) {
   for (std::size_t j = 0; j < first.size(); ++j)
     for (std::size_t i = 0; i < first[j].size(); ++i)
       ASSERT_NEAR(step.grad(j)[i], first[j][i], 1e-6 * (1 + std::abs(first[j][i]))) << step.params()[j].name;
+  }
 }
 
 // Two steps of SGD with momentum and weight decay, fp32 against double.
@@ -332,11 +378,13 @@ TEST(TrainStep, SameGradientsOnFewerThreads) {
 // u |p'| plus lr times the gradient's error; the second step adds the same
 // again, with momentum times the first velocity's error.
 TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
-  const nn::Network net = tiny_nets()[0];
+  for (const auto impl : impls()) {
+  SCOPED_TRACE(impl_name(impl));
+  const nn::Network net = first_net_for(impl);
   const std::int64_t batch = 4;
   const Batch b = random_batch(net, batch, 5);
   const nn::Sgd sgd{0.1, 0.9, 1e-2};
-  nn::TrainStep step(net, batch, sgd);
+  nn::TrainStep step(net, batch, sgd, impl);
   ref::Params p = ref::train_params(net), v(p.size());
   for (std::size_t j = 0; j < p.size(); ++j) v[j].assign(p[j].size(), 0.0);
   double grad_error = 0;  // the largest gradient error allowed so far, absolute
@@ -348,11 +396,79 @@ TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
     grad_error = sgd.momentum * grad_error + nn::gradient_tolerance(net, batch) * largest;
     ref::sgd_update(p, v, g.grads, sgd);
     for (std::size_t j = 0; j < p.size(); ++j) {
-      const auto got = step.param(j);
-      for (std::size_t i = 0; i < p[j].size(); ++i)
+      const auto got = std::as_const(step).param(j);
+      const auto vel = step.velocity(j);
+      for (std::size_t i = 0; i < p[j].size(); ++i) {
         ASSERT_NEAR(got[i], p[j][i], 4 * kU * (s + 1) * std::abs(p[j][i]) + 2 * sgd.lr * grad_error + 1e-30)
             << "step " << s + 1 << " " << step.params()[j].name << "[" << i << "]";
+        // The velocity is the gradient's sum: off by its error, and the roundings of mu v + g.
+        ASSERT_NEAR(vel[i], v[j][i], 4 * kU * (s + 1) * std::abs(v[j][i]) + 2 * grad_error + 1e-30)
+            << "step " << s + 1 << " velocity of " << step.params()[j].name << "[" << i << "]";
+      }
     }
+  }
+  }
+}
+
+// oneDNN's primitives split their work for the threads they were made
+// for: inside a parallel region (one thread) conv backward_weights would
+// wait at its reduction's barrier for the others forever. The step says so.
+#if DLB_HAVE_ONEDNN
+TEST(TrainStep, CpuOnednnRefusesANestedCall) {
+  const nn::Network net = first_net_for(nn::TrainImpl::onednn);
+  const Batch b = random_batch(net, 2, 21);
+  nn::TrainStep step(net, 2, nn::Sgd{}, nn::TrainImpl::onednn);
+  int errors = 0;
+#pragma omp parallel num_threads(2) reduction(+ : errors)
+  {
+#pragma omp single
+    {
+      try {
+        step.forward(b.x.data(), b.labels.data());
+      } catch (const Error& e) {
+        errors += std::string(e.what()).find("inside an OpenMP parallel region") != std::string::npos;
+      }
+    }
+  }
+  // Where OpenMP gave the region one thread, it is not active: the call runs.
+  if (omp_get_max_threads() > 1) {
+    EXPECT_EQ(errors, 1);
+  }
+  step.forward(b.x.data(), b.labels.data());
+  step.backward();
+}
+#endif
+
+// Parameters written through param() are what the next step reads (the
+// cpu_onednn step keeps them in oneDNN's layouts and converts both ways):
+// every parameter scaled by 1.1 through the spans, then the gradients
+// against the reference's at the scaled parameters.
+TEST(TrainStep, WrittenParametersAreRead) {
+  for (const auto impl : impls())
+  for (const auto& net : tiny_nets()) {
+    if (!takes(impl, net)) continue;
+    SCOPED_TRACE(impl_name(impl));
+    const std::int64_t batch = 3;
+    const Batch b = random_batch(net, batch, 8);
+    nn::TrainStep step(net, batch, nn::Sgd{}, impl);
+    step.forward(b.x.data(), b.labels.data());  // a forward before the write: the write must still reach the next
+    ref::Params p = ref::train_params(net);
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      const std::span<float> values = step.param(j);
+      ASSERT_EQ(values.size(), p[j].size());
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        values[i] *= 1.1f;
+        p[j][i] = values[i];
+      }
+    }
+    step.forward(b.x.data(), b.labels.data());
+    step.backward();
+    const auto g = ref::gradients(net, p, b.x, b.labels, batch);
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+    EXPECT_TRUE(c.ok) << c.summary;
+    for (std::size_t j = 0; j < p.size(); ++j)
+      for (std::size_t i = 0; i < p[j].size(); ++i)
+        ASSERT_EQ(std::as_const(step).param(j)[i], static_cast<float>(p[j][i])) << step.params()[j].name;
   }
 }
 
@@ -372,18 +488,20 @@ Batch* MnistCnn::b = nullptr;
 ref::TrainGradients* MnistCnn::g = nullptr;
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
-  for (const auto gemm : gemms()) {
-  nn::TrainStep step(*net, kBatch, nn::Sgd{}, gemm);
+  for (const auto impl : impls()) {
+  nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
   const double loss = step.forward(b->x.data(), b->labels.data());
   step.backward();
   EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
   const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch));
   EXPECT_TRUE(c.ok) << c.summary;
-  std::printf("mnist_cnn fp32 step (%s GEMMs) against the reference, batch %lld: %s\n",
-              gemm == nn::TrainGemm::eigen ? "Eigen" : "oneDNN", static_cast<long long>(kBatch), c.summary.c_str());
-  // The memory split: parameters, gradients and momentum of 1,199,882 floats each.
+  std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
+              static_cast<long long>(kBatch), c.summary.c_str());
+  // The memory split: parameters, gradients and momentum of 1,199,882 floats
+  // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
+  // to 16: 768 floats more).
   const nn::TrainMemory m = step.memory();
-  EXPECT_EQ(m.weights, 1199882 * 4);
+  EXPECT_EQ(m.weights, (1199882 + (impl == nn::TrainImpl::onednn ? 768 : 0)) * 4);
   EXPECT_EQ(m.gradients, m.weights);
   EXPECT_EQ(m.optimizer, m.weights);
   EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
@@ -395,13 +513,16 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
   const nn::Network& net = nn::network("mnist_lenet");
   constexpr std::int64_t kBatch = 16;
   const Batch b = fashion_batch(net, kBatch);
-  nn::TrainStep step(net, kBatch, nn::Sgd{});
-  const double loss = step.forward(b.x.data(), b.labels.data());
-  step.backward();
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
-  EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
-  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
-  EXPECT_TRUE(c.ok) << c.summary;
+  for (const auto impl : impls()) {
+    SCOPED_TRACE(impl_name(impl));
+    nn::TrainStep step(net, kBatch, nn::Sgd{}, impl);
+    const double loss = step.forward(b.x.data(), b.labels.data());
+    step.backward();
+    EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
+    EXPECT_TRUE(c.ok) << c.summary;
+  }
 }
 
 // The bound is not vacuous: a step that leaves one image of the 64 out (the
@@ -456,23 +577,26 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
   nn::Sgd sgd;
   sgd.lr = std::stod(st.metadata("lr"));
   sgd.momentum = std::stod(st.metadata("momentum"));
-  nn::TrainStep step(*net, kBatch, sgd);
-  step.step(b->x.data(), b->labels.data());
-  step.step(b->x.data(), b->labels.data());
   double largest = 0;
   for (const auto& m : g->magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
   const double grad_error = (1 + sgd.momentum) * nn::gradient_tolerance(*net, kBatch) * largest;
-  int compared = 0;
-  for (std::size_t j = 0; j < params.size(); ++j) {
-    if (!st.contains("step2." + params[j].name)) continue;
-    ++compared;
-    const auto theirs = st.f32("step2." + params[j].name, params[j].shape);
-    const auto ours = step.param(j);
-    for (std::size_t i = 0; i < theirs.size(); ++i)
-      ASSERT_NEAR(ours[i], theirs[i], 2 * (4 * kU * std::abs(theirs[i]) + sgd.lr * grad_error))
-          << params[j].name << "[" << i << "]";
+  for (const auto impl : impls()) {
+    SCOPED_TRACE(impl_name(impl));
+    nn::TrainStep step(*net, kBatch, sgd, impl);
+    step.step(b->x.data(), b->labels.data());
+    step.step(b->x.data(), b->labels.data());
+    int compared = 0;
+    for (std::size_t j = 0; j < params.size(); ++j) {
+      if (!st.contains("step2." + params[j].name)) continue;
+      ++compared;
+      const auto theirs = st.f32("step2." + params[j].name, params[j].shape);
+      const auto ours = std::as_const(step).param(j);
+      for (std::size_t i = 0; i < theirs.size(); ++i)
+        ASSERT_NEAR(ours[i], theirs[i], 2 * (4 * kU * std::abs(theirs[i]) + sgd.lr * grad_error))
+            << params[j].name << "[" << i << "]";
+    }
+    EXPECT_EQ(compared, static_cast<int>(params.size()) - 1);
   }
-  EXPECT_EQ(compared, static_cast<int>(params.size()) - 1);
 }
 
 // resnet20 in training mode at batch 64 on the first 64 training images:
@@ -495,15 +619,15 @@ Batch* ResNet20::b = nullptr;
 ref::TrainGradients* ResNet20::g = nullptr;
 
 TEST_F(ResNet20, StepMatchesTheReference) {
-  for (const auto gemm : gemms()) {
-    nn::TrainStep step(*net, kBatch, nn::Sgd{}, gemm);
+  for (const auto impl : batch_norm_impls()) {
+    nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
     const double loss = step.forward(b->x.data(), b->labels.data());
     step.backward();
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
     const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch));
     EXPECT_TRUE(c.ok) << c.summary;
-    std::printf("resnet20 fp32 step (%s GEMMs) against the reference, batch %lld: %s\n",
-                gemm == nn::TrainGemm::eigen ? "Eigen" : "oneDNN", static_cast<long long>(kBatch), c.summary.c_str());
+    std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
+                static_cast<long long>(kBatch), c.summary.c_str());
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
     expect_running_stats(*net, kBatch, *g, want, running_means(step, *net), running_vars(step, *net), 1, 1,
@@ -635,8 +759,8 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
   const std::int64_t batch = 5;
   const Batch b = random_batch(net, batch, 13);
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
-  for (const auto gemm : gemms()) {
-    nn::TrainStep step(net, batch, nn::Sgd{}, gemm);
+  for (const auto impl : batch_norm_impls()) {
+    nn::TrainStep step(net, batch, nn::Sgd{}, impl);
     ref::RunningStats want = ref::running_stats(net);
     for (int f = 1; f <= 2; ++f) {
       step.forward(b.x.data(), b.labels.data());
@@ -647,15 +771,36 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
   }
 }
 
+void resnet20_step(nn::TrainImpl impl) { nn::TrainStep(nn::network("resnet20"), 4, nn::Sgd{}, impl); }
+
 TEST(TrainStep, BadInputIsAClearError) {
-  const nn::Network net = tiny_nets()[0];
-  expect_error([&] { nn::TrainStep(net, 0, nn::Sgd{}); }, "batch 0 is not positive");
-  nn::TrainStep step(net, 2, nn::Sgd{});
-  expect_error([&] { step.backward(); }, "backward without a forward");
-  expect_error([&] { step.update(); }, "update without a backward");
+  for (const auto impl : impls()) {
+    SCOPED_TRACE(impl_name(impl));
+    const nn::Network net = first_net_for(impl);
+    Batch b = random_batch(net, 2, 3);
+    expect_error([&] { nn::TrainStep(net, 0, nn::Sgd{}, impl); }, "batch 0 is not positive");
+    nn::TrainStep step(net, 2, nn::Sgd{}, impl);
+    expect_error([&] { step.backward(); }, "backward without a forward");
+    expect_error([&] { step.update(); }, "update without a backward");
+    b.labels[1] = 3;
+    expect_error([&] { step.forward(b.x.data(), b.labels.data()); }, "label 3 of image 1 is not a class of tiny");
+    b.labels[1] = 0;
+    step.forward(b.x.data(), b.labels.data());
+    expect_error([&] { step.update(); }, "update without a backward");
+    expect_error([&] { step.forward(nullptr, b.labels.data()); }, "no input or no labels");
+    if (impl == nn::TrainImpl::onednn) {
+      expect_error([&] { resnet20_step(impl); }, "batch-norm in training mode is not supported");
+      nn::Network joined = tiny_resnet();  // its joins, without batch-norm
+      for (auto& l : joined.layers) l.raw.bn_gamma.clear(), l.raw.bn_beta.clear(), l.raw.bn_mean.clear(), l.raw.bn_var.clear();
+      expect_error([&] { nn::TrainStep(joined, 2, nn::Sgd{}, impl); }, "a residual join is not supported");
+    }
+  }
+  const nn::Network net = tiny_nets()[1];
   Batch b = random_batch(net, 2, 3);
-  b.labels[1] = 3;
-  expect_error([&] { step.forward(b.x.data(), b.labels.data()); }, "label 3 of image 1 is not a class of tiny");
+#if !DLB_HAVE_ONEDNN
+  EXPECT_THROW(nn::TrainStep(net, 2, nn::Sgd{}, nn::TrainImpl::onednn), Unsupported);
+  EXPECT_THROW(nn::TrainStep(net, 2, nn::Sgd{}, nn::TrainImpl::onednn_sgemm), Unsupported);
+#endif
   expect_error([&] { ref::gradients(net, ref::train_params(net), b.x, b.labels, 3); }, "input size");
   // The networks bench/train.cpp registers (kTrainable) are those the step takes.
   for (const auto name : nn::network_names()) {

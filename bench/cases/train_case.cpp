@@ -11,18 +11,18 @@
 
 namespace dlb {
 
-TrainCase::TrainCase(std::string_view network, std::int64_t batch, nn::TrainGemm gemm)
-    : net_(nn::network(network)), batch_(batch), gemm_(gemm) {
+TrainCase::TrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl)
+    : net_(nn::network(network)), batch_(batch), impl_(impl) {
   const nn::Dataset& data = nn::fashion_mnist_train();
   DLB_REQUIRE(batch >= 1 && batch <= data.n, "training batch " + std::to_string(batch) + " out of the training set");
   x_.resize(static_cast<std::size_t>(batch * net_.in_size()));
   nn::network_input(data, 0, batch, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
   labels_.assign(data.labels.begin(), data.labels.begin() + batch);
-  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, gemm);
+  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, impl);
 }
 
 ref::Comparison TrainCase::validate() {
-  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, gemm_);
+  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, impl_);
   fresh.forward(x_.data(), labels_.data());
   fresh.backward();
   const auto expected = ref::gradients(net_, ref::train_params(net_), x_, labels_, batch_);

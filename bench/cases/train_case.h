@@ -19,7 +19,7 @@ namespace dlb {
 
 class TrainCase {
  public:
-  TrainCase(std::string_view network, std::int64_t batch, nn::TrainGemm gemm = nn::TrainGemm::eigen);
+  TrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl = nn::TrainImpl::eigen);
   ref::Comparison validate();
   nn::TrainStep& step() { return *step_; }
   const nn::Network& network() const { return net_; }
@@ -34,7 +34,7 @@ class TrainCase {
  private:
   const nn::Network& net_;
   std::int64_t batch_;
-  nn::TrainGemm gemm_;
+  nn::TrainImpl impl_;
   std::vector<float> x_;
   std::vector<std::uint8_t> labels_;
   std::unique_ptr<nn::TrainStep> step_;

@@ -20,6 +20,7 @@
 #include "kernels/common/error.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/train.h"
+#include "kernels/nn/train_backend.h"
 
 namespace dlb::nn {
 
@@ -32,10 +33,10 @@ using Vector = Eigen::Matrix<float, Eigen::Dynamic, 1>;
 
 // C [m, n] = op(A) op(B) (+ C where accumulate), row-major, op = transpose
 // where asked; lda, ldb, ldc: the row lengths as stored.
-void gemm(TrainGemm lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+void gemm(TrainImpl lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, bool accumulate, float* c, std::int64_t ldc) {
 #if DLB_HAVE_ONEDNN
-  if (lib == TrainGemm::onednn) {
+  if (lib == TrainImpl::onednn_sgemm) {
     const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb,
                                             accumulate ? 1.0f : 0.0f, c, ldc);
     if (status != dnnl_success)
@@ -43,7 +44,7 @@ void gemm(TrainGemm lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
     return;
   }
 #endif
-  DLB_REQUIRE(lib == TrainGemm::eigen, "training step: this build has no oneDNN");
+  DLB_REQUIRE(lib == TrainImpl::eigen, "training step: this build has no oneDNN");
   using Stride = Eigen::OuterStride<>;
   const Eigen::Map<const RowMajor, 0, Stride> A(a, ta ? k : m, ta ? m : k, Stride(lda));
   const Eigen::Map<const RowMajor, 0, Stride> B(b, tb ? n : k, tb ? k : n, Stride(ldb));
@@ -271,7 +272,7 @@ struct TrainStep::Impl {
   const Network& net;
   std::int64_t batch;
   Sgd sgd;
-  TrainGemm lib;
+  TrainImpl lib;
   int threads = omp_get_max_threads();
   std::vector<TrainParam> params;
   std::vector<std::vector<float>> p, g, v;  // per parameter
@@ -298,10 +299,10 @@ struct TrainStep::Impl {
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
 
-  Impl(const Network& n, std::int64_t b, Sgd s, TrainGemm gemm_lib)
+  Impl(const Network& n, std::int64_t b, Sgd s, TrainImpl gemm_lib)
       : net(n), batch(b), sgd(s), lib(gemm_lib), params(trainable_params(n)) {
 #if !DLB_HAVE_ONEDNN
-    if (lib == TrainGemm::onednn) throw Unsupported("training step: this build has no oneDNN");
+    if (lib != TrainImpl::eigen) throw Unsupported("training step: this build has no oneDNN");
 #endif
     DLB_REQUIRE(batch >= 1, "training step: batch " + std::to_string(batch) + " is not positive");
     const auto& ls = net.layers;
@@ -836,22 +837,41 @@ struct TrainStep::Impl {
   }
 };
 
-TrainStep::TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainGemm gemm)
-    : impl_(std::make_unique<Impl>(net, batch, sgd, gemm)) {}
+TrainStep::TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainImpl impl) {
+#if DLB_HAVE_ONEDNN
+  if (impl == TrainImpl::onednn) {
+    backend_ = make_onednn_train_step(net, batch, sgd);
+    return;
+  }
+#endif
+  impl_ = std::make_unique<Impl>(net, batch, sgd, impl);
+}
 TrainStep::~TrainStep() = default;
-double TrainStep::forward(const float* x, const std::uint8_t* labels) { return impl_->forward(x, labels); }
-void TrainStep::backward() { impl_->backward(); }
-void TrainStep::update() { impl_->update(); }
-std::int64_t TrainStep::batch() const { return impl_->batch; }
-const Sgd& TrainStep::sgd() const { return impl_->sgd; }
-const std::vector<TrainParam>& TrainStep::params() const { return impl_->params; }
-std::span<const float> TrainStep::param(std::size_t i) const { return impl_->p.at(i); }
-std::span<float> TrainStep::param(std::size_t i) { return impl_->p.at(i); }
-std::span<const float> TrainStep::grad(std::size_t i) const { return impl_->g.at(i); }
-std::span<const float> TrainStep::velocity(std::size_t i) const { return impl_->v.at(i); }
-std::span<const float> TrainStep::log_probs() const { return impl_->log_probs; }
-std::span<const float> TrainStep::running_mean(std::size_t layer) const { return impl_->layers.at(layer).running_mean; }
-std::span<const float> TrainStep::running_var(std::size_t layer) const { return impl_->layers.at(layer).running_var; }
-TrainMemory TrainStep::memory() const { return impl_->memory(); }
+// Each call goes to backend_ where it is set (TrainImpl::onednn), else to impl_.
+double TrainStep::forward(const float* x, const std::uint8_t* labels) {
+  return backend_ ? backend_->forward(x, labels) : impl_->forward(x, labels);
+}
+void TrainStep::backward() { backend_ ? backend_->backward() : impl_->backward(); }
+void TrainStep::update() { backend_ ? backend_->update() : impl_->update(); }
+std::int64_t TrainStep::batch() const { return backend_ ? backend_->batch() : impl_->batch; }
+const Sgd& TrainStep::sgd() const { return backend_ ? backend_->sgd() : impl_->sgd; }
+const std::vector<TrainParam>& TrainStep::params() const { return backend_ ? backend_->params() : impl_->params; }
+std::span<const float> TrainStep::param(std::size_t i) const {
+  return backend_ ? backend_->param(i) : std::span<const float>(impl_->p.at(i));
+}
+std::span<float> TrainStep::param(std::size_t i) { return backend_ ? backend_->param_to_write(i) : impl_->p.at(i); }
+std::span<const float> TrainStep::grad(std::size_t i) const { return backend_ ? backend_->grad(i) : impl_->g.at(i); }
+std::span<const float> TrainStep::velocity(std::size_t i) const {
+  return backend_ ? backend_->velocity(i) : impl_->v.at(i);
+}
+std::span<const float> TrainStep::log_probs() const { return backend_ ? backend_->log_probs() : impl_->log_probs; }
+// TrainImpl::onednn's step runs no batch-norm (it refuses resnet20): no running statistics.
+std::span<const float> TrainStep::running_mean(std::size_t layer) const {
+  return backend_ ? std::span<const float>() : std::span<const float>(impl_->layers.at(layer).running_mean);
+}
+std::span<const float> TrainStep::running_var(std::size_t layer) const {
+  return backend_ ? std::span<const float>() : std::span<const float>(impl_->layers.at(layer).running_var);
+}
+TrainMemory TrainStep::memory() const { return backend_ ? backend_->memory() : impl_->memory(); }
 
 }  // namespace dlb::nn

@@ -9,7 +9,7 @@
 // images whose patches sit side by side (about 1,024 columns), fc as GEMMs
 // on the batch
 // (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
-// oneDNN's sgemm (TrainGemm; benchmark rows cpu_eigen, cpu_onednn), ReLU
+// oneDNN's sgemm (TrainImpl; benchmark rows cpu_eigen, cpu_onednn_sgemm), ReLU
 // masks from the kept outputs (gradient where the output is > 0, as
 // PyTorch's threshold_backward), max pooling routing each output's
 // gradient to the first maximum of its window (kept as an index), global
@@ -131,17 +131,24 @@ struct TrainMemory {
   std::int64_t total() const { return weights + activations + gradients + optimizer + workspace; }
 };
 
-// The GEMMs of the convolutions (per image) and fc layers: Eigen's, or
-// oneDNN's sgemm (its JIT kernels; builds with oneDNN only).
-enum class TrainGemm { eigen, onednn };
+// Which code runs the step: this file's im2col step with its GEMMs (of the
+// convolutions per image and of the fc layers) by Eigen (eigen) or by
+// oneDNN's sgemm (onednn_sgemm; its JIT kernels), or oneDNN's training
+// primitives for every layer (onednn: train_onednn.cpp; convolution,
+// inner product, pooling and eltwise forward_training and backward, in the
+// layouts they prefer). The oneDNN ones in builds with oneDNN only.
+enum class TrainImpl { eigen, onednn_sgemm, onednn };
+
+struct TrainBackend;
 
 class TrainStep {
  public:
   // Copies the network's parameters; `net` must outlive the step. Throws
   // dlb::Error for an unsupported network (see trainable_params) or a
   // batch below 1.
-  // TrainGemm::onednn in a build without oneDNN throws dlb::Unsupported.
-  TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainGemm gemm = TrainGemm::eigen);
+  // TrainImpl::onednn_sgemm or onednn in a build without oneDNN throws
+  // dlb::Unsupported.
+  TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainImpl impl = TrainImpl::eigen);
   ~TrainStep();
   TrainStep(const TrainStep&) = delete;
   TrainStep& operator=(const TrainStep&) = delete;
@@ -164,6 +171,9 @@ class TrainStep {
   std::int64_t batch() const;
   const Sgd& sgd() const;
   const std::vector<TrainParam>& params() const;
+  // The spans are in PyTorch's layout (state_dict order and shapes), valid
+  // until the next forward, backward or update (TrainImpl::onednn keeps its
+  // parameters in oneDNN's layouts and converts them here).
   std::span<const float> param(std::size_t i) const;
   std::span<float> param(std::size_t i);
   std::span<const float> grad(std::size_t i) const;
@@ -180,6 +190,8 @@ class TrainStep {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // TrainImpl::onednn's step (train_backend.h), which every call goes to where it is set.
+  std::unique_ptr<TrainBackend> backend_;
 };
 
 }  // namespace dlb::nn

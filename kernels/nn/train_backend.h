@@ -1,0 +1,38 @@
+// A training step run by code other than train.cpp's im2col step, behind
+// nn::TrainStep (train.h): TrainStep forwards every call to it. Internal to
+// kernels/nn.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/nn/train.h"
+
+namespace dlb::nn {
+
+struct TrainBackend {
+  virtual ~TrainBackend() = default;
+  virtual double forward(const float* x, const std::uint8_t* labels) = 0;
+  virtual void backward() = 0;
+  virtual void update() = 0;
+  virtual std::int64_t batch() const = 0;
+  virtual const Sgd& sgd() const = 0;
+  virtual const std::vector<TrainParam>& params() const = 0;
+  // In train.h's layout (PyTorch's). param_to_write: the caller may change
+  // the values; the next forward, backward or update reads them.
+  virtual std::span<const float> param(std::size_t i) = 0;
+  virtual std::span<float> param_to_write(std::size_t i) = 0;
+  virtual std::span<const float> grad(std::size_t i) = 0;
+  virtual std::span<const float> velocity(std::size_t i) = 0;
+  virtual std::span<const float> log_probs() const = 0;
+  virtual TrainMemory memory() const = 0;
+};
+
+#if DLB_HAVE_ONEDNN
+// TrainImpl::onednn: oneDNN's training primitives (train_onednn.cpp).
+std::unique_ptr<TrainBackend> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd);
+#endif
+
+}  // namespace dlb::nn
