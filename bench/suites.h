@@ -13,7 +13,8 @@
 //              the networks' shapes; every conv algorithm at the ResNet20
 //              batch-64 shapes; copies at 1 MiB, 256 MiB, 1 GiB and the
 //              64 MiB pipeline; every GPU network backend at batch 1, 64 and
-//              1024; resnet20's GPU layers at batch 64; the streamed test set):
+//              1024; resnet20's GPU layers at batch 64; the streamed test set;
+//              the GPU training steps at batch 64 and 256, every copy mode):
 //              what the GPU kit runs on a GPU machine (scripts/gpu-kit)
 //
 // A suite is a list of patterns (regular expressions searched in the case

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from dlbench import seeded  # noqa: E402
-from dlbench.peers import harness, networks, ops  # noqa: E402
+from dlbench.peers import harness, networks, ops, training  # noqa: E402
 from dlbench.quality import quality  # noqa: E402
 from dlbench.results import load  # noqa: E402
 
@@ -232,6 +232,48 @@ class PeerTable(unittest.TestCase):
         self.assertIn("peers", table_module.figures([ours, theirs]))
         elsewhere = Results(Path("x.json"), {"machine": "other"}, theirs.cases)
         self.assertEqual(table_module.figures([ours, elsewhere]), {})
+
+
+class GpuTrainingPeers(unittest.TestCase):
+    """The GPU training-step peers' names, order and registration, without
+    PyTorch or a GPU (they run only where PyTorch sees one)."""
+
+    MODES = ("peer_torch_cuda", "peer_torch_cuda_graph", "peer_torch_cuda_compile")
+
+    def test_names_order_and_compiled_last(self):
+        from dlbench.results import Case, parse_name
+        gpu = harness.Session(harness.Selection("_train/"), 1, 0.001, 1, gpu=True)
+        cases = training.wanted_cases(gpu)
+        self.assertEqual(len(cases), 2 * 2 * (1 + len(self.MODES)))
+        self.assertEqual(cases[0], ("mnist_cnn", "peer_torch", 64))
+        self.assertEqual([p for _, p, _ in cases[4:]], [m for m in self.MODES for _ in range(4)])
+        self.assertEqual(training.wanted_cases(gpu, compiled=True),
+                         [(n, "peer_torch_cuda_compile", b) for n in training.NETWORK_NAMES for b in training.BATCHES])
+        self.assertNotIn("peer_torch_cuda_compile", {p for _, p, _ in training.wanted_cases(gpu, compiled=False)})
+        for mode in self.MODES:
+            name, op, variant, args = parse_name(f"mnist_cnn_train/{mode}/batch:256/manual_time")
+            self.assertEqual((op, variant, args), ("mnist_cnn_train", mode, {"batch": 256}))
+            self.assertEqual(Case(name, op, variant, args).runs_on, "gpu")
+        # bench's GPU step: the copy mode is part of the name, not an argument
+        name, op, variant, args = parse_name("mnist_cnn_train/gpu_cudnn/batch:64/h2d:overlap/manual_time")
+        self.assertEqual((name, variant, args), ("mnist_cnn_train/gpu_cudnn/batch:64/h2d:overlap", "gpu_cudnn",
+                                                 {"batch": 64}))
+
+    def test_none_without_a_gpu(self):
+        cpu = harness.Session(harness.Selection("_train/"), 1, 0.001, 1, gpu=False)
+        self.assertEqual({p for _, p, _ in training.wanted_cases(cpu)}, {"peer_torch"})
+        self.assertEqual(training.wanted_cases(harness.Session(harness.Selection("cuda"), 1, 0.001, 1, gpu=False)), [])
+
+    def test_listed_without_a_gpu_with_list_gpu(self):
+        kit = "^mnist_(cnn|lenet)_train/peer_torch_cuda[a-z_]*/batch:(64|256)$"  # scripts/gpu-kit's
+        p = peers("--benchmark_list_tests", "--list_gpu", f"--benchmark_filter={kit}", venv="system")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        listed = p.stdout.split()
+        self.assertEqual(len(listed), 12)
+        self.assertEqual(listed[0], "mnist_cnn_train/peer_torch_cuda/batch:64/manual_time")
+        self.assertEqual({n.split("/")[1] for n in listed}, set(self.MODES))
+        p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
 
 
 class GpuNetworkPeers(unittest.TestCase):

@@ -466,8 +466,10 @@ def wanted_cases(session: Session) -> list[tuple[str, str, int]]:
     return sorted(cases, key=_run_order)  # stable: the batches in order
 
 
-def networks(session: Session) -> None:
-    wanted_all = wanted_cases(session)
+def networks(session: Session, compiled: bool | None = None) -> None:
+    """The selected network peers; compiled: only the compiled peers (True),
+    only the others (False), or all (None)."""
+    wanted_all = [c for c in wanted_cases(session) if compiled is None or (c[1] in COMPILED) == compiled]
     if not wanted_all:
         return
     try:

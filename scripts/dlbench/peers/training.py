@@ -1,9 +1,30 @@
-"""Training-step peers (issue 35): PyTorch's CPU training step on the work
-of bench's <net>_train cases (bench/train.cpp):
+"""Training-step peers (issue 35): PyTorch's training step on the work of
+bench's <net>_train cases (bench/train.cpp, bench/train_gpu.cpp):
 
     <net>_train/peer_torch/batch:<b>    PyTorch eager, fp32: zero_grad,
                                         forward, nll_loss, backward,
                                         torch.optim.SGD(lr 0.01, momentum 0.9)
+  on a GPU (registered only where PyTorch sees one), fp32 with TF32 off,
+  cudnn.benchmark off, the batch resident on the device:
+    <net>_train/peer_torch_cuda/batch:<b>          the same step, eager
+    <net>_train/peer_torch_cuda_graph/batch:<b>    the whole step (zero_grad
+                                                   aside: the gradients are
+                                                   static buffers the graph
+                                                   rewrites) captured once
+                                                   in a CUDA graph after three
+                                                   warm-up steps on a side
+                                                   stream, replayed
+    <net>_train/peer_torch_cuda_compile/batch:<b>  the forward and loss in
+                                                   torch.compile(mode=
+                                                   "reduce-overhead",
+                                                   dynamic=False: inductor's
+                                                   kernels, forward and
+                                                   backward in CUDA graphs),
+                                                   the optimizer eager
+  (unverified on hardware until the next device run; a GPU peer that fails
+  to build or validate gets an error entry, not a traceback). The compiled
+  peer runs after every other peer of every family (scripts/peers runs the
+  families' uncompiled cases first).
 
     <net>_train/peer_torch/batch:<b>/workers:<n>
                                         the same step, each on the next
@@ -15,9 +36,13 @@ dropout off (model.eval(): mnist_cnn's dropouts are its only training-mode
 difference), one step per call on the same batch, as bench's cases.
 
 Validation before timing: one step's gradients against the same step in
-float64 (the module in double precision), per tensor, max |g32 - g64| /
-max |g64| within bench's gradient bound 8 sqrt(N) u (kernels/nn/train.h,
-nn::gradient_tolerance). Bench scales the error by the largest magnitude of
+float64 (the module in double precision, on the CPU), per tensor, max
+|g32 - g64| / max |g64| within bench's gradient bound 8 sqrt(N) u
+(kernels/nn/train.h, nn::gradient_tolerance); a GPU peer's gradients are
+those its own mode computes (the graph's replay, the compiled backward) from
+the committed weights. cuDNN's backward algorithms in PyTorch may sum with
+atomics in a varying order: the bound is on the size of the rounding, not
+its order, so it holds them too. Bench scales the error by the largest magnitude of
 the terms (the same sums on absolute values), which is at least max |g64|:
 this form is the stricter one. Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
@@ -99,17 +124,92 @@ def step_flops(model, shape) -> float:
     return 2.0 * (3 * sum(macs) - macs[0])
 
 
-def wanted_cases(session: Session) -> list[tuple[str, int]]:
-    return [(net, b) for net in NETWORK_NAMES for b in BATCHES
-            if session.selected(f"{net}_train/peer_torch/batch:{b}")]
+GPU_PEERS = ("peer_torch_cuda", "peer_torch_cuda_graph", "peer_torch_cuda_compile")  # the order they run in
+COMPILED = ("peer_torch_cuda_compile",)
 
 
-def training(session: Session) -> None:
-    wanted = wanted_cases(session)
+def wanted_cases(session: Session, compiled: bool | None = None) -> list[tuple[str, str, int]]:
+    """(network, peer, batch) of every selected case, in the order they run:
+    the CPU peer, then the GPU peers mode by mode, each over the networks and
+    batches. compiled: only the compiled peers (True), only the others
+    (False), or all (None)."""
+    cases = [(net, "peer_torch", b) for net in NETWORK_NAMES for b in BATCHES
+             if session.selected(f"{net}_train/peer_torch/batch:{b}")]
+    cases += [(net, p, b) for p in GPU_PEERS for net in NETWORK_NAMES for b in BATCHES
+              if session.selected(f"{net}_train/{p}/batch:{b}", True)]
+    return [c for c in cases if compiled is None or (c[1] in COMPILED) == compiled]
+
+
+def _cuda_torch(torch) -> None:
+    torch.backends.cudnn.allow_tf32 = False  # strict fp32, as bench's GPU step
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = False
+
+
+def _gpu_step(peer: str, model, x, y, torch, F):
+    """(step, gradients, label) for a GPU peer: step() runs one training step
+    on the device-resident batch; gradients() the parameters' gradients at
+    the weights the model holds now, computed the mode's way (for the graph:
+    a replay, which also updates the parameters)."""
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    version = torch.__version__.split("+")[0]
+    if peer == "peer_torch_cuda":
+        def step():
+            opt.zero_grad(set_to_none=True)
+            F.nll_loss(model(x), y).backward()
+            opt.step()
+
+        def gradients():
+            opt.zero_grad(set_to_none=True)
+            F.nll_loss(model(x), y).backward()
+            return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}
+        return step, gradients, f"torch {version} eager on the GPU, TF32 off, fp32, SGD momentum {MOMENTUM}"
+    if peer == "peer_torch_cuda_graph":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm-up outside the capture: cuDNN handles, workspaces, momentum buffers
+                opt.zero_grad(set_to_none=True)
+                F.nll_loss(model(x), y).backward()
+                opt.step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)  # the backward in the graph allocates the gradients from its pool
+        with torch.cuda.graph(graph):
+            F.nll_loss(model(x), y).backward()
+            opt.step()
+
+        def gradients():
+            graph.replay()
+            return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}
+        return graph.replay, gradients, (f"torch {version} CUDA graph of the whole step (forward, backward, SGD "
+                                         f"momentum {MOMENTUM}), replayed, TF32 off, fp32")
+    torch._dynamo.reset()
+    compiled = torch.compile(model, mode="reduce-overhead", dynamic=False)
+    mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", lambda: None)
+
+    def step():
+        mark()
+        opt.zero_grad(set_to_none=True)
+        F.nll_loss(compiled(x), y).backward()
+        opt.step()
+
+    def gradients():
+        mark()
+        opt.zero_grad(set_to_none=True)
+        F.nll_loss(compiled(x), y).backward()
+        return {k: p.grad.detach().double().cpu().numpy() for k, p in model.named_parameters()}
+    return step, gradients, (f"torch {version} torch.compile(mode=reduce-overhead, dynamic=False) forward and "
+                             f"backward, SGD momentum {MOMENTUM} eager, TF32 off, fp32")
+
+
+def training(session: Session, compiled: bool | None = None) -> None:
+    wanted = wanted_cases(session, compiled)
     if not wanted:
         return
     try:
         import torch
+        import torch.nn.functional as F
         from safetensors.torch import load_file
 
         from dlbench.nets import NETWORKS, load_fashion, network_input
@@ -118,28 +218,47 @@ def training(session: Session) -> None:
         return
     images, labels = load_fashion(DATA, "train")
     torch.set_num_threads(session.threads)
-    label = f"torch {torch.__version__} eager, fp32, SGD momentum {MOMENTUM}, {session.threads} threads"
-    for network, batch in wanted:
-        name = f"{network}_train/peer_torch/batch:{batch}"
-        if session.out_of_time([name]):
+    cpu_label = f"torch {torch.__version__} eager, fp32, SGD momentum {MOMENTUM}, {session.threads} threads"
+    for network, peer, batch in wanted:
+        gpu = peer != "peer_torch"
+        name = f"{network}_train/{peer}/batch:{batch}"
+        if session.out_of_time([name], gpu):
             continue
         state = load_file(str(MODELS / f"{network}.safetensors"))
         shape = NETWORKS[network].input_shape
         x = network_input(images[:batch], shape)
         y = torch.from_numpy(labels[:batch].astype(np.int64))
 
-        def gradients(dtype):
+        def fresh(dtype=torch.float32, device="cpu"):
             model = NETWORKS[network]()
             model.load_state_dict(state)
-            model.eval()
-            model.to(dtype)
-            loss = torch.nn.functional.nll_loss(model(x.to(dtype)), y)
-            loss.backward()
+            model.eval()  # dropout off, as bench's step
+            return model.to(device=device, dtype=dtype)
+
+        def cpu_gradients(dtype):
+            model = fresh(dtype)
+            F.nll_loss(model(x.to(dtype)), y).backward()
             return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}
 
-        ours, exact = gradients(torch.float32), gradients(torch.float64)
         probe = NETWORKS[network]()
         bound = 8 * math.sqrt(chain_length(probe, shape, batch)) * 2.0 ** -24
+        if gpu:
+            try:
+                _cuda_torch(torch)
+                model = fresh(device="cuda")
+                xd, yd = x.to("cuda"), y.to("cuda")
+                step, gpu_gradients, label = _gpu_step(peer, model, xd, yd, torch, F)
+                with torch.no_grad():  # the graph's warm-up moved the weights: back to the committed ones
+                    for k, p in model.named_parameters():
+                        p.copy_(state[k].to(device="cuda", dtype=p.dtype))
+                ours = gpu_gradients()
+                torch.cuda.synchronize()
+            except Exception as e:  # a mode PyTorch cannot build here: an error entry, the rest runs on
+                session.fail(name, f"{type(e).__name__}: {e}".splitlines()[0], gpu)
+                continue
+        else:
+            ours, label = cpu_gradients(torch.float32), cpu_label
+        exact = cpu_gradients(torch.float64)
         worst, problem = 0.0, ""
         for k, g in exact.items():
             err = float(np.max(np.abs(ours[k] - g)) / max(float(np.max(np.abs(g))), 1e-300))
@@ -147,20 +266,19 @@ def training(session: Session) -> None:
             if not err <= bound:
                 problem += f"{'; ' if problem else ''}{k}: {err:.3g} of the largest gradient (bound {bound:.3g})"
         if problem:
-            session.fail(name, "WRONG RESULT: gradients against float64: " + problem)
+            session.fail(name, "WRONG RESULT: gradients against float64: " + problem, gpu)
             continue
 
-        model = NETWORKS[network]()
-        model.load_state_dict(state)
-        model.eval()
-        opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+        if not gpu:
+            model = fresh()
+            opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
 
-        def step():
-            opt.zero_grad(set_to_none=True)
-            torch.nn.functional.nll_loss(model(x), y).backward()
-            opt.step()
+            def step():
+                opt.zero_grad(set_to_none=True)
+                F.nll_loss(model(x), y).backward()
+                opt.step()
 
-        session.measure(name, Prepared(step, lambda: None, label), items_per_call=float(batch),
+        session.measure(name, Prepared(step, lambda: None, label), gpu=gpu, items_per_call=float(batch),
                         flops_per_call=step_flops(probe, shape) * batch, counters={"max_rel_err": worst})
 
 

@@ -1,0 +1,118 @@
+// <network>_train/<impl>/batch:<b>/h2d:<mode>: one GPU training step
+// (kernels/nn/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
+// with momentum), its calls launched one by one (impl gpu_cudnn) or each
+// phase (forward, backward, update) replayed from a CUDA graph
+// (gpu_cudnn_graph, as the inference rows' gpu_cudnn_graph), of mnist_cnn
+// and mnist_lenet from the committed weights, on
+// the first <b> Fashion-MNIST training images, at batch 64 and 256, with
+// the batch copied from the host every step (GpuTrainCase): h2d:pageable
+// (from pageable memory, before the step), h2d:pinned (from page-locked
+// memory, before the step), h2d:overlap (page-locked, the next batch on a
+// second stream while the step runs). GPU only: nothing is registered
+// without a device.
+//
+// Validated before timing (gradients against the double reference, the
+// loss against its fp32 bound). Each iteration is one step, timed by CUDA
+// events on the step's stream from before the copy (or the wait for it) to
+// after the update: what a training loop waits for per batch, the host's
+// issuing of the step included (as PyTorch's steps are timed by the peers).
+// No L2 flush: a step's weights stay in L2 from one step to the next, as in
+// training. Counters: items_per_second (images/s), flops (as the CPU
+// cases), per step h2d_us (the copy itself: on the second stream for
+// overlap), h2d_exposed_us (what of it the step's stream waited for),
+// forward_us (the loss included), backward_us, optimizer_us; peak_bytes
+// (the step's own device buffers and the input buffers, by their own
+// accounting) and its split weights_bytes, activations_bytes (outputs kept
+// for backward, pool routes, log-probabilities, per-row losses),
+// gradients_bytes, optimizer_bytes (momentum), workspace_bytes (backward's
+// two gradient buffers and the largest cuDNN workspace), input_bytes (one
+// device batch, two for overlap); measured_device_bytes (cudaMemGetInfo
+// before setting the case up and after its validation step: the same and
+// the cuDNN and cuBLAS handles' allocations). The label names the cuDNN
+// algorithms chosen.
+#include <string>
+
+#include "bench/cases/train_gpu_case.h"
+#include "bench/harness.h"
+#include "kernels/nn/dataset.h"
+
+namespace dlb::bench {
+namespace {
+
+constexpr std::int64_t kBatches[] = {64, 256};
+struct Impl {
+  const char* name;
+  nn::GpuLaunch launch;
+};
+constexpr Impl kImpls[] = {{"gpu_cudnn", nn::GpuLaunch::eager}, {"gpu_cudnn_graph", nn::GpuLaunch::graph}};
+constexpr H2d kModes[] = {H2d::pageable, H2d::pinned, H2d::overlap};
+// The networks the step supports (nn::trainable_params accepts them).
+constexpr std::string_view kTrainable[] = {"mnist_cnn", "mnist_lenet"};
+// Event time a repetition accumulates: 50-200 steps of 0.3-1 ms (estimated,
+// unmeasured), rather than --gpu_min_time's handful.
+constexpr double kMinTime = 0.05;
+
+std::string input_problem(std::string_view network) {
+  try {
+    nn::network(network);
+    nn::fashion_mnist_train();
+  } catch (const std::exception& e) {
+    return std::string(network) + ": " + e.what();
+  }
+  return "";
+}
+
+void register_train_gpu(Config& config) {
+  if (!config.gpu) return;
+  for (const std::string_view network : kTrainable)
+    for (const auto& [impl, launch] : kImpls)
+    for (const std::int64_t batch : kBatches)
+      for (const H2d mode : kModes) {
+        const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}}) + "/h2d:" +
+                          h2d_name(mode);
+        add_case(
+            name, Device::gpu,
+            [network, batch, mode, launch = launch](benchmark::State& state) {
+              if (const auto problem = input_problem(network); !problem.empty())
+                return report_input_error(state, problem);
+              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, launch);
+              if (c == nullptr) return;
+              // Warm-up: the update's first launch, and (gpu_cudnn_graph) the
+              // graphs' captures, for both input buffers of overlap.
+              c->run();
+              c->run();
+              GpuTrainCase::Times sum;
+              for (auto _ : state) {
+                const GpuTrainCase::Times t = c->run();
+                state.SetIterationTime(t.total);
+                sum.h2d += t.h2d, sum.h2d_exposed += t.h2d_exposed, sum.forward += t.forward;
+                sum.backward += t.backward, sum.optimizer += t.optimizer;
+              }
+              const double steps = static_cast<double>(state.iterations());
+              state.SetItemsProcessed(state.iterations() * batch);
+              set_flops(state, c->flops_per_step());
+              state.counters["h2d_us"] = sum.h2d / steps * 1e6;
+              state.counters["h2d_exposed_us"] = sum.h2d_exposed / steps * 1e6;
+              state.counters["forward_us"] = sum.forward / steps * 1e6;
+              state.counters["backward_us"] = sum.backward / steps * 1e6;
+              state.counters["optimizer_us"] = sum.optimizer / steps * 1e6;
+              const nn::TrainMemory m = c->step().memory();
+              state.counters["peak_bytes"] = static_cast<double>(m.total() + c->input_bytes());
+              state.counters["weights_bytes"] = static_cast<double>(m.weights);
+              state.counters["activations_bytes"] = static_cast<double>(m.activations);
+              state.counters["gradients_bytes"] = static_cast<double>(m.gradients);
+              state.counters["optimizer_bytes"] = static_cast<double>(m.optimizer);
+              state.counters["workspace_bytes"] = static_cast<double>(m.workspace);
+              state.counters["input_bytes"] = static_cast<double>(c->input_bytes());
+              state.counters["measured_device_bytes"] = static_cast<double>(c->measured_bytes());
+              state.SetLabel(std::string("cuDNN + cuBLAS fp32, h2d ") + h2d_name(mode) + ", SGD momentum 0.9; " +
+                             c->step().algorithms());
+            },
+            CaseOptions{.min_time = kMinTime});
+      }
+}
+
+DLB_BENCH_FAMILY(register_train_gpu);
+
+}  // namespace
+}  // namespace dlb::bench

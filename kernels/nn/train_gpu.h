@@ -1,0 +1,105 @@
+// The fp32 training step on the GPU (issue 35): the schedule of
+// train_plan.h on device memory, with
+//   - convolutions by cuDNN: forward, backward data, backward filter, each
+//     algorithm chosen by timing on the step's own buffers among those that
+//     keep the fp32 bound (CUDNN_FMA_MATH on the descriptor: no TF32; no
+//     tensor-op algorithm; backward: deterministic algorithms (the
+//     non-deterministic ones only where none runs, said in algorithms()),
+//     no nonfused Winograd on filters other than 3x3, as the forward's
+//     cudnn_fp32_tolerance), as the inference rows' gpu_cudnn chooses its
+//     forward algorithms (cudnn_search_fp32_algorithm);
+//   - fc layers by cublasSgemm with CUBLAS_PEDANTIC_MATH (no TF32, no
+//     reduced-precision reductions): forward, weight and input gradients;
+//   - own kernels (train_gpu_kernels.cu) for the rest, one thread per
+//     element of train_gpu_math.h's functions, which the CPU tests run on
+//     the host over whole steps (TwinTrainStep): bias + ReLU, max pool with
+//     routes and its gather backward (with the ReLU mask of the conv below),
+//     ReLU backward, global average pool and its backward, log-softmax +
+//     NLL per row, its gradient, bias gradients (a block per channel),
+//     SGD with momentum over the whole parameter arena in one pass.
+// Every call only enqueues on the step's stream, except where it says it
+// waits. The loss stays on the device (per row) until loss() asks for it.
+//
+// Supported: what trainable_params accepts (mnist_cnn, mnist_lenet);
+// resnet20's batch-norm in training mode and residual joins throw
+// dlb::Error naming the layer, as the CPU step does. They would be two more
+// TrainOps (cudnnBatchNormalizationForwardTraining / BackwardEx, and a
+// gradient add at each join), and arenas for the batch statistics.
+//
+// Built with CUDA and cuDNN only; unverified on hardware until a GPU run
+// (docs/training.md lists what the next device run checks).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/nn/network.h"
+#include "kernels/nn/train.h"
+
+struct CUstream_st;
+
+namespace dlb::nn {
+
+// How a step's work reaches the GPU: every call launched one by one
+// (eager), or each phase (forward, backward, update) captured once into a
+// CUDA graph and replayed, one launch per phase: the same calls on the same
+// buffers, without the host's per-launch cost. A phase's first call for
+// each input (x, labels) it is given runs eagerly and waits, then captures
+// the graph the later calls launch (two inputs for double buffering: two
+// forward and two backward graphs).
+enum class GpuLaunch { eager, graph };
+
+class GpuTrainStep {
+ public:
+  // Allocates everything the step holds on the device, copies the network's
+  // parameters there, chooses the cuDNN algorithms (timing them: synchronous).
+  // Throws dlb::Error for an unsupported network or a batch below 1.
+  GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream,
+               GpuLaunch launch = GpuLaunch::eager);
+  ~GpuTrainStep();
+  GpuTrainStep(const GpuTrainStep&) = delete;
+  GpuTrainStep& operator=(const GpuTrainStep&) = delete;
+
+  // x: device [batch, c, h, w]; labels: device [batch], each checked on the
+  // host beforehand (check_labels in train_plan.h: a kernel cannot throw; a
+  // label out of range gives a NaN loss, never an out-of-bounds read). Both
+  // must stay valid until backward() has run on the stream (with graphs:
+  // as long as the step, which keeps graphs that read them).
+  void forward(const float* x, const std::uint8_t* labels);
+  void backward();  // throws if no forward came before
+  void update();    // throws if no backward came before
+  void step(const float* x, const std::uint8_t* labels) {
+    forward(x, labels);
+    backward();
+    update();
+  }
+  // The mean loss of the last forward (waits for the stream).
+  double loss() const;
+
+  std::int64_t batch() const;
+  CUstream_st* stream() const;
+  const std::vector<TrainParam>& params() const;
+  // A tensor's values, gradient, momentum buffer, copied to the host (waits).
+  std::vector<float> param(std::size_t i) const;
+  std::vector<float> grad(std::size_t i) const;
+  std::vector<float> velocity(std::size_t i) const;
+  // The last forward's log-probabilities, [batch, classes] (waits).
+  std::vector<float> log_probs() const;
+  // The step's own device buffers as TrainMemory splits them (workspace:
+  // backward's two gradient buffers and the largest cuDNN workspace).
+  TrainMemory memory() const;
+  // Device memory the constructor took, as cudaMemGetInfo saw it (its own
+  // buffers, and the cuDNN and cuBLAS handles' allocations); 0 where other
+  // work freed memory meanwhile.
+  std::int64_t measured_bytes() const;
+  // The cuDNN algorithms chosen, per conv layer: "conv1 fwd IMPLICIT_PRECOMP_GEMM, bwd data 1, bwd filter 1; ...".
+  std::string algorithms() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlb::nn

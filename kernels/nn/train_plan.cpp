@@ -1,0 +1,351 @@
+// The GPU training step's schedule and its host twin (train_plan.h).
+#include "kernels/nn/train_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/common/error.h"
+
+namespace dlb::nn {
+
+namespace {
+std::int64_t aligned(std::int64_t n) { return (n + TrainPlan::kAlign - 1) / TrainPlan::kAlign * TrainPlan::kAlign; }
+}  // namespace
+
+TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
+    : net_(net), batch_(batch), params_(trainable_params(net)) {
+  DLB_REQUIRE(batch >= 1, "GPU training step: batch " + std::to_string(batch) + " is not positive");
+  const auto& ls = net.layers;
+  DLB_REQUIRE(!(ls.size() == 1 && ls.back().kind == LayerKind::log_softmax),
+              "GPU training step: " + net.name + " is only a log_softmax");
+  // The schedule below is for chains without batch-norm: should
+  // trainable_params come to accept batch-norm in training mode or residual
+  // joins (the CPU step's next slice), this step still refuses them by name
+  // until it has their backend calls.
+  for (const Layer& l : ls) {
+    const std::string where = "GPU training step: " + net.name + " layer '" + l.name + "': ";
+    if (l.residual >= 0) throw Error(where + "residual joins are not supported yet");
+    if (l.input != static_cast<int>(&l - ls.data()) - 1)
+      throw Error(where + "does not read the layer before it (only chains of layers are supported)");
+    if (l.kind == LayerKind::conv && !l.raw.bn_gamma.empty())
+      throw Error(where + "batch-norm in training mode (batch statistics) is not supported yet");
+  }
+  logits_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
+  weight_of_.assign(ls.size(), -1);
+  bias_of_.assign(ls.size(), -1);
+  for (std::size_t j = 0; j < params_.size(); ++j) {
+    param_offset_.push_back(param_floats_);
+    param_floats_ += aligned(params_[j].size());
+    (params_[j].bias ? bias_of_ : weight_of_)[params_[j].layer] = static_cast<int>(j);
+  }
+  out_offset_.assign(ls.size(), -1);
+  route_offset_.assign(ls.size(), -1);
+  std::int64_t largest = ls[logits_].out_size();
+  for (std::size_t i = 0; i <= logits_; ++i) {
+    const Layer& l = ls[i];
+    out_offset_[i] = act_floats_;
+    act_floats_ += aligned(batch * l.out_size());
+    if (l.kind == LayerKind::max_pool) {
+      route_offset_[i] = route_bytes_;
+      route_bytes_ += aligned(batch * l.out_size());
+    }
+    // Backward's two buffers hold the gradient of every layer's output and input.
+    largest = std::max({largest, l.out_size(), l.in_size()});
+  }
+  logp_offset_ = act_floats_;
+  act_floats_ += aligned(batch * classes());
+  dbuf_floats_ = aligned(batch * largest);
+}
+
+std::vector<float> TrainPlan::initial_params() const {
+  std::vector<float> p(static_cast<std::size_t>(param_floats_), 0.0f);
+  for (std::size_t j = 0; j < params_.size(); ++j) {
+    const auto values = param_values(net_, params_[j]);
+    std::copy(values.begin(), values.end(), p.begin() + param_offset_[j]);
+  }
+  return p;
+}
+
+TrainMemory TrainPlan::memory() const {
+  TrainMemory m;
+  m.weights = m.gradients = m.optimizer = param_floats_ * static_cast<std::int64_t>(sizeof(float));
+  m.activations = act_floats_ * static_cast<std::int64_t>(sizeof(float)) + route_bytes_ +
+                  batch_ * static_cast<std::int64_t>(sizeof(double));
+  m.workspace = 2 * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float));
+  return m;
+}
+
+const float* TrainPlan::input_of(const TrainArenas& a, const float* x, std::size_t i) const {
+  return i == 0 ? x : a.acts + out_offset_[i - 1];
+}
+
+void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
+  for (std::size_t i = 0; i <= logits_; ++i) {
+    const Layer& l = net_.layers[i];
+    const float* in = input_of(a, x, i);
+    float* y = out(a, i);
+    switch (l.kind) {
+      case LayerKind::conv:
+      case LayerKind::fc: {
+        const float* w = param(a.params, weight_of_[i]);
+        if (l.kind == LayerKind::conv) ops.conv_forward(i, l, in, w, y);
+        else ops.fc_forward(i, l, in, w, y);
+        const float* bias = param(a.params, bias_of_[i]);
+        if (bias != nullptr || l.relu)
+          ops.run(tg::BiasAct{y, bias, batch_ * l.out_size(), l.oh * l.ow, l.k, l.relu ? 1 : 0});
+        break;
+      }
+      case LayerKind::max_pool:
+        ops.run(tg::MaxPool{in, y, a.routes + route_offset_[i], batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
+        break;
+      case LayerKind::global_avg_pool: ops.run(tg::AvgPool{in, y, batch_ * l.c, l.h * l.w}); break;
+      case LayerKind::log_softmax: break;  // the last layer only: the loss below
+    }
+  }
+  ops.run(tg::LogSoftmaxNll{out(a, logits_), a.acts + logp_offset_, labels, a.loss, batch_, classes()});
+}
+
+void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
+  float* dy = a.dbuf[0];
+  float* dx = a.dbuf[1];
+  ops.run(tg::NllGrad{a.acts + logp_offset_, labels, dy, batch_, classes(), 1.0f / static_cast<float>(batch_)});
+  bool masked = false;  // dy already carries this layer's ReLU mask (applied by the pool above)
+  for (std::size_t i = logits_ + 1; i-- > 0;) {
+    const Layer& l = net_.layers[i];
+    const float* in = input_of(a, x, i);
+    float* to = i == 0 ? nullptr : dx;
+    bool mask_below = false;
+    switch (l.kind) {
+      case LayerKind::conv:
+      case LayerKind::fc: {
+        if (l.relu && !masked) ops.run(tg::ReluBack{dy, out(a, i), batch_ * l.out_size()});
+        float* dw = param(a.grads, weight_of_[i]);
+        const float* w = param(a.params, weight_of_[i]);
+        if (l.kind == LayerKind::conv) ops.conv_backward_filter(i, l, in, dy, dw);
+        else ops.fc_backward_weights(i, l, in, dy, dw);
+        if (float* db = param(a.grads, bias_of_[i]); db != nullptr)
+          ops.run(tg::BiasGrad{dy, db, batch_, l.k, l.oh * l.ow});
+        if (to != nullptr) {
+          if (l.kind == LayerKind::conv) ops.conv_backward_data(i, l, w, dy, to);
+          else ops.fc_backward_data(i, l, w, dy, to);
+        }
+        break;
+      }
+      case LayerKind::max_pool:
+        if (to != nullptr) {
+          const Layer& below = net_.layers[i - 1];
+          mask_below = (below.kind == LayerKind::conv || below.kind == LayerKind::fc) && below.relu;
+          ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], mask_below ? out(a, i - 1) : nullptr, to,
+                                  batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
+        }
+        break;
+      case LayerKind::global_avg_pool:
+        if (to != nullptr) ops.run(tg::AvgPoolBack{dy, to, batch_ * l.c, l.h * l.w});
+        break;
+      case LayerKind::log_softmax: break;
+    }
+    masked = mask_below;
+    std::swap(dy, dx);
+  }
+}
+
+void TrainPlan::update(TrainOps& ops, const TrainArenas& a, const Sgd& sgd) const {
+  ops.run(tg::Sgd{a.params, a.grads, a.velocity, param_floats_, static_cast<float>(sgd.lr),
+                  static_cast<float>(sgd.momentum), static_cast<float>(sgd.weight_decay)});
+}
+
+void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch) {
+  DLB_REQUIRE(labels != nullptr, "training step: no labels");
+  const std::int64_t classes = net.classes;
+  for (std::int64_t n = 0; n < batch; ++n)
+    if (labels[n] >= classes)
+      throw Error("training step: label " + std::to_string(labels[n]) + " of image " + std::to_string(n) +
+                  " is not a class of " + net.name + " (0.." + std::to_string(classes - 1) + ")");
+}
+
+// ------------------------------------------------------------------ host twin
+
+namespace {
+
+// The library calls as plain fp32 loops, the own kernels as their element
+// functions over every element (bias_grad: the block's partial sums and
+// combining tree, as the kernel runs them).
+class HostOps final : public TrainOps {
+ public:
+  explicit HostOps(std::int64_t batch) : n_(batch) {}
+
+  void conv_forward(std::size_t, const Layer& l, const float* x, const float* w, float* y) override {
+    for (std::int64_t n = 0; n < n_; ++n)
+      for (std::int64_t k = 0; k < l.k; ++k)
+        for (std::int64_t i = 0; i < l.oh; ++i)
+          for (std::int64_t j = 0; j < l.ow; ++j) {
+            float sum = 0.0f;
+            for (std::int64_t c = 0; c < l.c; ++c)
+              for (std::int64_t a = 0; a < l.window; ++a)
+                for (std::int64_t b = 0; b < l.window; ++b) {
+                  const std::int64_t sy = i * l.stride + a - l.pad, sx = j * l.stride + b - l.pad;
+                  if (sy < 0 || sy >= l.h || sx < 0 || sx >= l.w) continue;
+                  sum += w[((k * l.c + c) * l.window + a) * l.window + b] * x[((n * l.c + c) * l.h + sy) * l.w + sx];
+                }
+            y[((n * l.k + k) * l.oh + i) * l.ow + j] = sum;
+          }
+  }
+  void conv_backward_filter(std::size_t, const Layer& l, const float* x, const float* dy, float* dw) override {
+    for (std::int64_t k = 0; k < l.k; ++k)
+      for (std::int64_t c = 0; c < l.c; ++c)
+        for (std::int64_t a = 0; a < l.window; ++a)
+          for (std::int64_t b = 0; b < l.window; ++b) {
+            float sum = 0.0f;
+            for (std::int64_t n = 0; n < n_; ++n)
+              for (std::int64_t i = 0; i < l.oh; ++i)
+                for (std::int64_t j = 0; j < l.ow; ++j) {
+                  const std::int64_t sy = i * l.stride + a - l.pad, sx = j * l.stride + b - l.pad;
+                  if (sy < 0 || sy >= l.h || sx < 0 || sx >= l.w) continue;
+                  sum += dy[((n * l.k + k) * l.oh + i) * l.ow + j] * x[((n * l.c + c) * l.h + sy) * l.w + sx];
+                }
+            dw[((k * l.c + c) * l.window + a) * l.window + b] = sum;
+          }
+  }
+  void conv_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx) override {
+    std::fill(dx, dx + n_ * l.in_size(), 0.0f);
+    for (std::int64_t n = 0; n < n_; ++n)
+      for (std::int64_t k = 0; k < l.k; ++k)
+        for (std::int64_t i = 0; i < l.oh; ++i)
+          for (std::int64_t j = 0; j < l.ow; ++j) {
+            const float d = dy[((n * l.k + k) * l.oh + i) * l.ow + j];
+            for (std::int64_t c = 0; c < l.c; ++c)
+              for (std::int64_t a = 0; a < l.window; ++a)
+                for (std::int64_t b = 0; b < l.window; ++b) {
+                  const std::int64_t sy = i * l.stride + a - l.pad, sx = j * l.stride + b - l.pad;
+                  if (sy < 0 || sy >= l.h || sx < 0 || sx >= l.w) continue;
+                  dx[((n * l.c + c) * l.h + sy) * l.w + sx] += w[((k * l.c + c) * l.window + a) * l.window + b] * d;
+                }
+          }
+  }
+  void fc_forward(std::size_t, const Layer& l, const float* x, const float* w, float* y) override {
+    const std::int64_t in = l.in_size();
+    for (std::int64_t n = 0; n < n_; ++n)
+      for (std::int64_t k = 0; k < l.k; ++k) {
+        float sum = 0.0f;
+        for (std::int64_t i = 0; i < in; ++i) sum += x[n * in + i] * w[k * in + i];
+        y[n * l.k + k] = sum;
+      }
+  }
+  void fc_backward_weights(std::size_t, const Layer& l, const float* x, const float* dy, float* dw) override {
+    const std::int64_t in = l.in_size();
+    for (std::int64_t k = 0; k < l.k; ++k)
+      for (std::int64_t i = 0; i < in; ++i) {
+        float sum = 0.0f;
+        for (std::int64_t n = 0; n < n_; ++n) sum += dy[n * l.k + k] * x[n * in + i];
+        dw[k * in + i] = sum;
+      }
+  }
+  void fc_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx) override {
+    const std::int64_t in = l.in_size();
+    for (std::int64_t n = 0; n < n_; ++n)
+      for (std::int64_t i = 0; i < in; ++i) {
+        float sum = 0.0f;
+        for (std::int64_t k = 0; k < l.k; ++k) sum += dy[n * l.k + k] * w[k * in + i];
+        dx[n * in + i] = sum;
+      }
+  }
+
+  void run(const tg::BiasAct& p) override { each(p.count, [&](std::int64_t i) { tg::bias_act(p, i); }); }
+  void run(const tg::MaxPool& p) override { each(p.count(), [&](std::int64_t i) { tg::max_pool(p, i); }); }
+  void run(const tg::MaxPoolBack& p) override { each(p.count(), [&](std::int64_t i) { tg::max_pool_back(p, i); }); }
+  void run(const tg::ReluBack& p) override { each(p.count, [&](std::int64_t i) { tg::relu_back(p, i); }); }
+  void run(const tg::AvgPool& p) override { each(p.planes, [&](std::int64_t i) { tg::avg_pool(p, i); }); }
+  void run(const tg::AvgPoolBack& p) override {
+    each(p.planes * p.plane, [&](std::int64_t i) { tg::avg_pool_back(p, i); });
+  }
+  void run(const tg::LogSoftmaxNll& p) override { each(p.rows, [&](std::int64_t i) { tg::log_softmax_nll(p, i); }); }
+  void run(const tg::NllGrad& p) override { each(p.rows * p.classes, [&](std::int64_t i) { tg::nll_grad(p, i); }); }
+  void run(const tg::BiasGrad& p) override {
+    float part[tg::kBiasGradThreads];
+    for (std::int64_t channel = 0; channel < p.k; ++channel) {
+      for (int t = 0; t < tg::kBiasGradThreads; ++t) part[t] = tg::bias_grad_partial(p, channel, t);
+      for (int half = tg::kBiasGradThreads / 2; half > 0; half /= 2)
+        for (int t = 0; t < half; ++t) tg::tree_step(part, t, half);
+      p.db[channel] = part[0];
+    }
+  }
+  void run(const tg::Sgd& p) override { each(p.count, [&](std::int64_t i) { tg::sgd(p, i); }); }
+
+ private:
+  template <class F>
+  static void each(std::int64_t count, F&& f) {
+    for (std::int64_t i = 0; i < count; ++i) f(i);
+  }
+  std::int64_t n_;
+};
+
+}  // namespace
+
+struct TwinTrainStep::Impl {
+  Impl(const Network& net, std::int64_t batch, Sgd s)
+      : plan(net, batch), sgd(s), ops(batch), params(plan.initial_params()),
+        grads(params.size(), 0.0f), velocity(params.size(), 0.0f),
+        acts(static_cast<std::size_t>(plan.act_floats()), 0.0f),
+        routes(static_cast<std::size_t>(plan.route_bytes()), 0),
+        loss(static_cast<std::size_t>(batch), 0.0),
+        dbuf0(static_cast<std::size_t>(plan.dbuf_floats()), 0.0f), dbuf1(dbuf0.size(), 0.0f) {
+    arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss.data(),
+              {dbuf0.data(), dbuf1.data()}};
+  }
+  TrainPlan plan;
+  Sgd sgd;
+  HostOps ops;
+  std::vector<float> params, grads, velocity, acts;
+  std::vector<std::uint8_t> routes;
+  std::vector<double> loss;
+  std::vector<float> dbuf0, dbuf1;
+  TrainArenas arenas;
+  const float* x = nullptr;
+  const std::uint8_t* labels = nullptr;
+  bool forward_done = false, backward_done = false;
+
+  std::span<const float> tensor(const std::vector<float>& arena, std::size_t j) const {
+    return std::span<const float>(arena).subspan(static_cast<std::size_t>(plan.param_offset(j)),
+                                                 static_cast<std::size_t>(plan.params().at(j).size()));
+  }
+};
+
+TwinTrainStep::TwinTrainStep(const Network& net, std::int64_t batch, Sgd sgd)
+    : impl_(std::make_unique<Impl>(net, batch, sgd)) {}
+TwinTrainStep::~TwinTrainStep() = default;
+
+double TwinTrainStep::forward(const float* x, const std::uint8_t* labels) {
+  DLB_REQUIRE(x != nullptr, "training step: no input");
+  check_labels(impl_->plan.network(), labels, impl_->plan.batch());
+  impl_->x = x;
+  impl_->labels = labels;
+  impl_->plan.forward(impl_->ops, impl_->arenas, x, labels);
+  impl_->forward_done = true;
+  impl_->backward_done = false;
+  double sum = 0;
+  for (const double l : impl_->loss) sum += l;
+  return sum / static_cast<double>(impl_->plan.batch());
+}
+
+void TwinTrainStep::backward() {
+  DLB_REQUIRE(impl_->forward_done, "training step: backward without a forward");
+  impl_->plan.backward(impl_->ops, impl_->arenas, impl_->x, impl_->labels);
+  impl_->backward_done = true;
+}
+
+void TwinTrainStep::update() {
+  DLB_REQUIRE(impl_->backward_done, "training step: update without a backward");
+  impl_->plan.update(impl_->ops, impl_->arenas, impl_->sgd);
+  impl_->backward_done = false;
+}
+
+const TrainPlan& TwinTrainStep::plan() const { return impl_->plan; }
+std::span<const float> TwinTrainStep::param(std::size_t j) const { return impl_->tensor(impl_->params, j); }
+std::span<const float> TwinTrainStep::grad(std::size_t j) const { return impl_->tensor(impl_->grads, j); }
+std::span<const float> TwinTrainStep::velocity(std::size_t j) const { return impl_->tensor(impl_->velocity, j); }
+std::span<const float> TwinTrainStep::log_probs() const {
+  return std::span<const float>(impl_->acts).subspan(static_cast<std::size_t>(impl_->plan.logp_offset()),
+                                                     static_cast<std::size_t>(impl_->plan.batch() * impl_->plan.classes()));
+}
+
+}  // namespace dlb::nn

@@ -1,0 +1,155 @@
+// The GPU training step's schedule (train_gpu.h), apart from the device:
+// where every buffer of the step lives (one arena each for the parameters,
+// their gradients, the momentum buffers, the kept activations, the pool
+// routes), and the sequence of operations of forward, backward and the
+// update, expressed as calls on a TrainOps backend. The GPU backend
+// (train_gpu.cpp) runs them as cuDNN and cuBLAS calls and own kernels
+// (train_gpu_kernels.cu); the host twin (TwinTrainStep, below) runs the own
+// kernels' arithmetic (train_gpu_math.h) over every element on the host
+// and the library calls as plain fp32 loops, so that the CPU tests check
+// the schedule and the kernels' arithmetic of a whole step without a GPU.
+//
+// The schedule, for a chain of conv (+bias) (+ReLU), max_pool,
+// global_avg_pool, fc (+ReLU) and a final log_softmax (what
+// trainable_params accepts; batch-norm and residual joins throw there):
+//   forward   conv: the library's convolution, then BiasAct (bias and ReLU
+//             in one pass); fc: the library's GEMM, then BiasAct; max_pool
+//             with routes; global_avg_pool; the loss: LogSoftmaxNll per row
+//   backward  NllGrad; then from the last layer down: conv and fc: ReluBack
+//             (unless the pool above already masked), the weight gradient
+//             (library), BiasGrad, the input gradient (library, not for the
+//             first layer); max_pool: MaxPoolBack, a gather that applies
+//             the ReLU mask of the layer below in the same pass;
+//             global_avg_pool: AvgPoolBack
+//   update    Sgd over the whole parameter arena in one pass (the padding
+//             between tensors is zero in all three arenas and stays zero)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/nn/network.h"
+#include "kernels/nn/train.h"
+#include "kernels/nn/train_gpu_math.h"
+
+namespace dlb::nn {
+
+// What a backend runs. Pointers are into the backend's memory (device or
+// host); layer i of the network, l its description; batch from the plan.
+class TrainOps {
+ public:
+  virtual ~TrainOps() = default;
+  // Convolution without bias: y = conv(x, w); dw = the filter gradient
+  // from x and dy; dx = the data gradient from w and dy (overwritten).
+  virtual void conv_forward(std::size_t i, const Layer& l, const float* x, const float* w, float* y) = 0;
+  virtual void conv_backward_filter(std::size_t i, const Layer& l, const float* x, const float* dy, float* dw) = 0;
+  virtual void conv_backward_data(std::size_t i, const Layer& l, const float* w, const float* dy, float* dx) = 0;
+  // fc: y [batch, k] = x [batch, in] W^T; dW [k, in] = dY^T X; dX = dY W.
+  virtual void fc_forward(std::size_t i, const Layer& l, const float* x, const float* w, float* y) = 0;
+  virtual void fc_backward_weights(std::size_t i, const Layer& l, const float* x, const float* dy, float* dw) = 0;
+  virtual void fc_backward_data(std::size_t i, const Layer& l, const float* w, const float* dy, float* dx) = 0;
+  // The own kernels: one element function of train_gpu_math.h over `count` elements.
+  virtual void run(const tg::BiasAct& p) = 0;
+  virtual void run(const tg::MaxPool& p) = 0;
+  virtual void run(const tg::MaxPoolBack& p) = 0;
+  virtual void run(const tg::ReluBack& p) = 0;
+  virtual void run(const tg::AvgPool& p) = 0;
+  virtual void run(const tg::AvgPoolBack& p) = 0;
+  virtual void run(const tg::LogSoftmaxNll& p) = 0;
+  virtual void run(const tg::NllGrad& p) = 0;
+  virtual void run(const tg::BiasGrad& p) = 0;  // one block per channel (kBiasGradThreads)
+  virtual void run(const tg::Sgd& p) = 0;
+};
+
+// The base pointers of the step's memory, as the backend allocated it with
+// the plan's sizes.
+struct TrainArenas {
+  float* params = nullptr;     // TrainPlan::param_floats()
+  float* grads = nullptr;      // the same layout
+  float* velocity = nullptr;   // the same layout
+  float* acts = nullptr;       // act_floats(): every layer's output, then the log-probabilities
+  std::uint8_t* routes = nullptr;  // route_bytes(): the max pools' routes
+  double* loss = nullptr;      // batch: each row's negative log-likelihood
+  float* dbuf[2] = {nullptr, nullptr};  // dbuf_floats() each: backward's gradients
+};
+
+class TrainPlan {
+ public:
+  // Throws dlb::Error for a batch below 1 or what trainable_params rejects.
+  TrainPlan(const Network& net, std::int64_t batch);
+
+  const Network& network() const { return net_; }
+  std::int64_t batch() const { return batch_; }
+  const std::vector<TrainParam>& params() const { return params_; }
+  std::int64_t classes() const { return net_.layers[logits_].out_size(); }
+
+  // Sizes of the arenas, in elements. Each tensor starts at a multiple of
+  // kAlign floats (128 bytes: what cuDNN and cuBLAS read fastest).
+  static constexpr std::int64_t kAlign = 32;
+  std::int64_t param_floats() const { return param_floats_; }
+  std::int64_t param_offset(std::size_t j) const { return param_offset_.at(j); }
+  std::int64_t act_floats() const { return act_floats_; }
+  std::int64_t route_bytes() const { return route_bytes_; }
+  std::int64_t dbuf_floats() const { return dbuf_floats_; }
+  // Where layer i's output (or, for a pool, its routes) is in its arena; -1 for none.
+  std::int64_t out_offset(std::size_t i) const { return out_offset_.at(i); }
+  std::int64_t route_offset(std::size_t i) const { return route_offset_.at(i); }
+  std::int64_t logp_offset() const { return logp_offset_; }
+  std::size_t logits_layer() const { return logits_; }
+  // The parameters' initial values in the arena's layout (zeros between tensors).
+  std::vector<float> initial_params() const;
+  // The bytes of the plan's own buffers (the backend adds its workspace).
+  TrainMemory memory() const;
+
+  // x: [batch, c, h, w], labels: [batch] (checked by the caller:
+  // check_labels), both in the backend's memory, valid until backward is
+  // enqueued. Enqueue forward (the loss into arenas.loss), backward, update.
+  void forward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const;
+  void backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const;
+  void update(TrainOps& ops, const TrainArenas& a, const Sgd& sgd) const;
+
+ private:
+  const float* input_of(const TrainArenas& a, const float* x, std::size_t i) const;
+  float* out(const TrainArenas& a, std::size_t i) const { return a.acts + out_offset_[i]; }
+  float* param(float* arena, int j) const { return j < 0 ? nullptr : arena + param_offset_[static_cast<std::size_t>(j)]; }
+
+  const Network& net_;
+  std::int64_t batch_;
+  std::vector<TrainParam> params_;
+  std::vector<int> weight_of_, bias_of_;  // per layer: parameter index or -1
+  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_;
+  std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, logp_offset_ = 0;
+  std::size_t logits_ = 0;
+};
+
+// Throws dlb::Error naming the first image whose label is not a class of
+// `net` (the GPU kernels cannot throw: the host checks a batch's labels).
+void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch);
+
+// The GPU step's host twin: the plan on host memory, the own kernels'
+// arithmetic (train_gpu_math.h) run over every element in order, the
+// convolutions and GEMMs as plain fp32 loops (sums in the order of their
+// loops: within the same bound, nn::gradient_tolerance, as cuDNN's and
+// cuBLAS's sums). Single-threaded; for the tests.
+class TwinTrainStep {
+ public:
+  TwinTrainStep(const Network& net, std::int64_t batch, Sgd sgd);
+  ~TwinTrainStep();
+  // x, labels: host memory. Returns the mean loss.
+  double forward(const float* x, const std::uint8_t* labels);
+  void backward();
+  void update();
+  const TrainPlan& plan() const;
+  std::span<const float> param(std::size_t j) const;
+  std::span<const float> grad(std::size_t j) const;
+  std::span<const float> velocity(std::size_t j) const;
+  std::span<const float> log_probs() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dlb::nn

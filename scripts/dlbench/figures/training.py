@@ -1,0 +1,212 @@
+"""training: the training steps (``<net>_train``) and the data loader
+(``<net>_load``).
+
+Table, per network: every row of a run at each batch size, with images/s,
+where a step's time goes (the phase counters the cases report: load_us,
+h2d_us, forward_us, backward_us, optimizer_us; in ms per step), the step's
+peak bytes by its own accounting (peak_bytes, MB), and the ratio of its
+images/s to PyTorch's on the same device at the same batch (the CPU: the
+eager peer ``peer_torch``; the GPU: the best ``peer_torch_cuda*`` mode).
+Rows are named by the case name less the network and the batch
+(``cpu_onednn``, ``cpu_onednn/workers:1``). Then issue 35's targets, each
+a ratio of two rows of the same run:
+
+  CPU   at batch 64, our fastest CPU step over PyTorch's eager CPU step:
+        at least 1.3x
+  GPU   at batch 64 and 256, our fastest GPU step over PyTorch's best GPU
+        mode: at least 1.0x
+
+A target whose two sides are not both in the run says so instead of a
+verdict. The loader's table: images/s of ``<net>_load`` against its thread
+count. The figure: per network, each row's milliseconds per step split by
+phase at every batch (a peer, which reports no phases, as one bar).
+"""
+
+from __future__ import annotations
+
+from dlbench.figures._common import tables_with_note
+from dlbench.results import Case, Results
+
+import matplotlib.pyplot as plt  # noqa: E402  (after _common has chosen the backend)
+
+FAMILY = "training"
+NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
+PHASES = ("load_us", "h2d_us", "forward_us", "backward_us", "optimizer_us")
+CPU_RATIO = 1.3
+CPU_BATCH = 64
+GPU_RATIO = 1.0
+GPU_BATCHES = (64, 256)
+
+
+def row_name(case: Case) -> str:
+    """'mnist_cnn_train/cpu_onednn/batch:64/workers:1' -> 'cpu_onednn/workers:1'."""
+    parts = case.name.split("/")[1:]
+    return "/".join(p for p in parts if not p.startswith("batch:"))
+
+
+def axes_of(case: Case) -> tuple[str, ...]:
+    """The name's parts after the variant other than the batch: ('workers:1',)."""
+    return tuple(p for p in case.name.split("/")[2:] if not p.startswith("batch:"))
+
+
+def train_cases(results: Results, network: str) -> list[Case]:
+    return [c for c in results.family(f"{network}_train") if "batch" in c.args]
+
+
+def _rate(case: Case | None) -> float | None:
+    if case is None or case.error is not None:
+        return None
+    return case.median("items_per_second")
+
+
+def is_gpu_peer(case: Case) -> bool:
+    return case.is_peer and case.runs_on == "gpu" and case.variant.startswith("peer_torch")
+
+
+def peer_for(cases: list[Case], case: Case) -> Case | None:
+    """PyTorch's row that `case` is set against: on the CPU the eager peer
+    (with the same extra axes where the run has it, else without), on the
+    GPU the fastest peer_torch_cuda* mode; at the same batch."""
+    batch = case.args["batch"]
+    if case.runs_on == "cpu":
+        same = [c for c in cases if c.variant == "peer_torch" and c.args["batch"] == batch]
+        for want in (axes_of(case), ()):
+            for c in same:
+                if axes_of(c) == want:
+                    return c
+        return None
+    rated = [(r, c) for c in cases if is_gpu_peer(c) and c.args["batch"] == batch and (r := _rate(c))]
+    return max(rated, key=lambda rc: rc[0])[1] if rated else None
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _ms(case: Case, counter: str) -> str:
+    v = case.median(counter) if case.error is None else None
+    return "" if v is None else f"{v / 1000:.2f}"
+
+
+def _best_ours(cases: list[Case], device: str, batch: int) -> tuple[float, Case] | None:
+    rated = [(r, c) for c in cases
+             if not c.is_peer and c.runs_on == device and c.args["batch"] == batch and (r := _rate(c))]
+    return max(rated, key=lambda rc: rc[0]) if rated else None
+
+
+def _target(label: str, ours: tuple[float, Case] | None, theirs: Case | None, need: float) -> str:
+    theirs_rate = _rate(theirs)
+    ours_cell = "not in this run" if ours is None else f"`{row_name(ours[1])}` {ours[0]:,.0f} img/s"
+    theirs_cell = ("not in this run" if theirs_rate is None
+                   else f"`{row_name(theirs)}` {theirs_rate:,.0f} img/s")
+    if ours is None or theirs_rate is None:
+        return f"| {label} | {ours_cell} | {theirs_cell} | - | n/a |"
+    ratio = ours[0] / theirs_rate
+    return f"| {label} | {ours_cell} | {theirs_cell} | {ratio:.2f}x | {'met' if ratio >= need else '**not met**'} |"
+
+
+def targets(cases: list[Case]) -> list[str]:
+    """Issue 35's ratio targets for one network's cases of one run."""
+    out = []
+    cpu = _best_ours(cases, "cpu", CPU_BATCH)
+    eager = next((c for c in cases if c.variant == "peer_torch" and c.args["batch"] == CPU_BATCH
+                  and not axes_of(c)), None)
+    if cpu is not None or eager is not None:
+        out.append(_target(f"CPU batch {CPU_BATCH} >= {CPU_RATIO}x PyTorch eager", cpu, eager, CPU_RATIO))
+    for batch in GPU_BATCHES:
+        gpu = _best_ours(cases, "gpu", batch)
+        peers = [c for c in cases if is_gpu_peer(c) and c.args["batch"] == batch]
+        if gpu is None and not peers:
+            continue
+        best_peer = max(peers, key=lambda c: _rate(c) or 0.0) if peers else None
+        out.append(_target(f"GPU batch {batch} >= {GPU_RATIO}x PyTorch's best GPU mode", gpu, best_peer, GPU_RATIO))
+    return out
+
+
+def network_block(results: Results, network: str) -> str:
+    cases = train_cases(results, network)
+    if not cases:
+        return ""
+    phases = [p for p in PHASES if any(c.median(p) is not None for c in cases)]
+    cases.sort(key=lambda c: (c.args["batch"], c.is_peer, c.runs_on, row_name(c)))
+    lines = [f"**{network}** training step", "",
+             "| batch | row | images/s | " + " | ".join(f"{p[:-3]} ms" for p in phases) +
+             " | peak MB | vs PyTorch |",
+             "|---:|---|---:|" + "---:|" * len(phases) + "---:|---|"]
+    for c in cases:
+        rate = _rate(c)
+        peer = None if c.is_peer else peer_for(cases, c)
+        peer_rate = _rate(peer)
+        versus = (f"{rate / peer_rate:.2f}x `{row_name(peer)}`" if rate and peer_rate else "")
+        peak = c.median("peak_bytes") if c.error is None else None
+        cells = [str(c.args["batch"]), f"`{row_name(c)}`", _fmt(rate, ",.0f") if c.error is None else "error",
+                 *(_ms(c, p) for p in phases), "" if peak is None else f"{peak / 1e6:.1f}", versus]
+        lines.append("| " + " | ".join(cells) + " |")
+    errored = [c for c in cases if c.error is not None]
+    if errored:
+        lines += ["", "Not measured: " + "; ".join(f"`{c.name}`: {c.error}" for c in errored[:3]) +
+                  (f" and {len(errored) - 3} more" if len(errored) > 3 else "")]
+    goals = targets(cases)
+    if goals:
+        lines += ["", "| target | ours | PyTorch | ratio | verdict |", "|---|---|---|---:|---|", *goals]
+    return "\n".join(lines)
+
+
+def loader_block(results: Results, network: str) -> str:
+    cases = [c for c in results.family(f"{network}_load") if "batch" in c.args and "threads" in c.args]
+    if not cases:
+        return ""
+    batches = sorted({c.args["batch"] for c in cases})
+    threads = sorted({c.args["threads"] for c in cases})
+    by = {(c.args["batch"], c.args["threads"]): c for c in cases}
+    lines = [f"**{network}** loader (crop with padding 4 + flip), images/s", "",
+             "| batch | " + " | ".join(f"{t} threads" for t in threads) + " |",
+             "|---:|" + "---:|" * len(threads)]
+    for b in batches:
+        lines.append(f"| {b} | " + " | ".join(_fmt(_rate(by.get((b, t))), ",.0f") for t in threads) + " |")
+    return "\n".join(lines)
+
+
+def table(results: Results) -> str:
+    blocks = [b for n in NETWORKS for b in (network_block(results, n), loader_block(results, n)) if b]
+    return tables_with_note(
+        blocks, "One run. Images/s and phase times: medians of the repetitions; a phase is the mean wall time "
+        "per step the case measured for it (a peer reports none). Peak MB: what the step holds by its own "
+        "accounting (weights, kept activations, gradients, optimizer state, workspace). vs PyTorch: this row's "
+        "images/s over PyTorch's at the same batch on the same device (CPU: eager; GPU: its fastest mode).")
+
+
+def figures(results_list: list[Results]):
+    out = {}
+    for r in results_list:
+        for network in NETWORKS:
+            cases = [c for c in train_cases(r, network) if c.error is None and _rate(c)]
+            if not cases:
+                continue
+            key = f"{network}_train" + (f"_{r.machine}" if len(results_list) > 1 else "")
+            out[key] = _phases_figure(cases, f"{network} training step, {r.machine}")
+    return out
+
+
+def _phases_figure(cases: list[Case], title: str):
+    cases = sorted(cases, key=lambda c: (c.args["batch"], c.is_peer, c.runs_on, row_name(c)))
+    labels = [f"b{c.args['batch']} {row_name(c)}" for c in cases]
+    fig, ax = plt.subplots(figsize=(9, 0.35 * len(cases) + 1.6), layout="constrained")
+    y = range(len(cases))
+    left = [0.0] * len(cases)
+    for i, phase in enumerate(PHASES):
+        widths = [(c.median(phase) or 0.0) / 1000 for c in cases]
+        if any(widths):
+            ax.barh(y, widths, left=left, color=f"C{i}", label=phase[:-3])
+            left = [a + b for a, b in zip(left, widths)]
+    # What the phases do not account for (a peer's whole step, the loss
+    # inside forward aside): the step's time from its images/s.
+    rest = [max(c.args["batch"] / _rate(c) * 1000 - done, 0.0) for c, done in zip(cases, left)]
+    ax.barh(y, rest, left=left, color="lightgray", label="unattributed (a peer: its whole step)")
+    ax.set_yticks(list(y), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per step")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return fig

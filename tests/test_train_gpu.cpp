@@ -1,0 +1,486 @@
+// The GPU training step (kernels/nn/train_gpu.h, issue 35), in two binaries:
+//
+// test_train_twin (CPU, in CI): the step's host twin (TwinTrainStep,
+// train_plan.h) runs the GPU step's schedule with the own kernels'
+// arithmetic (train_gpu_math.h, the functions the kernels run) over every
+// element, the cuDNN and cuBLAS calls replaced by plain fp32 loops; its
+// gradients against the double reference (reference/train.h) within
+// nn::gradient_tolerance, on small random networks (every layer kind,
+// overlapping pool windows) and on mnist_cnn and mnist_lenet with the
+// committed weights and Fashion-MNIST images; two SGD steps with momentum
+// and weight decay; the element functions on their own where the twin's
+// result alone would not show an error (the bias gradient's tree, the
+// pool's gather against a scatter); bad input.
+//
+// test_train_gpu (GPU: skipped, 77, without a device): the own kernels
+// against their host twin on the device (TrainGpuKernels: no library call,
+// what the GPU kit's racecheck and synccheck select); the GPU step itself
+// (TrainGpuCudnn: the names keep the library tests out of those runs), its
+// gradients after one step and its parameters after two against the
+// reference, at batch 64 on both networks and on the small ones; bad input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "kernels/common/error.h"
+#include "kernels/nn/train.h"
+#include "kernels/nn/train_plan.h"
+#include "reference/train.h"
+#include "tests/test_device.h"
+#include "tests/train_nets.h"
+
+#if DLB_TEST_GPU
+#include "kernels/common/cuda_resources.h"
+#include "kernels/common/gpu.h"
+#include "kernels/nn/train_gpu.h"
+#include "kernels/nn/train_gpu_kernels.h"
+#endif
+
+namespace dlb {
+namespace {
+
+constexpr double kU = 0x1p-24;  // fp32's unit roundoff
+
+template <class F>
+void expect_error(F&& f, std::string_view part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error thrown";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+double largest_magnitude(const ref::TrainGradients& g) {
+  double largest = 0;
+  for (const auto& m : g.magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
+  return largest;
+}
+
+// A step's parameters after `steps` SGD steps on the same batch, against the
+// reference's: each element off by at most the rounding of each update
+// (4 u |p|, the fmaf's and the momentum's) plus lr times the gradient errors
+// the momentum carries (each step's gradient within gradient_tolerance
+// times the largest magnitude), as tests/test_train.cpp's SGD test.
+template <class Param>
+void expect_parameters_after_steps(const nn::Network& net, std::int64_t batch, const test::TrainBatch& b,
+                                   const nn::Sgd& sgd, int steps, const std::vector<nn::TrainParam>& params,
+                                   Param&& param_of, const std::function<void()>& one_step) {
+  ref::Params p = ref::train_params(net), v(p.size());
+  for (std::size_t j = 0; j < p.size(); ++j) v[j].assign(p[j].size(), 0.0);
+  double grad_error = 0;
+  for (int s = 0; s < steps; ++s) {
+    const auto g = ref::gradients(net, p, b.x, b.labels, batch);
+    one_step();
+    grad_error = sgd.momentum * grad_error + nn::gradient_tolerance(net, batch) * largest_magnitude(g);
+    ref::sgd_update(p, v, g.grads, sgd);
+    for (std::size_t j = 0; j < p.size(); ++j) {
+      const auto got = param_of(j);
+      for (std::size_t i = 0; i < p[j].size(); ++i)
+        ASSERT_NEAR(got[i], p[j][i], 4 * kU * (s + 1) * std::abs(p[j][i]) + 2 * sgd.lr * grad_error + 1e-30)
+            << "step " << s + 1 << " " << params[j].name << "[" << i << "]";
+    }
+  }
+}
+
+#if !DLB_TEST_GPU
+
+// ---------------------------------------------------------------- the host twin
+
+std::vector<std::span<const float>> grads_of(const nn::TwinTrainStep& step) {
+  std::vector<std::span<const float>> g;
+  for (std::size_t j = 0; j < step.plan().params().size(); ++j) g.push_back(step.grad(j));
+  return g;
+}
+
+TEST(TrainTwin, MatchesTheReferenceOnSmallNets) {
+  for (const auto& net : test::tiny_train_nets()) {
+    for (const std::int64_t batch : {1, 5}) {
+      SCOPED_TRACE(std::to_string(net.layers.size()) + " layers, batch " + std::to_string(batch));
+      const auto b = test::random_train_batch(net, batch, 11);
+      nn::TwinTrainStep step(net, batch, nn::Sgd{});
+      const double loss = step.forward(b.x.data(), b.labels.data());
+      step.backward();
+      const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
+      EXPECT_NEAR(loss, g.loss, 1e-5 * std::abs(g.loss));
+      const auto c = ref::compare_gradients(step.plan().params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+      EXPECT_TRUE(c.ok) << c.summary;
+    }
+  }
+}
+
+// The committed networks on real images: batch 8 (the twin's convolutions
+// are plain loops, a few hundred million multiply-adds at this size).
+TEST(TrainTwin, MatchesTheReferenceOnTheMnistNets) {
+  for (const char* name : {"mnist_cnn", "mnist_lenet"}) {
+    SCOPED_TRACE(name);
+    const nn::Network& net = nn::network(name);
+    constexpr std::int64_t kBatch = 8;
+    const auto b = test::fashion_train_batch(net, kBatch);
+    nn::TwinTrainStep step(net, kBatch, nn::Sgd{});
+    const double loss = step.forward(b.x.data(), b.labels.data());
+    step.backward();
+    const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
+    EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);  // the forward's fp32 bound
+    const auto c = ref::compare_gradients(step.plan().params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
+    EXPECT_TRUE(c.ok) << c.summary;
+    std::printf("%s host twin of the GPU step against the reference, batch %lld: %s\n", name,
+                static_cast<long long>(kBatch), c.summary.c_str());
+    for (std::size_t i = 0; i < g.log_probs.size(); ++i)
+      ASSERT_NEAR(step.log_probs()[i], g.log_probs[i], 1e-5 * (1 + std::abs(g.log_probs[i]))) << i;
+  }
+}
+
+TEST(TrainTwin, SgdWithMomentumMatchesTheReference) {
+  const nn::Network net = test::tiny_train_nets()[2];
+  const std::int64_t batch = 4;
+  const auto b = test::random_train_batch(net, batch, 5);
+  const nn::Sgd sgd{0.1, 0.9, 1e-2};
+  nn::TwinTrainStep step(net, batch, sgd);
+  expect_parameters_after_steps(net, batch, b, sgd, 2, step.plan().params(), [&](std::size_t j) { return step.param(j); },
+                                [&] {
+                                  step.forward(b.x.data(), b.labels.data());
+                                  step.backward();
+                                  step.update();
+                                });
+}
+
+// The bias gradient's kernel sums per thread, then halves: the twin's
+// result against a plain double sum over a channel of 70,000 values (more
+// than the 256 threads hold: each sums 274), within sqrt(N) u times the
+// sum of the magnitudes, where a wrong stride or a dropped element would
+// be off by at least the smallest value (1e-3 of the largest).
+TEST(TrainTwin, BiasGradientTreeSumsEveryElementOnce) {
+  const std::int64_t batch = 7, k = 3, inner = 10000;
+  std::vector<float> dy(static_cast<std::size_t>(batch * k * inner));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(1e-3f, 1.0f);
+  for (auto& v : dy) v = value(rng);
+  std::vector<float> db(static_cast<std::size_t>(k), -1.0f);
+  const nn::tg::BiasGrad p{dy.data(), db.data(), batch, k, inner};
+  for (std::int64_t channel = 0; channel < k; ++channel) {
+    float part[nn::tg::kBiasGradThreads];
+    for (int t = 0; t < nn::tg::kBiasGradThreads; ++t) part[t] = nn::tg::bias_grad_partial(p, channel, t);
+    for (int half = nn::tg::kBiasGradThreads / 2; half > 0; half /= 2)
+      for (int t = 0; t < half; ++t) nn::tg::tree_step(part, t, half);
+    double exact = 0;
+    for (std::int64_t n = 0; n < batch; ++n)
+      for (std::int64_t i = 0; i < inner; ++i) exact += dy[static_cast<std::size_t>((n * k + channel) * inner + i)];
+    EXPECT_NEAR(part[0], exact, 8 * std::sqrt(static_cast<double>(batch * inner)) * kU * exact) << channel;
+  }
+}
+
+// The pool's backward gathers what the CPU step scatters: on overlapping
+// windows (3x3 at stride 2: a pixel can be the maximum of up to four
+// windows) with ties (the first maximum wins), both give the same bits.
+TEST(TrainTwin, MaxPoolGatherEqualsTheScatter) {
+  const std::int64_t planes = 2, h = 9, w = 9, window = 3, stride = 2;
+  const std::int64_t oh = (h - window) / stride + 1, ow = (w - window) / stride + 1;
+  std::vector<float> x(static_cast<std::size_t>(planes * h * w)), y(static_cast<std::size_t>(planes * oh * ow));
+  std::vector<std::uint8_t> route(y.size());
+  std::mt19937 rng(9);
+  for (auto& v : x) v = static_cast<float>(rng() % 5);  // many ties
+  const nn::tg::MaxPool pool{x.data(), y.data(), route.data(), planes, h, w, oh, ow, window, stride};
+  for (std::int64_t o = 0; o < pool.count(); ++o) nn::tg::max_pool(pool, o);
+  std::vector<float> dy(y.size());
+  for (auto& v : dy) v = std::ldexp(static_cast<float>(rng() % 1000 + 1), -7);
+  std::vector<float> scatter(x.size(), 0.0f), gather(x.size(), -1.0f);
+  for (std::int64_t q = 0; q < planes; ++q)
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j) {
+        const std::int64_t o = (q * oh + i) * ow + j;
+        const auto r = route[static_cast<std::size_t>(o)];
+        ASSERT_EQ(y[static_cast<std::size_t>(o)],
+                  x[static_cast<std::size_t>((q * h + i * stride + r / window) * w + j * stride + r % window)]);
+        scatter[static_cast<std::size_t>((q * h + i * stride + r / window) * w + j * stride + r % window)] +=
+            dy[static_cast<std::size_t>(o)];
+      }
+  const nn::tg::MaxPoolBack back{dy.data(), route.data(), nullptr, gather.data(), planes, h, w, oh, ow, window, stride};
+  for (std::int64_t e = 0; e < back.count(); ++e) nn::tg::max_pool_back(back, e);
+  EXPECT_EQ(gather, scatter);
+  int shared = 0;  // pixels that took two or more windows' gradients
+  for (std::int64_t e = 0; e < back.count(); ++e) {
+    int windows = 0;
+    for (std::size_t o = 0; o < route.size(); ++o) {
+      const auto q = static_cast<std::int64_t>(o) / (oh * ow), i = static_cast<std::int64_t>(o) / ow % oh,
+                 j = static_cast<std::int64_t>(o) % ow;
+      windows += (q * h + i * stride + route[o] / window) * w + j * stride + route[o] % window == e;
+    }
+    shared += windows >= 2;
+  }
+  EXPECT_GT(shared, 0);
+}
+
+TEST(TrainTwin, BadInputIsAClearError) {
+  const nn::Network net = test::tiny_train_nets()[0];
+  expect_error([&] { nn::TwinTrainStep(net, 0, nn::Sgd{}); }, "batch 0 is not positive");
+  nn::TwinTrainStep step(net, 2, nn::Sgd{});
+  expect_error([&] { step.backward(); }, "backward without a forward");
+  expect_error([&] { step.update(); }, "update without a backward");
+  auto b = test::random_train_batch(net, 2, 3);
+  b.labels[1] = 3;
+  expect_error([&] { step.forward(b.x.data(), b.labels.data()); }, "label 3 of image 1 is not a class of tiny");
+  expect_error([&] { nn::check_labels(net, b.labels.data(), 2); }, "label 3 of image 1");
+  expect_error([] { nn::TrainPlan(nn::network("resnet20"), 4); }, "batch-norm in training mode");
+}
+
+#else  // DLB_TEST_GPU
+
+// ---------------------------------------------------------------- the GPU step
+
+// The own kernels against their host twin, on the device alone (no cuDNN, no
+// cuBLAS: what the GPU kit's racecheck and synccheck runs select): the same
+// element functions, so the same bits, except where the device's exp, expf
+// and log may differ from the host's by an ulp or two (the loss row, the
+// NLL gradient): there within 1e-6 relative.
+template <class T>
+std::vector<T> from_device(const DeviceBuffer<T>& d) {
+  std::vector<T> out(d.size());
+  DLB_CUDA_CHECK(cudaMemcpy(out.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+TEST(TrainGpuKernels, EqualTheirHostTwin) {
+  ExecContext ctx(Device::gpu);
+  cudaStream_t s = ctx.exec().stream;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  const auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+  };
+  // An activation [n=3, c=5, 11x11]: bias + ReLU, pool 3x3 stride 2 (overlapping), its backward with a mask.
+  const std::int64_t n = 3, c = 5, h = 11, w = 11, oh = 5, ow = 5;
+  const auto x = random(static_cast<std::size_t>(n * c * h * w));
+  const auto bias = random(static_cast<std::size_t>(c));
+  auto host_y = x;
+  const auto dx_bias = to_device<float>(bias);
+  auto dev_y = to_device<float>(x);
+  nn::tg::BiasAct act{host_y.data(), bias.data(), n * c * h * w, h * w, c, 1};
+  for (std::int64_t i = 0; i < act.count; ++i) nn::tg::bias_act(act, i);
+  act.y = dev_y.data(), act.bias = dx_bias.data();
+  nn::tg::launch(act, s);
+
+  std::vector<float> host_pool(static_cast<std::size_t>(n * c * oh * ow));
+  std::vector<std::uint8_t> host_route(host_pool.size());
+  DeviceBuffer<float> dev_pool(host_pool.size());
+  DeviceBuffer<std::uint8_t> dev_route(host_pool.size());
+  nn::tg::MaxPool pool{host_y.data(), host_pool.data(), host_route.data(), n * c, h, w, oh, ow, 3, 2};
+  for (std::int64_t o = 0; o < pool.count(); ++o) nn::tg::max_pool(pool, o);
+  pool.x = dev_y.data(), pool.y = dev_pool.data(), pool.route = dev_route.data();
+  nn::tg::launch(pool, s);
+
+  const auto dy = random(host_pool.size());
+  const auto dev_dy = to_device<float>(dy);
+  std::vector<float> host_dx(x.size());
+  DeviceBuffer<float> dev_dx(x.size());
+  nn::tg::MaxPoolBack back{dy.data(), host_route.data(), host_y.data(), host_dx.data(), n * c, h, w, oh, ow, 3, 2};
+  for (std::int64_t e = 0; e < back.count(); ++e) nn::tg::max_pool_back(back, e);
+  back.dy = dev_dy.data(), back.route = dev_route.data(), back.mask = dev_y.data(), back.dx = dev_dx.data();
+  nn::tg::launch(back, s);
+
+  // The bias gradient of that, and a ReLU backward on it.
+  std::vector<float> host_db(static_cast<std::size_t>(c));
+  DeviceBuffer<float> dev_db(host_db.size());
+  nn::tg::BiasGrad grad{host_dx.data(), host_db.data(), n, c, h * w};
+  {
+    float part[nn::tg::kBiasGradThreads];
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      for (int t = 0; t < nn::tg::kBiasGradThreads; ++t) part[t] = nn::tg::bias_grad_partial(grad, ch, t);
+      for (int half = nn::tg::kBiasGradThreads / 2; half > 0; half /= 2)
+        for (int t = 0; t < half; ++t) nn::tg::tree_step(part, t, half);
+      host_db[static_cast<std::size_t>(ch)] = part[0];
+    }
+  }
+  grad.dy = dev_dx.data(), grad.db = dev_db.data();
+  nn::tg::launch(grad, s);
+
+  // Global average pool and its backward, on the pooled activation.
+  std::vector<float> host_avg(static_cast<std::size_t>(n * c)), host_spread(host_pool.size());
+  DeviceBuffer<float> dev_avg(host_avg.size()), dev_spread(host_pool.size());
+  nn::tg::AvgPool avg{host_pool.data(), host_avg.data(), n * c, oh * ow};
+  for (std::int64_t q = 0; q < avg.planes; ++q) nn::tg::avg_pool(avg, q);
+  avg.x = dev_pool.data(), avg.y = dev_avg.data();
+  nn::tg::launch(avg, s);
+  nn::tg::AvgPoolBack spread{host_avg.data(), host_spread.data(), n * c, oh * ow};
+  for (std::int64_t e = 0; e < spread.planes * spread.plane; ++e) nn::tg::avg_pool_back(spread, e);
+  spread.dy = dev_avg.data(), spread.dx = dev_spread.data();
+  nn::tg::launch(spread, s);
+
+  // The loss rows and their gradient on logits [n, 7].
+  const std::int64_t classes = 7;
+  const auto logits = random(static_cast<std::size_t>(n * classes));
+  const std::vector<std::uint8_t> labels = {6, 0, 3};
+  std::vector<float> host_logp(logits.size()), host_dlogits(logits.size());
+  std::vector<double> host_loss(static_cast<std::size_t>(n));
+  const auto dev_logits = to_device<float>(logits);
+  const auto dev_labels = to_device<std::uint8_t>(labels);
+  DeviceBuffer<float> dev_logp(logits.size()), dev_dlogits(logits.size());
+  DeviceBuffer<double> dev_loss(host_loss.size());
+  nn::tg::LogSoftmaxNll nll{logits.data(), host_logp.data(), labels.data(), host_loss.data(), n, classes};
+  for (std::int64_t r = 0; r < n; ++r) nn::tg::log_softmax_nll(nll, r);
+  nll = {dev_logits.data(), dev_logp.data(), dev_labels.data(), dev_loss.data(), n, classes};
+  nn::tg::launch(nll, s);
+  nn::tg::NllGrad ng{host_logp.data(), labels.data(), host_dlogits.data(), n, classes, 1.0f / 3};
+  for (std::int64_t i = 0; i < n * classes; ++i) nn::tg::nll_grad(ng, i);
+  ng.logp = dev_logp.data(), ng.labels = dev_labels.data(), ng.dy = dev_dlogits.data();
+  nn::tg::launch(ng, s);
+  auto host_masked = host_dlogits;
+  const auto relu_out = random(host_masked.size());
+  const auto dev_relu_out = to_device<float>(relu_out);
+  nn::tg::ReluBack rb{host_masked.data(), relu_out.data(), n * classes};
+  for (std::int64_t i = 0; i < rb.count; ++i) nn::tg::relu_back(rb, i);
+  rb.dy = dev_dlogits.data(), rb.out = dev_relu_out.data();
+  nn::tg::launch(rb, s);
+
+  // SGD with weight decay over 1,000 elements, twice.
+  const auto p0 = random(1000), g0 = random(1000);
+  auto host_p = p0;
+  std::vector<float> host_v(1000, 0.0f);
+  auto dev_p = to_device<float>(p0);
+  const auto dev_g = to_device<float>(g0);
+  DeviceBuffer<float> dev_v(1000);
+  DLB_CUDA_CHECK(cudaMemsetAsync(dev_v.data(), 0, dev_v.bytes(), s));
+  for (int step = 0; step < 2; ++step) {
+    nn::tg::Sgd sgd{host_p.data(), g0.data(), host_v.data(), 1000, 0.05f, 0.9f, 1e-3f};
+    for (std::int64_t i = 0; i < sgd.count; ++i) nn::tg::sgd(sgd, i);
+    sgd.p = dev_p.data(), sgd.g = dev_g.data(), sgd.v = dev_v.data();
+    nn::tg::launch(sgd, s);
+  }
+  ctx.synchronize();
+
+  EXPECT_EQ(from_device(dev_y), host_y);
+  EXPECT_EQ(from_device(dev_pool), host_pool);
+  EXPECT_EQ(from_device(dev_route), host_route);
+  EXPECT_EQ(from_device(dev_dx), host_dx);
+  EXPECT_EQ(from_device(dev_db), host_db);
+  EXPECT_EQ(from_device(dev_avg), host_avg);
+  EXPECT_EQ(from_device(dev_spread), host_spread);
+  EXPECT_EQ(from_device(dev_p), host_p);
+  EXPECT_EQ(from_device(dev_v), host_v);
+  const auto near = [](const auto& got, const auto& want, double rel) {
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], rel * (1 + std::abs(want[i]))) << i;
+  };
+  near(from_device(dev_logp), host_logp, 1e-6);
+  near(from_device(dev_loss), host_loss, 1e-6);
+  near(from_device(dev_dlogits), host_masked, 1e-6);
+}
+
+// A batch on the device, its labels checked on the host first.
+struct DeviceBatch {
+  DeviceBatch(const nn::Network& net, const test::TrainBatch& b)
+      : x(to_device<float>(b.x)), labels(to_device<std::uint8_t>(b.labels)) {
+    nn::check_labels(net, b.labels.data(), static_cast<std::int64_t>(b.labels.size()));
+  }
+  DeviceBuffer<float> x;
+  DeviceBuffer<std::uint8_t> labels;
+};
+
+ref::GradientCheck check_gpu_gradients(const nn::Network& net, std::int64_t batch, const nn::GpuTrainStep& step,
+                                       const ref::TrainGradients& g) {
+  std::vector<std::vector<float>> grads;
+  for (std::size_t j = 0; j < step.params().size(); ++j) grads.push_back(step.grad(j));
+  const std::vector<std::span<const float>> spans(grads.begin(), grads.end());
+  return ref::compare_gradients(step.params(), spans, g, nn::gradient_tolerance(net, batch));
+}
+
+TEST(TrainGpuCudnn, MatchesTheReferenceOnSmallNets) {
+  ExecContext ctx(Device::gpu);
+  for (const auto& net : test::tiny_train_nets()) {
+    for (const std::int64_t batch : {1, 5}) {
+      SCOPED_TRACE(std::to_string(net.layers.size()) + " layers, batch " + std::to_string(batch));
+      const auto b = test::random_train_batch(net, batch, 11);
+      const DeviceBatch d(net, b);
+      nn::GpuTrainStep step(net, batch, nn::Sgd{}, ctx.exec().stream);
+      step.forward(d.x.data(), d.labels.data());
+      step.backward();
+      const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
+      EXPECT_NEAR(step.loss(), g.loss, 1e-5 * std::abs(g.loss));
+      const auto c = check_gpu_gradients(net, batch, step, g);
+      EXPECT_TRUE(c.ok) << c.summary << " (" << step.algorithms() << ")";
+    }
+  }
+}
+
+// mnist_cnn and mnist_lenet at batch 64 (the bench cases' smaller batch):
+// the gradients after one step; the parameters after two SGD steps with
+// momentum and weight decay on the same batch.
+TEST(TrainGpuCudnn, MatchesTheReferenceOnTheMnistNets) {
+  ExecContext ctx(Device::gpu);
+  for (const char* name : {"mnist_cnn", "mnist_lenet"}) {
+    SCOPED_TRACE(name);
+    const nn::Network& net = nn::network(name);
+    constexpr std::int64_t kBatch = 64;
+    const auto b = test::fashion_train_batch(net, kBatch);
+    const DeviceBatch d(net, b);
+    const nn::Sgd sgd{0.01, 0.9, 1e-3};
+    nn::GpuTrainStep step(net, kBatch, sgd, ctx.exec().stream);
+    step.forward(d.x.data(), d.labels.data());
+    step.backward();
+    const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
+    EXPECT_NEAR(step.loss(), g.loss, 1e-5 * g.loss);
+    const auto c = check_gpu_gradients(net, kBatch, step, g);
+    EXPECT_TRUE(c.ok) << c.summary;
+    std::printf("%s GPU step against the reference, batch %lld: %s\n  cuDNN: %s\n", name,
+                static_cast<long long>(kBatch), c.summary.c_str(), step.algorithms().c_str());
+    const nn::TrainMemory m = step.memory();
+    EXPECT_EQ(m.gradients, m.weights);
+    EXPECT_EQ(m.optimizer, m.weights);
+    EXPECT_GE(step.measured_bytes(), 0);
+
+    nn::GpuTrainStep fresh(net, kBatch, sgd, ctx.exec().stream);
+    expect_parameters_after_steps(net, kBatch, b, sgd, 2, fresh.params(), [&](std::size_t j) { return fresh.param(j); },
+                                  [&] { fresh.step(d.x.data(), d.labels.data()); });
+  }
+}
+
+// GpuLaunch::graph: each phase's first call for an input runs eagerly and
+// captures, later calls replay. Four steps alternating between two device
+// copies of the batch (as double buffering does: a forward and a backward
+// graph for each), the parameters after each against the reference.
+TEST(TrainGpuCudnn, GraphStepsMatchTheReference) {
+  ExecContext ctx(Device::gpu);
+  const nn::Network& net = nn::network("mnist_lenet");
+  constexpr std::int64_t kBatch = 16;
+  const auto b = test::fashion_train_batch(net, kBatch);
+  const DeviceBatch first(net, b), second(net, b);
+  const nn::Sgd sgd{0.01, 0.9, 1e-3};
+  nn::GpuTrainStep step(net, kBatch, sgd, ctx.exec().stream, nn::GpuLaunch::graph);
+  int calls = 0;
+  expect_parameters_after_steps(net, kBatch, b, sgd, 4, step.params(), [&](std::size_t j) { return step.param(j); },
+                                [&] {
+                                  const DeviceBatch& d = calls++ % 2 == 0 ? first : second;
+                                  step.step(d.x.data(), d.labels.data());
+                                });
+  EXPECT_NE(step.algorithms().find("CUDA graph"), std::string::npos);
+}
+
+TEST(TrainGpuCudnn, BadInputIsAClearError) {
+  ExecContext ctx(Device::gpu);
+  const nn::Network net = test::tiny_train_nets()[0];
+  expect_error([&] { nn::GpuTrainStep(net, 0, nn::Sgd{}, ctx.exec().stream); }, "batch 0 is not positive");
+  expect_error([&] { nn::GpuTrainStep(nn::network("resnet20"), 4, nn::Sgd{}, ctx.exec().stream); },
+               "batch-norm in training mode");
+  nn::GpuTrainStep step(net, 2, nn::Sgd{}, ctx.exec().stream);
+  expect_error([&] { step.backward(); }, "backward without a forward");
+  expect_error([&] { step.update(); }, "update without a backward");
+  // A label out of range that reached the device anyway: a NaN loss, no fault.
+  auto b = test::random_train_batch(net, 2, 3);
+  b.labels[1] = 200;
+  const auto x = to_device<float>(b.x);
+  const auto labels = to_device<std::uint8_t>(b.labels);
+  step.forward(x.data(), labels.data());
+  EXPECT_TRUE(std::isnan(step.loss()));
+  ctx.synchronize();
+}
+
+#endif
+
+}  // namespace
+}  // namespace dlb

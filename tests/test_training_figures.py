@@ -1,0 +1,128 @@
+"""The training family's table and figure (dlbench/figures/training.py) on
+a synthetic run: the file is made up here and says so in its context, never
+written under results/. Checks what a row shows (images/s, phases in ms,
+peak MB, the ratio to PyTorch on the same device at the same batch) and each
+target's verdict, met and not met, and n/a where a side is missing."""
+
+import json
+import re
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from dlbench.figures import training  # noqa: E402
+from dlbench.results import load  # noqa: E402
+
+
+def entry(name, images_per_second, reps=3, **counters):
+    """`reps` repetitions of a case at images_per_second (x 0.9, 1.0, 1.1:
+    the median is the value given)."""
+    out = []
+    for f in (0.9, 1.0, 1.1)[:reps]:
+        out.append({"name": name + "/real_time", "run_name": name + "/real_time", "run_type": "iteration",
+                    "real_time": 1e6, "time_unit": "ns", "iterations": 10,
+                    "items_per_second": images_per_second * f, **counters})
+    return out
+
+
+def load_doc(benchmarks):
+    doc = {"context": {"machine": "synthetic", "note": "made up by tests/test_training_figures.py"},
+           "benchmarks": [e for group in benchmarks for e in group]}
+    d = tempfile.mkdtemp()
+    path = Path(d) / "synthetic.json"
+    path.write_text(json.dumps(doc))
+    return load(path)
+
+
+PHASES = dict(forward_us=4000.0, backward_us=9000.0, optimizer_us=500.0, peak_bytes=46.5e6)
+
+
+class TrainingTable(unittest.TestCase):
+    def setUp(self):
+        self.results = load_doc([
+            entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES),
+            entry("mnist_cnn_train/cpu_eigen/batch:64", 2500.0, **PHASES),
+            entry("mnist_cnn_train/cpu_onednn/batch:64/workers:1", 3500.0, load_us=300.0, **PHASES),
+            entry("mnist_cnn_train/peer_torch/batch:64", 3000.0),
+            entry("mnist_cnn_train/gpu_cudnn/batch:64", 90000.0, h2d_us=20.0, **PHASES),
+            entry("mnist_cnn_train/peer_torch_cuda/batch:64", 60000.0),
+            entry("mnist_cnn_train/peer_torch_cuda_graph/batch:64", 100000.0),
+            entry("mnist_cnn_load/cpu/batch:64/threads:0", 50000.0),
+            entry("mnist_cnn_load/cpu/batch:64/threads:2", 80000.0),
+            entry("mnist_lenet_train/cpu_eigen/batch:64", 5000.0, **PHASES),
+            entry("mnist_lenet_train/peer_torch/batch:64", 4000.0),
+        ])
+        self.text = training.table(self.results)
+
+    def block(self, network):
+        rest = self.text.split(f"**{network}** training step")[1]
+        return re.split(r"\n\*\*[a-z0-9_]+\*\* ", rest)[0]  # up to the next network's or loader's header
+
+    def rows(self, network):
+        return {line.split("|")[2].strip().strip("`"): [c.strip() for c in line.split("|")[1:-1]]
+                for line in self.block(network).splitlines()
+                if line.startswith("| ") and line.split("|")[1].strip().isdigit()}
+
+    def test_a_row_has_rate_phases_peak_and_its_peer(self):
+        row = self.rows("mnist_cnn")["cpu_onednn"]
+        # batch, row, images/s, load, h2d, forward, backward, optimizer, peak, versus
+        self.assertEqual(row[2], "4,000")
+        self.assertEqual(row[3:8], ["", "", "4.00", "9.00", "0.50"])
+        self.assertEqual(row[8], "46.5")
+        self.assertEqual(row[9], "1.33x `peer_torch`")
+
+    def test_the_gpu_row_meets_the_fastest_gpu_mode(self):
+        row = self.rows("mnist_cnn")["gpu_cudnn"]
+        self.assertEqual(row[4], "0.02")
+        self.assertEqual(row[9], "0.90x `peer_torch_cuda_graph`")
+
+    def test_a_loaded_row_shows_its_load_phase(self):
+        row = self.rows("mnist_cnn")["cpu_onednn/workers:1"]
+        self.assertEqual(row[3], "0.30")
+        self.assertEqual(row[9], "1.17x `peer_torch`")
+
+    def test_targets_met_not_met_and_missing(self):
+        block = self.block("mnist_cnn")
+        self.assertIn("| CPU batch 64 >= 1.3x PyTorch eager | `cpu_onednn` 4,000 img/s | `peer_torch` 3,000 img/s "
+                      "| 1.33x | met |", block)
+        self.assertIn("| GPU batch 64 >= 1.0x PyTorch's best GPU mode | `gpu_cudnn` 90,000 img/s | "
+                      "`peer_torch_cuda_graph` 100,000 img/s | 0.90x | **not met** |", block)
+        self.assertNotIn("GPU batch 256", block)  # neither side in the run
+        lenet = self.block("mnist_lenet")
+        self.assertIn("| 1.25x | **not met** |", lenet)
+
+    def test_a_side_missing_is_na(self):
+        results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES)])
+        text = training.table(results)
+        self.assertIn("| `cpu_onednn` 4,000 img/s | not in this run | - | n/a |", text)
+
+    def test_an_errored_row_is_listed_not_rated(self):
+        results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES),
+                            [{"name": "mnist_cnn_train/cpu_eigen/batch:64/real_time",
+                              "run_name": "mnist_cnn_train/cpu_eigen/batch:64/real_time", "run_type": "iteration",
+                              "error_occurred": True, "error_message": "WRONG RESULT: planted"}]])
+        text = training.table(results)
+        self.assertIn("| 64 | `cpu_eigen` | error |", text)
+        self.assertIn("Not measured: `mnist_cnn_train/cpu_eigen/batch:64`: WRONG RESULT: planted", text)
+
+    def test_loader_table(self):
+        self.assertIn("| 64 | 50,000 | 80,000 |", self.text)
+
+    def test_figure_has_a_bar_per_row(self):
+        fig = training.figures([self.results])["mnist_cnn_train"]
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        self.assertEqual(len(labels), 7)
+        self.assertIn("b64 cpu_onednn/workers:1", labels)
+
+    def test_no_training_cases_no_table(self):
+        results = load_doc([entry("resnet20/cpu_own/batch:1", 100.0)])
+        self.assertEqual(training.table(results), "")
+        self.assertEqual(training.figures([results]), {})
+
+
+if __name__ == "__main__":
+    unittest.main()
