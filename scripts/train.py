@@ -13,7 +13,7 @@ writes what the C++ side reads (models/fashion-mnist/):
 
     scripts/train.py [--nets resnet20,mnist_cnn,mnist_lenet] [--epochs N ...]
                      [--data-dir /usr/share/datasets/fashion-mnist] [--out models/fashion-mnist]
-                     [--reference-only] [--train-reference]
+                     [--reference-only] [--train-reference] [--epoch-reference]
 
 Runs in the peers environment (.venv-peers: PyTorch, safetensors), created on
 first use; not part of CI. Fixed seeds, deterministic algorithms, one
@@ -53,6 +53,21 @@ training step's tests compare with (issue 35), from the committed weights:
     batch-norm normalizes with the batch's statistics and updates its
     running statistics (momentum 0.1); it has no dropout. Deterministic
     algorithms, one thread count given by --threads.
+
+--epoch-reference writes, for mnist_cnn and mnist_lenet, one epoch of
+PyTorch's SGD step from a fresh start that the C++ side makes identically
+(scripts/dlbench/epoch.py, kernels/nn/epoch.h; tests/test_epoch.cpp reads it):
+
+    <net>.epoch-reference.json
+        the configuration (batch 64, SGD lr 0.01 momentum 0.9, the seed of the
+        initialization and of the order, no augmentation, dropout off,
+        the last partial batch dropped: 937 steps), the first values and the
+        sum of every fresh parameter tensor and the first indices of the
+        order (the C++ test checks its generator against them), the loss of
+        every step, the test accuracy and loss after the epoch (10,000
+        images), the torch version and thread count (--threads); and in
+        "other_runs" the same epoch on 1 thread (the losses, the accuracy):
+        another rounding of the same computation
 """
 
 from __future__ import annotations
@@ -67,6 +82,7 @@ from dlbench import venv  # noqa: E402
 venv.reexec("train", venv.PEERS_VENV, venv.PEERS_REQUIREMENTS)
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
 
@@ -74,6 +90,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
+from dlbench.epoch import epoch_order, init_values  # noqa: E402
 from dlbench.nets import FASHION_MEAN, FASHION_STD, NETWORKS, load_fashion, network_input  # noqa: E402
 
 REFERENCE_IMAGES = 256
@@ -86,6 +103,11 @@ TRAIN_REFERENCE_STEP2_SKIP = {"mnist_cnn": lambda p: p == "fc1.weight",
                               "resnet20": lambda p: p.startswith("stage3.") and ".conv" in p}
 DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
 SEED = 20261123
+EPOCH_NETS = ("mnist_cnn", "mnist_lenet")
+EPOCH_SEED = 35  # init and order (kernels/nn/epoch.h's EpochConfig)
+EPOCH_BATCH = 64
+EPOCH_LR = 0.01
+EPOCH_MOMENTUM = 0.9
 
 
 def make_optimizer(name: str, model, steps: int, epochs: int):
@@ -211,6 +233,96 @@ def write_train_reference(name: str, model, train_images, train_labels, out: Pat
     return first_loss
 
 
+def fresh_init(model, seed: int) -> dict:
+    """Every parameter from the shared generator (scripts/dlbench/epoch.py);
+    returns, per tensor, its first 4 values and its sum (in double)."""
+    modules = dict(model.named_modules())
+    check = {}
+    with torch.no_grad():
+        for j, (pname, p) in enumerate(model.named_parameters()):
+            module = modules[pname.rsplit(".", 1)[0]]
+            fan_in = module.weight[0].numel()  # Conv2d: c r r; Linear: in_features
+            p.copy_(torch.from_numpy(init_values(seed, j, p.numel(), fan_in).reshape(p.shape)))
+            flat = p.detach().flatten()
+            check[pname] = {"first": [float(v) for v in flat[:4]], "sum": float(flat.double().sum())}
+    return check
+
+
+def run_epoch(name, train_images, train_labels, test_images, test_labels, threads: int) -> dict:
+    """One epoch of SGD from the fresh start on `threads` threads: every
+    step's loss, the test accuracy and loss after it."""
+    torch.set_num_threads(threads)
+    shape = NETWORKS[name].input_shape
+    model = NETWORKS[name]()
+    check = fresh_init(model, EPOCH_SEED)
+    model.eval()  # dropout off, as the C++ step
+    order = epoch_order(EPOCH_SEED, len(train_images))
+    train_x = network_input(train_images, shape)
+    train_y = torch.from_numpy(train_labels.astype(np.int64))
+    opt = torch.optim.SGD(model.parameters(), lr=EPOCH_LR, momentum=EPOCH_MOMENTUM)
+    steps = len(order) // EPOCH_BATCH
+    losses = []
+    start = time.time()
+    for s in range(steps):
+        idx = torch.from_numpy(order[s * EPOCH_BATCH : (s + 1) * EPOCH_BATCH])
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.nll_loss(model(train_x[idx]), train_y[idx])
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    seconds = time.time() - start
+    outputs = evaluate(model, network_input(test_images, shape))
+    test_y = torch.from_numpy(test_labels.astype(np.int64))
+    accuracy = float((outputs.argmax(1) == test_y).double().mean())
+    print(f"train: {name}: epoch on {threads} threads, {steps} steps in {seconds:.0f} s, first loss "
+          f"{losses[0]:.6f}, last {losses[-1]:.4f}, test accuracy {accuracy:.4f}", flush=True)
+    return {
+        "threads": threads,
+        "losses": [float(f"{v:.9g}") for v in losses],
+        "test_accuracy": accuracy,
+        "test_loss": float(torch.nn.functional.nll_loss(outputs.double(), test_y)),
+        "init_check": check,
+        "order_head": [int(i) for i in order[:16]],
+        "train_images": len(order),
+        "test_images": len(test_y),
+    }
+
+
+def write_epoch_reference(name, train_images, train_labels, test_images, test_labels, out: Path, threads: int):
+    """One epoch from the fresh start on `threads` threads and on 1 (see the
+    module docstring): two roundings of the same computation, whose test
+    accuracies differ by rounding alone."""
+    runs = [run_epoch(name, train_images, train_labels, test_images, test_labels, t)
+            for t in sorted({threads, 1}, reverse=True)]
+    main = runs[0]
+    reference = {
+        "network": name,
+        "made_by": "scripts/train.py --epoch-reference",
+        "torch": torch.__version__,
+        "threads": main["threads"],
+        "batch": EPOCH_BATCH,
+        "lr": EPOCH_LR,
+        "momentum": EPOCH_MOMENTUM,
+        "weight_decay": 0.0,
+        "init_seed": EPOCH_SEED,
+        "order_seed": EPOCH_SEED,
+        "augmentation": "none",
+        "dropout": "off (model.eval())",
+        "train_images": main["train_images"],
+        "steps": len(main["losses"]),
+        "init_check": main["init_check"],
+        "order_head": main["order_head"],
+        "losses": main["losses"],
+        "test_images": main["test_images"],
+        "test_accuracy": main["test_accuracy"],
+        "test_loss": main["test_loss"],
+        "other_runs": [{k: r[k] for k in ("threads", "losses", "test_accuracy", "test_loss")} for r in runs[1:]],
+    }
+    path = out / f"{name}.epoch-reference.json"
+    path.write_text(json.dumps(reference, indent=1) + "\n")
+    print(f"train: {name}: epoch reference -> {path}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nets", default=",".join(NETWORKS))
@@ -222,6 +334,8 @@ def main() -> int:
     parser.add_argument("--train-reference", action="store_true",
                         help="write <net>.train-reference.safetensors from the committed weights "
                              "(mnist_cnn, resnet20)")
+    parser.add_argument("--epoch-reference", action="store_true",
+                        help="write <net>.epoch-reference.json: one epoch from a fresh start (mnist_cnn, mnist_lenet)")
     args = parser.parse_args()
 
     names = args.nets.split(",")
@@ -238,6 +352,15 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     train_images, train_labels = load_fashion(args.data_dir, "train")
     test_images, test_labels = load_fashion(args.data_dir, "test")
+    if args.epoch_reference:
+        for name in names:
+            if name not in EPOCH_NETS:
+                print(f"train: no epoch reference for {name} (the C++ step supports {', '.join(EPOCH_NETS)})",
+                      file=sys.stderr)
+                return 2
+        for name in names:
+            write_epoch_reference(name, train_images, train_labels, test_images, test_labels, args.out, args.threads)
+        return 0
     if args.train_reference:
         for name in names:
             if name not in TRAIN_REFERENCE_NETS:

@@ -26,6 +26,11 @@ bench's <net>_train cases (bench/train.cpp, bench/train_gpu.cpp):
   peer runs after every other peer of every family (scripts/peers runs the
   families' uncompiled cases first).
 
+  on the CPU, fed by a loader (mnist_cnn):
+    <net>_train/peer_torch/batch:<b>/workers:<n>
+                                        the same step, each on the next
+                                        batch of a DataLoader (n workers)
+
 for resnet20, mnist_cnn and mnist_lenet at batch 64 and 256, from the
 committed weights, on the first <b> Fashion-MNIST training images (no
 augmentation), one step per call on the same batch, as bench's cases.
@@ -56,7 +61,18 @@ the forward's fp32 bound (1e-5 relative, kernels/nn/nn.cpp), and the
 gradients' error in this form is reported, not held.
 Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
-for the input gradients of every conv and fc but the first), max_rel_err."""
+for the input gradients of every conv and fc but the first), max_rel_err.
+
+The loaded cases (mnist_cnn, as bench/train_loaded.cpp's): a
+torch.utils.data.DataLoader over the Fashion-MNIST training set in the
+order of bench's (nn::epoch_order(20261126), scripts/dlbench/epoch.py),
+each image normalized, cropped from the image zero-padded by 4 and flipped
+as kernels/nn/loader.cpp's augment_of says (the same pure function of seed
+and index), batch_size b, drop_last, num_workers n (0: in the calling
+thread), prefetch_factor 2, persistent workers. Counters: items_per_second,
+load_us (the time the step waited for its batch), forward_us (with the
+loss), backward_us, optimizer_us (zero_grad and step), each a mean over
+every call of the case. Validated first as above, on the first batch."""
 
 from __future__ import annotations
 
@@ -305,3 +321,123 @@ def training(session: Session, compiled: bool | None = None) -> None:
 
         session.measure(name, Prepared(step, lambda: None, label), gpu=gpu, items_per_call=float(batch),
                         flops_per_call=step_flops(probe, shape) * batch, counters={"max_rel_err": worst})
+
+
+LOADED_NETWORKS = ("mnist_cnn",)  # bench/train_loaded.cpp's
+LOADED_WORKERS = (0, 1, 2)
+LOAD_SEED = 20261126  # bench/cases/loaded_train_case.cpp's kSeed
+
+
+def training_loaded(session: Session) -> None:
+    wanted = [(net, b, w) for net in LOADED_NETWORKS for b in BATCHES for w in LOADED_WORKERS
+              if session.selected(f"{net}_train/peer_torch/batch:{b}/workers:{w}")]
+    if not wanted:
+        return
+    try:
+        import time
+
+        import torch
+        from safetensors.torch import load_file
+
+        from dlbench.epoch import augment_of, epoch_order
+        from dlbench.nets import NETWORKS, load_fashion
+    except ImportError as e:
+        session.skip("training peers", f"torch or safetensors not installed ({e})")
+        return
+    images, labels = load_fashion(DATA, "train")
+    order = epoch_order(LOAD_SEED, len(images))
+    torch.set_num_threads(session.threads)
+
+    class Augmented(torch.utils.data.Dataset):
+        """One image as kernels/nn/loader.cpp loads it (28 x 28 networks)."""
+
+        def __init__(self, mean: float, std: float):
+            self.value = ((np.arange(256, dtype=np.float32) / np.float32(255) - np.float32(mean))
+                          / np.float32(std)).astype(np.float32)
+
+        def __len__(self):
+            return len(images)
+
+        def __getitem__(self, index):
+            dy, dx, flip = augment_of(LOAD_SEED, int(index))
+            padded = np.zeros((36, 36), np.float32)
+            padded[4:32, 4:32] = self.value[images[index]]
+            crop = padded[dy : dy + 28, dx : dx + 28]
+            if flip:
+                crop = crop[:, ::-1]
+            return torch.from_numpy(np.ascontiguousarray(crop)).unsqueeze(0), int(labels[index])
+
+    for network, batch, workers in wanted:
+        name = f"{network}_train/peer_torch/batch:{batch}/workers:{workers}"
+        if session.out_of_time([name]):
+            continue
+        weights = MODELS / f"{network}.safetensors"
+        state = load_file(str(weights))
+        from safetensors import safe_open
+
+        with safe_open(str(weights), "np") as f:
+            meta = f.metadata()
+        shape = NETWORKS[network].input_shape
+        loader = torch.utils.data.DataLoader(
+            Augmented(float(meta["input_mean"]), float(meta["input_std"])), batch_size=batch,
+            sampler=order.tolist(), num_workers=workers, drop_last=True,
+            prefetch_factor=2 if workers > 0 else None, persistent_workers=workers > 0)
+        batches = iter(loader)
+        x0, y0 = next(batches)
+
+        def gradients(dtype):
+            model = NETWORKS[network]()
+            model.load_state_dict(state)
+            model.eval()
+            model.to(dtype)
+            torch.nn.functional.nll_loss(model(x0.to(dtype)), y0).backward()
+            return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}
+
+        ours, exact = gradients(torch.float32), gradients(torch.float64)
+        probe = NETWORKS[network]()
+        bound = 8 * math.sqrt(chain_length(probe, shape, batch)) * 2.0 ** -24
+        worst, problem = 0.0, ""
+        for k, g in exact.items():
+            err = float(np.max(np.abs(ours[k] - g)) / max(float(np.max(np.abs(g))), 1e-300))
+            worst = max(worst, err)
+            if not err <= bound:
+                problem += f"{'; ' if problem else ''}{k}: {err:.3g} of the largest gradient (bound {bound:.3g})"
+        if problem:
+            session.fail(name, "WRONG RESULT: gradients against float64 on the first batch: " + problem)
+            continue
+
+        model = NETWORKS[network]()
+        model.load_state_dict(state)
+        model.eval()
+        opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+        totals = {"load_us": 0.0, "forward_us": 0.0, "backward_us": 0.0, "optimizer_us": 0.0}
+        counters = {"max_rel_err": worst, **totals}
+        calls = 0
+
+        def step():
+            nonlocal batches, calls
+            t0 = time.perf_counter()
+            try:
+                x, y = next(batches)
+            except StopIteration:  # the next pass over the order
+                batches = iter(loader)
+                x, y = next(batches)
+            t1 = time.perf_counter()
+            loss = torch.nn.functional.nll_loss(model(x), y)
+            t2 = time.perf_counter()
+            loss.backward()
+            t3 = time.perf_counter()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            t4 = time.perf_counter()
+            calls += 1
+            for key, seconds in (("load_us", t1 - t0), ("forward_us", t2 - t1), ("backward_us", t3 - t2),
+                                 ("optimizer_us", t4 - t3)):
+                totals[key] += seconds * 1e6
+                counters[key] = totals[key] / calls  # read by measure() once every repetition is done
+
+        label = (f"torch {torch.__version__} eager, fp32, SGD momentum {MOMENTUM}, {session.threads} threads, "
+                 f"DataLoader num_workers={workers}, crop (pad 4) + flip")
+        session.measure(name, Prepared(step, lambda: None, label), items_per_call=float(batch),
+                        flops_per_call=step_flops(probe, shape) * batch, counters=counters)
+        del batches, loader

@@ -1,0 +1,70 @@
+#include "bench/cases/loaded_train_case.h"
+
+#include <string>
+
+#include "kernels/common/error.h"
+#include "kernels/nn/dataset.h"
+#include "kernels/nn/epoch.h"
+#include "reference/train.h"
+
+namespace dlb {
+namespace {
+
+constexpr std::uint64_t kSeed = 20261126;  // LoadCase's
+constexpr nn::Augment kAugment{4, true};
+
+}  // namespace
+
+LoadedTrainCase::LoadedTrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl, int workers)
+    : net_(nn::network(network)), data_(nn::fashion_mnist_train()), batch_(batch), impl_(impl), workers_(workers) {
+  format_ = {net_.c, net_.h, net_.w, net_.input_mean, net_.input_std};
+  DLB_REQUIRE(batch >= 1 && batch <= data_.n, "training batch " + std::to_string(batch) + " out of the training set");
+  order_ = nn::epoch_order(kSeed, data_.n);
+  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, impl);
+}
+
+std::unique_ptr<nn::BatchLoader> LoadedTrainCase::loader() const {
+  return std::make_unique<nn::BatchLoader>(data_, order_, batch_, format_, kAugment, kSeed, workers_);
+}
+
+ref::Comparison LoadedTrainCase::validate() {
+  // The first batch as the loader hands it out.
+  const auto loading = loader();
+  const nn::BatchLoader::Batch b = loading->next();
+  const std::span<const std::int64_t> first(order_.data(), static_cast<std::size_t>(batch_));
+  const std::span<const float> x(b.x, static_cast<std::size_t>(batch_ * net_.in_size()));
+  const std::span<const std::uint8_t> labels(b.labels, static_cast<std::size_t>(batch_));
+  ref::Comparison c = ref::compare(x, ref::augmented_batch(data_, first, format_, kAugment, kSeed), 0.0);
+  for (std::int64_t i = 0; i < batch_; ++i)
+    if (labels[static_cast<std::size_t>(i)] != data_.labels[static_cast<std::size_t>(first[static_cast<std::size_t>(i)])]) {
+      c.ok = false;
+      c.first = "the loader's label of batch position " + std::to_string(i) + " is wrong";
+    }
+  if (!c.ok) {
+    c.first = "the loader's first batch: " + c.first;
+    return c;
+  }
+  // The step's gradients on it.
+  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, impl_);
+  fresh.forward(b.x, b.labels);
+  fresh.backward();
+  const auto expected =
+      ref::gradients(net_, ref::train_params(net_), x, labels, batch_);
+  std::vector<std::span<const float>> got;
+  std::size_t elements = 0;
+  for (std::size_t j = 0; j < fresh.params().size(); ++j) {
+    got.push_back(fresh.grad(j));
+    elements += got.back().size();
+  }
+  const double tolerance = nn::gradient_tolerance(net_, batch_);
+  const auto check = ref::compare_gradients(fresh.params(), got, expected, tolerance);
+  c.ok = check.ok;
+  c.max_rel_err = check.worst;
+  c.tolerance = tolerance;
+  c.checked += elements;
+  c.mismatches = check.ok ? 0 : 1;
+  c.first = "gradients on the loader's first batch, relative to their magnitudes: " + check.summary;
+  return c;
+}
+
+}  // namespace dlb

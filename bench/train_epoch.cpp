@@ -1,0 +1,163 @@
+// train_epoch: one epoch of Fashion-MNIST with the training step
+// (kernels/nn/epoch.h), from the fresh start PyTorch's reference epoch used
+// (scripts/train.py --epoch-reference), its loss curve beside PyTorch's,
+// window by window, and the test accuracy after it. Issue 35.
+//
+//   build/train_epoch [--network=mnist_cnn] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn] [--workers=N]
+//                     [--window=50]
+//                     [--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]
+//
+// The configuration is the reference's (batch 64, SGD lr 0.01 momentum 0.9,
+// seed 35, no augmentation); --steps runs the first N steps only, --augment
+// crops (padding 4) and flips as the loader can (then no PyTorch column: the
+// reference has no augmentation), as do --lr and --momentum other than the
+// reference's (to see what the comparison detects). --workers: loader threads preparing
+// batches ahead (0: in the calling thread). --losses writes every step's
+// loss and the accuracy as JSON. Exit 0 on success, 2 on bad arguments or
+// input files (with a message).
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "bench/cli.h"
+#include "kernels/common/error.h"
+#include "kernels/nn/dataset.h"
+#include "kernels/nn/epoch.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn] [--workers=N] "
+    "[--window=N] "
+    "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]";
+
+double parse_real(std::string_view flag, std::string_view text) {
+  const std::string s(text);
+  std::size_t end = 0;
+  double v = -1;
+  try {
+    v = std::stod(s, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  if (end != s.size() || !(v >= 0) || !std::isfinite(v))
+    throw dlb::Error(std::string(flag) + " needs a non-negative number, got '" + s + "'");
+  return v;
+}
+
+int run(int argc, char** argv) {
+  std::string network = "mnist_cnn", impl = "cpu_eigen", losses_path;
+  long long workers = 0, window = 50, steps = 0;
+  bool augment = false;
+  double lr = -1, momentum = -1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const auto value = [&](std::string_view flag) { return dlb::cli::flag_value(arg, flag); };
+    if (arg == "--help" || arg == "-h") {
+      std::puts(kUsage);
+      return 0;
+    } else if (auto v = value("--network")) {
+      network = *v;
+    } else if (auto v = value("--impl")) {
+      impl = *v;
+    } else if (auto v = value("--workers")) {
+      workers = dlb::cli::parse_count("--workers", *v);
+    } else if (auto v = value("--window")) {
+      window = dlb::cli::parse_count("--window", *v);
+    } else if (auto v = value("--steps")) {
+      steps = dlb::cli::parse_count("--steps", *v);
+    } else if (auto v = value("--losses")) {
+      losses_path = *v;
+    } else if (auto v = value("--lr")) {
+      lr = parse_real("--lr", *v);
+    } else if (auto v = value("--momentum")) {
+      momentum = parse_real("--momentum", *v);
+    } else if (arg == "--augment") {
+      augment = true;
+    } else {
+      throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + kUsage);
+    }
+  }
+  if (impl != "cpu_eigen" && impl != "cpu_onednn_sgemm" && impl != "cpu_onednn")
+    throw dlb::Error("--impl is cpu_eigen, cpu_onednn_sgemm or cpu_onednn, not '" + impl + "'");
+  if (window < 1) throw dlb::Error("--window needs at least 1 step");
+  if (workers > 64) throw dlb::Error("--workers: " + std::to_string(workers) + " loader threads is too many (64 at most)");
+  const dlb::nn::Network& net = dlb::nn::network(network);
+  const dlb::nn::EpochReference ref = dlb::nn::load_epoch_reference(dlb::nn::epoch_reference_path(network));
+  dlb::nn::EpochConfig config = ref.config;
+  config.impl = impl == "cpu_onednn"         ? dlb::nn::TrainImpl::onednn
+                : impl == "cpu_onednn_sgemm" ? dlb::nn::TrainImpl::onednn_sgemm
+                                             : dlb::nn::TrainImpl::eigen;
+  config.workers = static_cast<int>(workers);
+  config.steps = steps;
+  if (augment) config.augment = {4, true};
+  if (lr >= 0) config.sgd.lr = lr;
+  if (momentum >= 0) config.sgd.momentum = momentum;
+  const auto& train = dlb::nn::fashion_mnist_train();
+  const auto& test = dlb::nn::fashion_mnist_test();
+  const bool compare = !augment && config.sgd.lr == ref.config.sgd.lr && config.sgd.momentum == ref.config.sgd.momentum;
+  std::printf("train_epoch: %s, %s, batch %lld, SGD lr %g momentum %g, seed %llu, %s, %d loader workers\n",
+              network.c_str(), impl.c_str(), static_cast<long long>(config.batch), config.sgd.lr,
+              config.sgd.momentum, static_cast<unsigned long long>(config.init_seed),
+              augment ? "crop (pad 4) + flip" : "no augmentation", config.workers);
+  if (compare)
+    std::printf("PyTorch: %s (torch %s, %d threads, the same start, order and hyperparameters)\n", ref.path.c_str(),
+                ref.torch.c_str(), ref.threads);
+  std::printf("%-13s %12s %12s %12s\n", "steps", "loss (ours)", compare ? "loss (torch)" : "", compare ? "difference" : "");
+  double sum = 0;
+  std::int64_t in_window = 0;
+  const auto on_step = [&](std::int64_t s, double loss) {
+    sum += loss, ++in_window;
+    const std::int64_t total = steps > 0 ? steps : static_cast<std::int64_t>(ref.losses.size());
+    if (in_window < window && s + 1 < total) return;
+    const std::int64_t first = s + 1 - in_window;
+    const double ours = sum / static_cast<double>(in_window);
+    const std::string span = std::to_string(first) + "-" + std::to_string(s);
+    if (compare && s < static_cast<std::int64_t>(ref.losses.size())) {
+      double theirs = 0;
+      for (std::int64_t k = first; k <= s; ++k) theirs += ref.losses[static_cast<std::size_t>(k)];
+      theirs /= static_cast<double>(in_window);
+      std::printf("%-13s %12.4f %12.4f %+12.4f\n", span.c_str(), ours, theirs, ours - theirs);
+    } else {
+      std::printf("%-13s %12.4f\n", span.c_str(), ours);
+    }
+    std::fflush(stdout);
+    sum = 0, in_window = 0;
+  };
+  const dlb::nn::EpochResult r = dlb::nn::train_epoch(net, train, test, config, on_step);
+  if (compare && steps == 0) {
+    // PyTorch's accuracy as the test holds ours to it: the mean of its runs
+    // (on ref.threads threads and on 1: rounding alone moves one run's).
+    const double theirs = ref.mean_test_accuracy();
+    std::printf("test accuracy: ours %.4f, PyTorch %.4f (%+.2f points; the mean of its %zu runs, %.4f on %d threads); "
+                "test loss: ours %.4f, PyTorch %.4f\n",
+                r.test_accuracy, theirs, 100 * (r.test_accuracy - theirs), 1 + ref.other_runs.size(),
+                ref.test_accuracy, ref.threads, r.test_loss, ref.test_loss);
+  }
+  else
+    std::printf("test accuracy: %.4f; test loss: %.4f\n", r.test_accuracy, r.test_loss);
+  const double images = static_cast<double>(r.losses.size() * static_cast<std::size_t>(config.batch));
+  std::printf("time: %.1f s for %zu steps (%.0f images/s): load %.2f s, forward %.1f s, backward %.1f s, "
+              "optimizer %.2f s\n",
+              r.seconds, r.losses.size(), images / r.seconds, r.load_seconds, r.forward_seconds,
+              r.backward_seconds, r.optimizer_seconds);
+  if (!losses_path.empty()) {
+    std::ofstream out(losses_path);
+    if (!out) throw dlb::Error("cannot write '" + losses_path + "'");
+    out << "{\"network\": \"" << network << "\", \"impl\": \"" << impl << "\", \"augment\": " << (augment ? "true" : "false")
+        << ", \"test_accuracy\": " << r.test_accuracy << ", \"test_loss\": " << r.test_loss << ", \"losses\": [";
+    char buf[32];
+    for (std::size_t i = 0; i < r.losses.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%.9g", r.losses[i]);
+      out << (i ? ", " : "") << buf;
+    }
+    out << "]}\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return dlb::cli::main_reporting_errors("train_epoch", run, argc, argv); }
