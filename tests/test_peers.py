@@ -244,9 +244,11 @@ class GpuTrainingPeers(unittest.TestCase):
         from dlbench.results import Case, parse_name
         gpu = harness.Session(harness.Selection("_train/"), 1, 0.001, 1, gpu=True)
         cases = training.wanted_cases(gpu)
-        self.assertEqual(len(cases), 2 * 2 * (1 + len(self.MODES)))
-        self.assertEqual(cases[0], ("mnist_cnn", "peer_torch", 64))
-        self.assertEqual([p for _, p, _ in cases[4:]], [m for m in self.MODES for _ in range(4)])
+        per_mode = len(training.NETWORK_NAMES) * len(training.BATCHES)  # 3 networks x 2 batches
+        self.assertEqual(training.NETWORK_NAMES, ("resnet20", "mnist_cnn", "mnist_lenet"))
+        self.assertEqual(len(cases), per_mode * (1 + len(self.MODES)))
+        self.assertEqual(cases[0], ("resnet20", "peer_torch", 64))
+        self.assertEqual([p for _, p, _ in cases[per_mode:]], [m for m in self.MODES for _ in range(per_mode)])
         self.assertEqual(training.wanted_cases(gpu, compiled=True),
                          [(n, "peer_torch_cuda_compile", b) for n in training.NETWORK_NAMES for b in training.BATCHES])
         self.assertNotIn("peer_torch_cuda_compile", {p for _, p, _ in training.wanted_cases(gpu, compiled=False)})
