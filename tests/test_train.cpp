@@ -21,6 +21,7 @@
 #include "kernels/nn/train.h"
 #include "reference/compare.h"
 #include "reference/train.h"
+#include "tests/train_nets.h"
 
 namespace dlb {
 namespace {
@@ -38,95 +39,7 @@ void expect_error(F&& f, std::string_view part) {
   }
 }
 
-// Small networks with random parameters, built as load_network would.
-class TinyNet {
- public:
-  TinyNet(std::int64_t c, std::int64_t h, std::int64_t w, std::uint32_t seed) : rng_(seed) {
-    net_.name = "tiny";
-    net_.c = c, net_.h = h, net_.w = w;
-  }
-  TinyNet& conv(std::int64_t k, std::int64_t r, std::int64_t stride, std::int64_t pad, bool relu, bool bias = true) {
-    return conv_from(-2, k, r, stride, pad, relu, bias, false, -1);
-  }
-  // A conv reading layer `input` (-2: the one before; -1: the network
-  // input), with batch-norm (random gamma, beta, running statistics) and a
-  // residual join where asked.
-  TinyNet& conv_from(int input, std::int64_t k, std::int64_t r, std::int64_t stride, std::int64_t pad, bool relu,
-                     bool bias, bool bn, int residual) {
-    nn::Layer l = next(nn::LayerKind::conv, input);
-    l.residual = residual;
-    l.k = k, l.window = r, l.stride = stride, l.pad = pad, l.relu = relu;
-    l.oh = (l.h + 2 * pad - r) / stride + 1;
-    l.ow = (l.w + 2 * pad - r) / stride + 1;
-    l.raw.weight = random(l.k * l.c * r * r, 1.0 / std::sqrt(static_cast<double>(l.c * r * r)));
-    if (bias) l.raw.bias = random(l.k, 0.3);
-    l.weight = l.raw.weight;
-    l.bias = bias ? l.raw.bias : std::vector<float>(static_cast<std::size_t>(k), 0.0f);
-    if (bn) {
-      l.raw.bn_name = l.name + "_bn";
-      l.raw.bn_gamma = random(k, 0.5);
-      for (auto& v : l.raw.bn_gamma) v += 1.0f;
-      l.raw.bn_beta = random(k, 0.3);
-      l.raw.bn_mean = random(k, 0.1);
-      l.raw.bn_var = random(k, 0.1);
-      for (auto& v : l.raw.bn_var) v = 1.0f + std::abs(v);
-    }
-    return push(std::move(l));
-  }
-  TinyNet& fc(std::int64_t k, bool relu) {
-    nn::Layer l = next(nn::LayerKind::fc);
-    l.k = k, l.oh = l.ow = 1, l.relu = relu;
-    l.weight = random(k * l.in_size(), 1.0 / std::sqrt(static_cast<double>(l.in_size())));
-    l.bias = random(k, 0.3);
-    return push(std::move(l));
-  }
-  TinyNet& max_pool(std::int64_t window) {
-    nn::Layer l = next(nn::LayerKind::max_pool);
-    l.window = l.stride = window, l.k = l.c, l.oh = l.h / window, l.ow = l.w / window;
-    return push(std::move(l));
-  }
-  TinyNet& global_avg_pool() {
-    nn::Layer l = next(nn::LayerKind::global_avg_pool);
-    l.window = l.h, l.k = l.c, l.oh = l.ow = 1;
-    return push(std::move(l));
-  }
-  TinyNet& log_softmax() {
-    nn::Layer l = next(nn::LayerKind::log_softmax);
-    l.k = l.in_size(), l.oh = l.ow = 1;
-    return push(std::move(l));
-  }
-  nn::Network done() {
-    net_.classes = net_.layers.back().k;
-    return net_;
-  }
-  std::vector<float> random(std::int64_t n, double scale) {
-    std::normal_distribution<double> normal(0.0, scale);
-    std::vector<float> v(static_cast<std::size_t>(n));
-    for (auto& x : v) x = static_cast<float>(normal(rng_));
-    return v;
-  }
-
- private:
-  nn::Layer next(nn::LayerKind kind, int input = -2) {
-    nn::Layer l;
-    l.name = std::string(nn::layer_kind_name(kind)) + std::to_string(net_.layers.size());
-    l.kind = kind;
-    l.input = input == -2 ? static_cast<int>(net_.layers.size()) - 1 : input;
-    if (l.input < 0) {
-      l.c = net_.c, l.h = net_.h, l.w = net_.w;
-    } else {
-      const auto& in = net_.layers[static_cast<std::size_t>(l.input)];
-      l.c = in.k, l.h = in.oh, l.w = in.ow;
-    }
-    return l;
-  }
-  TinyNet& push(nn::Layer l) {
-    net_.layers.push_back(std::move(l));
-    return *this;
-  }
-  nn::Network net_;
-  std::mt19937 rng_;
-};
+using test::TinyNet;
 
 // A small residual network as resnet20 is made: a stem conv + batch-norm +
 // ReLU, a block with an identity join, a block with a stride-2 3x3 conv and

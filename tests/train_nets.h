@@ -1,8 +1,8 @@
 // Networks and batches for the training-step tests: small chains with random
 // parameters (built as load_network would), random batches, and the first
-// Fashion-MNIST training images as a network reads them. tests/test_train.cpp
-// has its own copy of TinyNet (the CPU step's tests); this one adds max
-// pools whose windows overlap (stride below the window).
+// Fashion-MNIST training images as a network reads them; TinyNet also
+// builds batch-norm and residual joins (tests/test_train.cpp's tiny resnet)
+// and max pools whose windows overlap (stride below the window).
 #pragma once
 
 #include <cmath>
@@ -23,7 +23,15 @@ class TinyNet {
     net_.c = c, net_.h = h, net_.w = w;
   }
   TinyNet& conv(std::int64_t k, std::int64_t r, std::int64_t stride, std::int64_t pad, bool relu, bool bias = true) {
-    nn::Layer l = next(nn::LayerKind::conv);
+    return conv_from(-2, k, r, stride, pad, relu, bias, false, -1);
+  }
+  // A conv reading layer `input` (-2: the one before; -1: the network
+  // input), with batch-norm (random gamma, beta, running statistics) and a
+  // residual join where asked.
+  TinyNet& conv_from(int input, std::int64_t k, std::int64_t r, std::int64_t stride, std::int64_t pad, bool relu,
+                     bool bias, bool bn, int residual) {
+    nn::Layer l = next(nn::LayerKind::conv, input);
+    l.residual = residual;
     l.k = k, l.window = r, l.stride = stride, l.pad = pad, l.relu = relu;
     l.oh = (l.h + 2 * pad - r) / stride + 1;
     l.ow = (l.w + 2 * pad - r) / stride + 1;
@@ -31,6 +39,15 @@ class TinyNet {
     if (bias) l.raw.bias = random(l.k, 0.3);
     l.weight = l.raw.weight;
     l.bias = bias ? l.raw.bias : std::vector<float>(static_cast<std::size_t>(k), 0.0f);
+    if (bn) {
+      l.raw.bn_name = l.name + "_bn";
+      l.raw.bn_gamma = random(k, 0.5);
+      for (auto& v : l.raw.bn_gamma) v += 1.0f;
+      l.raw.bn_beta = random(k, 0.3);
+      l.raw.bn_mean = random(k, 0.1);
+      l.raw.bn_var = random(k, 0.1);
+      for (auto& v : l.raw.bn_var) v = 1.0f + std::abs(v);
+    }
     return push(std::move(l));
   }
   TinyNet& fc(std::int64_t k, bool relu) {
@@ -40,7 +57,7 @@ class TinyNet {
     l.bias = random(k, 0.3);
     return push(std::move(l));
   }
-  // stride 0: the window (PyTorch's default).
+  // stride 0: the window (PyTorch's default); a smaller stride overlaps the windows.
   TinyNet& max_pool(std::int64_t window, std::int64_t stride = 0) {
     nn::Layer l = next(nn::LayerKind::max_pool);
     l.window = window, l.stride = stride > 0 ? stride : window, l.k = l.c;
@@ -69,15 +86,15 @@ class TinyNet {
   }
 
  private:
-  nn::Layer next(nn::LayerKind kind) {
+  nn::Layer next(nn::LayerKind kind, int input = -2) {
     nn::Layer l;
     l.name = std::string(nn::layer_kind_name(kind)) + std::to_string(net_.layers.size());
     l.kind = kind;
-    l.input = static_cast<int>(net_.layers.size()) - 1;
-    if (net_.layers.empty()) {
+    l.input = input == -2 ? static_cast<int>(net_.layers.size()) - 1 : input;
+    if (l.input < 0) {
       l.c = net_.c, l.h = net_.h, l.w = net_.w;
     } else {
-      const auto& in = net_.layers.back();
+      const auto& in = net_.layers[static_cast<std::size_t>(l.input)];
       l.c = in.k, l.h = in.oh, l.w = in.ow;
     }
     return l;
