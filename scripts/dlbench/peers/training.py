@@ -72,7 +72,10 @@ and index), batch_size b, drop_last, num_workers n (0: in the calling
 thread), prefetch_factor 2, persistent workers. Counters: items_per_second,
 load_us (the time the step waited for its batch), forward_us (with the
 loss), backward_us, optimizer_us (zero_grad and step), each a mean over
-every call of the case. Validated first as above, on the first batch."""
+every call of the case. Validated first on the loader's first batch: its
+loss against float64 (1e-5 relative), the gradients' error reported
+(max_rel_err), as for resnet20: on cropped and flipped images the
+largest-gradient form does not hold for PyTorch's own fp32 gradients."""
 
 from __future__ import annotations
 
@@ -390,20 +393,25 @@ def training_loaded(session: Session) -> None:
             model.load_state_dict(state)
             model.eval()
             model.to(dtype)
-            torch.nn.functional.nll_loss(model(x0.to(dtype)), y0).backward()
-            return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}
+            loss = torch.nn.functional.nll_loss(model(x0.to(dtype)), y0)
+            loss.backward()
+            return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}, float(loss)
 
-        ours, exact = gradients(torch.float32), gradients(torch.float64)
+        # Held: the loss against float64 (the forward's fp32 bound). Reported,
+        # not held: the gradients' error relative to the largest gradient
+        # (max_rel_err). That form cannot hold on the loader's batches: on
+        # cropped and flipped images conv2's gradients cancel far below their
+        # magnitudes, and PyTorch's own fp32 gradients were 1.5e-3 of the
+        # largest gradient from float64's at batch 256 (bound 2.0e-4), as
+        # resnet20's are on plain images (see the module's docstring).
+        (ours, loss32), (exact, loss64) = gradients(torch.float32), gradients(torch.float64)
         probe = NETWORKS[network]()
-        bound = 8 * math.sqrt(chain_length(probe, shape, batch)) * 2.0 ** -24
-        worst, problem = 0.0, ""
+        worst = 0.0
         for k, g in exact.items():
-            err = float(np.max(np.abs(ours[k] - g)) / max(float(np.max(np.abs(g))), 1e-300))
-            worst = max(worst, err)
-            if not err <= bound:
-                problem += f"{'; ' if problem else ''}{k}: {err:.3g} of the largest gradient (bound {bound:.3g})"
-        if problem:
-            session.fail(name, "WRONG RESULT: gradients against float64 on the first batch: " + problem)
+            worst = max(worst, float(np.max(np.abs(ours[k] - g)) / max(float(np.max(np.abs(g))), 1e-300)))
+        if not abs(loss32 - loss64) <= LOSS_TOLERANCE * abs(loss64):
+            session.fail(name, f"WRONG RESULT: loss on the first batch {loss32!r} against float64's {loss64!r} "
+                               f"(bound {LOSS_TOLERANCE} relative)")
             continue
 
         model = NETWORKS[network]()
