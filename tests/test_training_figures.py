@@ -95,6 +95,12 @@ class TrainingTable(unittest.TestCase):
         lenet = self.block("mnist_lenet")
         self.assertIn("| 1.25x | **not met** |", lenet)
 
+    def test_a_loaded_row_is_not_the_target_row(self):
+        results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES),
+                            entry("mnist_cnn_train/cpu_onednn/batch:64/workers:0", 4200.0, load_us=70.0, **PHASES),
+                            entry("mnist_cnn_train/peer_torch/batch:64", 3000.0)])
+        self.assertIn("| `cpu_onednn` 4,000 img/s | `peer_torch` 3,000 img/s | 1.33x | met |", training.table(results))
+
     def test_a_side_missing_is_na(self):
         results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES)])
         text = training.table(results)
