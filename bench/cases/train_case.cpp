@@ -44,16 +44,7 @@ ref::Comparison TrainCase::validate() {
   return c;
 }
 
-double TrainCase::flops_per_step() const {
-  double macs = 0;
-  bool first = true;
-  for (const auto& l : net_.layers) {
-    if (l.kind != nn::LayerKind::conv && l.kind != nn::LayerKind::fc) continue;
-    macs += l.macs() * (first ? 2 : 3);
-    first = false;
-  }
-  return 2.0 * macs * static_cast<double>(batch_);
-}
+double TrainCase::flops_per_step() const { return nn::train_step_flops(net_, batch_); }
 
 constexpr std::uint64_t kLoadSeed = 20261126;
 constexpr nn::Augment kLoadAugment{4, true};

@@ -26,9 +26,7 @@ class TrainCase {
   std::int64_t batch() const { return batch_; }
   const float* x() const { return x_.data(); }
   const std::uint8_t* labels() const { return labels_.data(); }
-  // The arithmetic of one step: forward 2 x MACs, backward 2 x MACs for the
-  // weight gradients and 2 x MACs for the input gradients of every layer but
-  // the first (conv and fc), per image.
+  // The arithmetic of one step (nn::train_step_flops).
   double flops_per_step() const;
 
  private:

@@ -10,6 +10,7 @@
 #include "kernels/common/error.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/train_plan.h"
+#include "kernels/nn/train.h"
 #include "reference/train.h"
 
 namespace dlb {
@@ -158,16 +159,7 @@ GpuTrainCase::Times GpuTrainCase::run() {
   return t;
 }
 
-double GpuTrainCase::flops_per_step() const {
-  double macs = 0;
-  bool first = true;
-  for (const auto& l : net_.layers) {
-    if (l.kind != nn::LayerKind::conv && l.kind != nn::LayerKind::fc) continue;
-    macs += l.macs() * (first ? 2 : 3);
-    first = false;
-  }
-  return 2.0 * macs * static_cast<double>(batch_);
-}
+double GpuTrainCase::flops_per_step() const { return nn::train_step_flops(net_, batch_); }
 
 std::int64_t GpuTrainCase::input_bytes() const {
   std::int64_t bytes = 0;

@@ -53,10 +53,7 @@ class GpuTrainCase {
   // One step: the batch in (the case's way), forward, backward, update;
   // waits for it and returns its events' times.
   Times run();
-  // The arithmetic of one step, as bench's CPU training cases count it
-  // (TrainCase::flops_per_step): forward 2 x MACs, backward 2 x MACs for the
-  // weight gradients and 2 x MACs for the input gradients of every conv and
-  // fc but the first, per image.
+  // The arithmetic of one step, as the CPU cases count it (nn::train_step_flops).
   double flops_per_step() const;
   // The device buffers of the input: one batch (two for overlap).
   std::int64_t input_bytes() const;

@@ -121,6 +121,12 @@ std::span<const float> param_values(const Network& net, const TrainParam& p);
 std::int64_t gradient_chain_length(const Network& net, std::int64_t batch);
 double gradient_tolerance(const Network& net, std::int64_t batch);
 
+// The arithmetic of one step of `batch` images, what every training case
+// reports as flops: forward 2 x MACs, backward 2 x MACs for the weight
+// gradients and 2 x MACs for the input gradients of every conv and fc but
+// the first (the first layer's input gradient is not computed).
+double train_step_flops(const Network& net, std::int64_t batch);
+
 // The bytes a step holds, allocated once.
 struct TrainMemory {
   std::int64_t weights = 0;      // the parameters

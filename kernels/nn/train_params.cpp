@@ -100,4 +100,15 @@ double gradient_tolerance(const Network& net, std::int64_t batch) {
   return 8.0 * std::sqrt(static_cast<double>(gradient_chain_length(net, batch))) * std::ldexp(1.0, -24);
 }
 
+double train_step_flops(const Network& net, std::int64_t batch) {
+  double macs = 0;
+  bool first = true;
+  for (const auto& l : net.layers) {
+    if (l.kind != LayerKind::conv && l.kind != LayerKind::fc) continue;
+    macs += l.macs() * (first ? 2 : 3);
+    first = false;
+  }
+  return 2.0 * macs * static_cast<double>(batch);
+}
+
 }  // namespace dlb::nn
