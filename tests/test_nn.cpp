@@ -876,6 +876,23 @@ TEST(NhwcWeights, PairEveryWeightWithItsInput) {
   }
 }
 
+// A host twin's pass and its layer calls, one by one on a pass of their
+// own, write the same outputs.
+void expect_layer_calls_make_the_pass(const nn::Network& net, std::int64_t batch,
+                                      const std::function<dlb::Run(const nn::NetArgs&)>& prepare) {
+  const auto x = test_input(net, batch);
+  std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
+  nn::NetReport report;
+  const dlb::Run pass = prepare(nn::NetArgs{&net, batch, x.data(), y.data(), &report});
+  poison_nan(std::span<float>(y));
+  pass();
+  const auto whole = y;
+  ASSERT_EQ(report.layer_calls.size(), net.layers.size());
+  poison_nan(std::span<float>(y));
+  for (const auto& call : report.layer_calls) call();
+  EXPECT_EQ(whole, y);
+}
+
 // gpu_own_s8's plan and element functions run on the host: its CUDA kernels
 // are these functions, one thread per element, so this checks the GPU row's
 // indexing, weight packing and quantization where no GPU runs it. The name
@@ -906,18 +923,8 @@ TEST(GpuOwnS8OnTheHost, MatchesPyTorchAndCpuOwnS8) {
     EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
     const auto outputs = twin.outputs(0, 33);
     // The layer calls, on a pass of its own.
-    const nn::Network& net = twin.network();
-    const auto x = test_input(net, 3);
-    std::vector<float> y(static_cast<std::size_t>(3 * net.classes));
-    nn::NetReport report;
-    const dlb::Run pass = nn::prepare_s8_direct_on_host(nn::NetArgs{&net, 3, x.data(), y.data(), &report});
-    poison_nan(std::span<float>(y));
-    pass();
-    const auto whole = y;
-    ASSERT_EQ(report.layer_calls.size(), net.layers.size());
-    poison_nan(std::span<float>(y));
-    for (const auto& call : report.layer_calls) call();
-    EXPECT_EQ(whole, y);
+    expect_layer_calls_make_the_pass(twin.network(), 3,
+                                     [](const nn::NetArgs& a) { return nn::prepare_s8_direct_on_host(a); });
     if (own != nullptr) {
       NetCase cpu(*own, name, 3);
       EXPECT_EQ(outputs, cpu.outputs(0, 33)) << "the twin and cpu_own_s8 differ";
@@ -1006,18 +1013,7 @@ TEST(GpuOwnMmaS8OnTheHost, EqualsTheDirectTwinAndCpuOwnS8) {
       EXPECT_EQ(outputs, cpu.outputs(0, 35)) << "the mma twin and cpu_own_s8 differ";
     }
     // The layer calls, on a pass of its own.
-    const nn::Network& net = mma.network();
-    const auto x = test_input(net, 5);
-    std::vector<float> y(static_cast<std::size_t>(5 * net.classes));
-    nn::NetReport report;
-    const dlb::Run pass = nn::prepare_s8_mma_on_host(nn::NetArgs{&net, 5, x.data(), y.data(), &report});
-    poison_nan(std::span<float>(y));
-    pass();
-    const auto whole = y;
-    ASSERT_EQ(report.layer_calls.size(), net.layers.size());
-    poison_nan(std::span<float>(y));
-    for (const auto& call : report.layer_calls) call();
-    EXPECT_EQ(whole, y);
+    expect_layer_calls_make_the_pass(mma.network(), 5, nn::prepare_s8_mma_on_host);
   }
 }
 #endif
@@ -1070,18 +1066,7 @@ TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
         const auto vs_torch = twin.validate(kReferenceImages);
         EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
       }
-      const nn::Network& net = twin.network();
-      const auto x = test_input(net, batch);
-      std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
-      nn::NetReport report;
-      const dlb::Run pass = nn::prepare_onekernel_on_host(nn::NetArgs{&net, batch, x.data(), y.data(), &report});
-      poison_nan(std::span<float>(y));
-      pass();
-      const auto whole = y;
-      ASSERT_EQ(report.layer_calls.size(), net.layers.size());
-      poison_nan(std::span<float>(y));
-      for (const auto& call : report.layer_calls) call();
-      EXPECT_EQ(whole, y);
+      expect_layer_calls_make_the_pass(twin.network(), batch, nn::prepare_onekernel_on_host);
     }
   }
 }
