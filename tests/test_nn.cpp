@@ -876,6 +876,23 @@ TEST(NhwcWeights, PairEveryWeightWithItsInput) {
   }
 }
 
+// A host twin's pass and its layer calls, one by one on a pass of their
+// own, write the same outputs.
+void expect_layer_calls_make_the_pass(const nn::Network& net, std::int64_t batch,
+                                      const std::function<dlb::Run(const nn::NetArgs&)>& prepare) {
+  const auto x = test_input(net, batch);
+  std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
+  nn::NetReport report;
+  const dlb::Run pass = prepare(nn::NetArgs{&net, batch, x.data(), y.data(), &report});
+  poison_nan(std::span<float>(y));
+  pass();
+  const auto whole = y;
+  ASSERT_EQ(report.layer_calls.size(), net.layers.size());
+  poison_nan(std::span<float>(y));
+  for (const auto& call : report.layer_calls) call();
+  EXPECT_EQ(whole, y);
+}
+
 // gpu_own_s8's plan and element functions run on the host: its CUDA kernels
 // are these functions, one thread per element, so this checks the GPU row's
 // indexing, weight packing and quantization where no GPU runs it. The name
@@ -906,18 +923,8 @@ TEST(GpuOwnS8OnTheHost, MatchesPyTorchAndCpuOwnS8) {
     EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
     const auto outputs = twin.outputs(0, 33);
     // The layer calls, on a pass of its own.
-    const nn::Network& net = twin.network();
-    const auto x = test_input(net, 3);
-    std::vector<float> y(static_cast<std::size_t>(3 * net.classes));
-    nn::NetReport report;
-    const dlb::Run pass = nn::prepare_s8_direct_on_host(nn::NetArgs{&net, 3, x.data(), y.data(), &report});
-    poison_nan(std::span<float>(y));
-    pass();
-    const auto whole = y;
-    ASSERT_EQ(report.layer_calls.size(), net.layers.size());
-    poison_nan(std::span<float>(y));
-    for (const auto& call : report.layer_calls) call();
-    EXPECT_EQ(whole, y);
+    expect_layer_calls_make_the_pass(twin.network(), 3,
+                                     [](const nn::NetArgs& a) { return nn::prepare_s8_direct_on_host(a); });
     if (own != nullptr) {
       NetCase cpu(*own, name, 3);
       EXPECT_EQ(outputs, cpu.outputs(0, 33)) << "the twin and cpu_own_s8 differ";
@@ -927,6 +934,89 @@ TEST(GpuOwnS8OnTheHost, MatchesPyTorchAndCpuOwnS8) {
     EXPECT_TRUE(a.ok()) << a.summary();
   }
 }
+
+// gpu_own_mma_s8's plan, its convs run warp by warp on the host: every lane's
+// loads into its fragment registers and mma.sync modelled from the 32 lanes'
+// registers through the PTX ISA's layouts (s8_mma_math.h).
+const nn::NetVariant kS8MmaOnHost{
+    "cpu_twin_of_gpu_own_mma_s8", Device::cpu,
+    [](const nn::NetArgs& args, const Exec&) { return nn::prepare_s8_mma_on_host(args); }, 5e-2};
+
+// The layouts cover each element of A (16 x 32), B (32 x 8) and C (16 x 8)
+// exactly once over the 32 lanes, and the model multiplies what it gathers:
+// one warp's registers filled from known matrices give their exact product.
+TEST(GpuOwnMmaS8OnTheHost, FragmentLayoutsAndTheModelledMma) {
+  std::map<std::pair<int, int>, int> a_seen, b_seen, c_seen;
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 16; ++i) ++a_seen[{nn::s8::ptx::a_element(lane, i).row, nn::s8::ptx::a_element(lane, i).col}];
+    for (int i = 0; i < 8; ++i) ++b_seen[{nn::s8::ptx::b_element(lane, i).row, nn::s8::ptx::b_element(lane, i).col}];
+    for (int i = 0; i < 4; ++i) ++c_seen[{nn::s8::ptx::c_element(lane, i).row, nn::s8::ptx::c_element(lane, i).col}];
+  }
+  EXPECT_EQ(a_seen.size(), 16u * 32u);
+  EXPECT_EQ(b_seen.size(), 32u * 8u);
+  EXPECT_EQ(c_seen.size(), 16u * 8u);
+  for (const auto* seen : {&a_seen, &b_seen, &c_seen})
+    for (const auto& [at, count] : *seen) {
+      EXPECT_EQ(count, 1) << at.first << "," << at.second;
+      EXPECT_TRUE(at.first >= 0 && at.second >= 0 && at.first < 32 && at.second < 32);
+    }
+  // Known matrices: A[r][k] = (7r + 3k) % 256 (u8), B[k][n] = (5k - 11n) % 128 (s8), C[r][n] = r - n.
+  const auto a_at = [](int r, int k) { return static_cast<std::uint8_t>((7 * r + 3 * k) % 256); };
+  const auto b_at = [](int k, int n) { return static_cast<std::int8_t>((5 * k - 11 * n) % 128); };
+  nn::s8::MmaLane<1> lanes[32] = {};
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < 16; ++i) {
+      const auto e = nn::s8::ptx::a_element(lane, i);
+      lanes[lane].a[1][i / 4] |= static_cast<std::uint32_t>(a_at(e.row, e.col)) << (8 * (i % 4));
+    }
+    for (int i = 0; i < 8; ++i) {
+      const auto e = nn::s8::ptx::b_element(lane, i);
+      lanes[lane].b[0][i / 4] |= static_cast<std::uint32_t>(static_cast<std::uint8_t>(b_at(e.row, e.col)))
+                                 << (8 * (i % 4));
+    }
+    for (int i = 0; i < 4; ++i) {
+      const auto e = nn::s8::ptx::c_element(lane, i);
+      lanes[lane].c[1][0][i] = e.row - e.col;
+    }
+  }
+  nn::s8::mma_on_host(lanes, 1, 0);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      const auto e = nn::s8::ptx::c_element(lane, i);
+      std::int32_t expected = e.row - e.col;
+      for (int k = 0; k < 32; ++k) expected += a_at(e.row, k) * b_at(k, e.col);
+      EXPECT_EQ(lanes[lane].c[1][0][i], expected) << "lane " << lane << " register " << i;
+    }
+}
+
+#if !DLB_TEST_GPU
+// The twin of gpu_own_mma_s8 computes the exact integer sums of gpu_own_s8's
+// direct twin and the same epilogue: its outputs equal that twin's and
+// cpu_own_s8's bit for bit (batch 5: a last warp of 32 rows only partly
+// pixels in every layer of the MNIST networks, 5 rows in each fc), and the
+// int8 rows' checks against PyTorch hold. CPU only: the GPU binary compares
+// the GPU row with this twin instead, and the kit's time is short.
+TEST(GpuOwnMmaS8OnTheHost, EqualsTheDirectTwinAndCpuOwnS8) {
+  const nn::NetVariant* own = nullptr;
+  for (const auto* v : usable_variants(nn::network_variants(), Device::cpu))
+    if (v->name == "cpu_own_s8") own = v;
+  for (const auto name : nn::network_names()) {
+    SCOPED_TRACE(std::string(name));
+    NetCase mma(kS8MmaOnHost, name, 5);
+    const auto vs_torch = mma.validate(33);
+    EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
+    const auto outputs = mma.outputs(0, 35);
+    NetCase direct(kS8DirectOnHost, name, 5);
+    EXPECT_EQ(outputs, direct.outputs(0, 35)) << "the mma twin and the direct twin differ";
+    if (own != nullptr) {
+      NetCase cpu(*own, name, 5);
+      EXPECT_EQ(outputs, cpu.outputs(0, 35)) << "the mma twin and cpu_own_s8 differ";
+    }
+    // The layer calls, on a pass of its own.
+    expect_layer_calls_make_the_pass(mma.network(), 5, nn::prepare_s8_mma_on_host);
+  }
+}
+#endif
 
 // gpu_cublaslt_s8's twin: its patch and requantization functions, and the
 // weights as a GEMM's rows. It rounds the bias in after the scale (cuBLASLt's
@@ -976,18 +1066,7 @@ TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
         const auto vs_torch = twin.validate(kReferenceImages);
         EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
       }
-      const nn::Network& net = twin.network();
-      const auto x = test_input(net, batch);
-      std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
-      nn::NetReport report;
-      const dlb::Run pass = nn::prepare_onekernel_on_host(nn::NetArgs{&net, batch, x.data(), y.data(), &report});
-      poison_nan(std::span<float>(y));
-      pass();
-      const auto whole = y;
-      ASSERT_EQ(report.layer_calls.size(), net.layers.size());
-      poison_nan(std::span<float>(y));
-      for (const auto& call : report.layer_calls) call();
-      EXPECT_EQ(whole, y);
+      expect_layer_calls_make_the_pass(twin.network(), batch, nn::prepare_onekernel_on_host);
     }
   }
 }
@@ -1101,20 +1180,24 @@ TEST(GpuOneKernel, EqualsItsHostTwin) {
 #endif
 
 #if DLB_TEST_GPU
-// gpu_own_s8 and gpu_cublaslt_s8 run their twins' element functions in their
-// kernels, and cuBLASLt's int8 sums are exact: the same bits up to the
+// gpu_own_s8, gpu_own_mma_s8 and gpu_cublaslt_s8 run their twins' element
+// (lane) functions in their kernels, and the tensor cores' and cuBLASLt's
+// int8 sums are exact: the same bits up to the
 // log-softmax (gpu_fused against cpu_fused: the fp32 rounding of exp and
 // log, a few ulp); the logits of a network without one are equal.
 TEST(GpuS8Rows, EqualTheirHostTwins) {
   std::map<std::string_view, const nn::NetVariant*> gpu;
   for (const auto& v : nn::network_variants())
-    if (v.name == "gpu_own_s8" || v.name == "gpu_cublaslt_s8") gpu[v.name] = &v;
+    if (v.name == "gpu_own_s8" || v.name == "gpu_own_mma_s8" || v.name == "gpu_cublaslt_s8") gpu[v.name] = &v;
   if (gpu.empty()) GTEST_SKIP() << "a build without CUDA";
   for (const auto name : nn::network_names()) {
     for (const auto& [row, variant] : gpu) {
       SCOPED_TRACE(std::string(name) + " " + std::string(row));
       NetCase on_gpu(*variant, name, 17);
-      NetCase twin(row == "gpu_own_s8" ? kS8DirectOnHost : kS8GemmOnHost, name, 17);
+      NetCase twin(row == "gpu_own_s8"       ? kS8DirectOnHost
+                   : row == "gpu_own_mma_s8" ? kS8MmaOnHost
+                                             : kS8GemmOnHost,
+                   name, 17);
       expect_equals_twin(on_gpu, twin, 34);
     }
   }

@@ -80,6 +80,7 @@ class PrecisionTable(unittest.TestCase):
             return precision.isa_of(case, {"cpu_extensions": "avx512f avx512_vnni avx512_bf16"})
         self.assertEqual(isa("gpu_own_s8"), ("GPU dp4a", None))
         self.assertEqual(isa("gpu_cublaslt_s8"), ("GPU int8 tensor cores (IMMA)", None))
+        self.assertEqual(isa("gpu_own_mma_s8"), ("GPU int8 tensor cores (mma.sync)", None))
         self.assertEqual(isa("gpu_cudnn_bf16"), ("GPU bf16 tensor cores", None))
         self.assertEqual(isa("gpu_cudnn_mixed_f16"), ("GPU f16 tensor cores", None))
 

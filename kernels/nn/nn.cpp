@@ -100,6 +100,7 @@ static const NetVariant kNetworkVariants[] = {
     {"gpu_own", Device::gpu, prepare_net_gpu_own, kNetworkTolerance},
     {"gpu_onekernel", Device::gpu, prepare_net_gpu_onekernel, kNetworkTolerance},
     {"gpu_own_s8", Device::gpu, prepare_net_gpu_own_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
+    {"gpu_own_mma_s8", Device::gpu, prepare_net_gpu_own_mma_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
     {"gpu_cublaslt_s8", Device::gpu, prepare_net_gpu_cublaslt_s8, kInt8Tolerance, nullptr, nullptr, 0, nullptr, s8},
 #endif
 };

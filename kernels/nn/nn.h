@@ -74,6 +74,12 @@
 //               words of 4) with bias, residual, ReLU and requantization fused; pools on the codes;
 //               fp32 from the last layer on, gpu_fused log-softmax. Its element functions run on the
 //               host too (prepare_s8_direct_on_host), which is what the CPU tests check
+//   gpu_own_mma_s8  gpu_own_s8 with every conv and fc as an own implicit GEMM on the int8 tensor
+//               cores (s8_mma_math.h: mma.sync m16n8k32 u8 x s8 -> s32, a warp per 32 output
+//               pixels x up to 64 channels, weights packed in fragment order at prepare time), the
+//               same epilogue, so the same codes bit for bit; needs sm_80 or later. Its lane
+//               functions run on the host too, 32 lanes a warp with the mma modelled from their
+//               registers (prepare_s8_mma_on_host), which is what the CPU tests check
 //   gpu_cublaslt_s8  the same quantization on the library: per conv and fc with outputs in
 //               multiples of 4 an own patch kernel (s8), cuBLASLt's int8 GEMM (the gemm family's
 //               gpu_cublaslt_s8) and an own requantizing epilogue; the other layers as gpu_own_s8.
@@ -148,6 +154,7 @@ Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_onekernel(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_own_mma_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cublaslt_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_f16(const NetArgs& args, const Exec& exec);

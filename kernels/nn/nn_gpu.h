@@ -1,6 +1,6 @@
 // The network layers as own CUDA kernels, for the GPU backends (gpu_own uses
 // the fp32 ones, NCHW; gpu_cudnn the fc epilogue; its 16-bit rows the 16-bit
-// ones; gpu_own_s8 the s8 ones).
+// ones; gpu_own_s8 and gpu_own_mma_s8 the s8 ones).
 // Every launcher only enqueues on `stream`. Internal to kernels/nn; built with CUDA only.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include "kernels/nn/network.h"
 #include "kernels/nn/s8_direct_math.h"
+#include "kernels/nn/s8_mma_math.h"
 
 struct CUstream_st;
 
@@ -53,5 +54,8 @@ void launch_s8_patches(const s8::Patches& p, CUstream_st* stream);
 void launch_s8_requantize(const s8::Requantize& p, CUstream_st* stream);
 void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream);
 void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream);
+// gpu_own_mma_s8's conv (s8_mma_math.h): a warp per kMmaRows rows and p.nt
+// n-tiles, kMmaWarps warps a block; needs sm_80 or later.
+void launch_s8_mma_conv(const s8::MmaConv& p, CUstream_st* stream);
 
 }  // namespace dlb::nn

@@ -4,7 +4,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <string>
+
 #include "kernels/common/cuda_resources.h"
+#include "kernels/common/error.h"
 #include "kernels/nn/nn_gpu.h"
 
 namespace dlb::nn {
@@ -176,6 +179,27 @@ __global__ void each_element(const Params p) {
   if (i < p.elements()) s8::element(p, i);
 }
 
+// s8_mma_math.h's implicit GEMM: one warp per kMmaRows output pixels and NT
+// n-tiles of 8 channels (blockIdx.y: which NT), every lane its fragments.
+template <int NT>
+__global__ void __launch_bounds__(32 * s8::kMmaWarps) s8_mma_conv(const s8::MmaConv p) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const long long warp = blockIdx.x * static_cast<long long>(s8::kMmaWarps) + threadIdx.x / 32;
+  if (warp >= p.warps()) return;  // the whole warp: mma.sync needs all 32 lanes
+  const int nt0 = static_cast<int>(blockIdx.y) * NT;
+  const s8::MmaRows rows = s8::mma_rows(p, warp, lane);
+  s8::MmaLane<NT> l{};
+  for (int s = 0; s < p.k_steps; ++s) {
+    s8::mma_load_a(p, rows, s, lane, l);
+    s8::mma_load_b(p, nt0, s, lane, l);
+#pragma unroll
+    for (int mt = 0; mt < s8::kMmaMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) s8::mma_u8s8(l.a[mt], l.b[nt], l.c[mt][nt]);
+  }
+  s8::mma_store(p, warp, nt0, lane, l);
+}
+
 template <class Params>
 void launch_each(const Params& p, CUstream_st* stream) {
   if (p.elements() == 0) return;
@@ -233,6 +257,21 @@ void launch_s8_requantize(const s8::Requantize& p, CUstream_st* stream) { launch
 void launch_s8_max_pool(const s8::MaxPool& p, CUstream_st* stream) { launch_each(p, stream); }
 
 void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream) { launch_each(p, stream); }
+
+void launch_s8_mma_conv(const s8::MmaConv& p, CUstream_st* stream) {
+  if (p.warps() == 0) return;
+  const dim3 grid(static_cast<unsigned>((p.warps() + s8::kMmaWarps - 1) / s8::kMmaWarps),
+                  static_cast<unsigned>(p.column_groups()));
+  const unsigned block = 32 * s8::kMmaWarps;
+  switch (p.nt) {
+    case 1: s8_mma_conv<1><<<grid, block, 0, stream>>>(p); break;
+    case 2: s8_mma_conv<2><<<grid, block, 0, stream>>>(p); break;
+    case 4: s8_mma_conv<4><<<grid, block, 0, stream>>>(p); break;
+    case 8: s8_mma_conv<8><<<grid, block, 0, stream>>>(p); break;
+    default: DLB_REQUIRE(false, "gpu_own_mma_s8: no kernel for " + std::to_string(p.nt) + " n-tiles a warp");
+  }
+  DLB_CUDA_CHECK_LAUNCH();
+}
 
 void launch_to_nhwc16(Half16 type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
                       CUstream_st* stream) {

@@ -1,6 +1,9 @@
-// gpu_own_s8 and gpu_cublaslt_s8: a network in int8 on the GPU (see nn.h and
-// nn_s8_direct.h). gpu_own_s8: from first principles, every conv and fc a
-// direct convolution on u8 x s8 dp4a with the requantizing epilogue fused.
+// gpu_own_s8, gpu_own_mma_s8 and gpu_cublaslt_s8: a network in int8 on the
+// GPU (see nn.h and nn_s8_direct.h). gpu_own_s8: from first principles,
+// every conv and fc a direct convolution on u8 x s8 dp4a with the
+// requantizing epilogue fused. gpu_own_mma_s8: the same convolutions as an
+// implicit GEMM on the int8 tensor cores (mma.sync m16n8k32, s8_mma_math.h),
+// the same epilogue.
 // gpu_cublaslt_s8: the library path, each conv and fc with a multiple of 4
 // outputs as patches (s8), cuBLASLt's int8 tensor-core GEMM with the gemm
 // family's output stage (gemm_cublaslt.cpp), then the requantizing epilogue;
@@ -77,7 +80,37 @@ struct CublasLtTarget : DeviceTarget {
   }
 };
 
+struct MmaTarget : DeviceTarget {
+  static constexpr const char* name = "gpu_own_mma_s8";
+  static constexpr const char* implementation =
+      "own implicit GEMM on int8 tensor cores (mma.sync m16n8k32 u8 x s8), requantization fused, NHWC u8, "
+      "weight scales per channel";
+  Run conv(const s8::Conv& c, const s8::PackedWeights& packed) const {
+    struct Mma {
+      DeviceBuffer<std::uint32_t> b;
+      DeviceBuffer<s8::MmaTap> taps;
+    };
+    const s8::MmaPacked m = s8::pack_mma(c, packed);
+    auto buffers = std::make_shared<Mma>();
+    buffers->b = upload(m.b);
+    buffers->taps = upload(m.taps);
+    const s8::MmaConv p{c, buffers->b.data(), buffers->taps.data(), m.k_steps, m.n_tiles, m.nt};
+    return [buffers, p, stream = stream] { launch_s8_mma_conv(p, stream); };
+  }
+};
+
 }  // namespace
+
+Run prepare_net_gpu_own_mma_s8(const NetArgs& args, const Exec& exec) {
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_own_mma_s8 runs on a CUDA stream");
+  int device = 0, major = 0;
+  DLB_CUDA_CHECK(cudaGetDevice(&device));
+  DLB_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  DLB_REQUIRE(major >= 8, "gpu_own_mma_s8 needs int8 mma.sync (compute capability 8.0 or later)");
+  MmaTarget target;
+  target.stream = exec.stream;
+  return s8::prepare_direct(args, target);
+}
 
 Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec) {
   DLB_REQUIRE(exec.stream != nullptr, "gpu_own_s8 runs on a CUDA stream");

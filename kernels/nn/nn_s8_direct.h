@@ -1,8 +1,9 @@
-// The plan of gpu_own_s8 and gpu_cublaslt_s8 (see nn.h), built once for
-// each target: the GPU (nn_gpu_own_s8.cpp: device buffers, the kernels of
-// nn_gpu_kernels.cu, cuBLASLt) and the host twins (nn_s8_direct_host.cpp:
-// host buffers, the same element functions of s8_direct_math.h in loops),
-// which the CPU tests run.
+// The plan of gpu_own_s8, gpu_own_mma_s8 and gpu_cublaslt_s8 (see nn.h),
+// built once for each target: the GPU (nn_gpu_own_s8.cpp: device buffers,
+// the kernels of nn_gpu_kernels.cu, cuBLASLt) and the host twins
+// (nn_s8_direct_host.cpp: host buffers, the same element functions of
+// s8_direct_math.h and lane functions of s8_mma_math.h in loops), which the
+// CPU tests run.
 //
 // The quantization is the int8 rows' (calibration.h, layers.h): the input and
 // every activation u8 per tensor, weights s8 per output channel, pools on the
@@ -22,6 +23,7 @@
 #include "kernels/nn/calibration.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/s8_direct_math.h"
+#include "kernels/nn/s8_mma_math.h"
 #include "kernels/nn/walk.h"
 #include "kernels/softmax/softmax.h"
 
@@ -73,6 +75,49 @@ inline std::vector<std::int8_t> weights_as_rows(const PackedWeights& p, int k) {
         rows[(word * 4 + byte) * static_cast<std::size_t>(k) + o] =
             static_cast<std::int8_t>((p.words[word * static_cast<std::size_t>(k) + o] >> (8 * byte)) & 0xffu);
   return rows;
+}
+
+// A conv's weights and reduction order for s8_mma_math.h's MmaConv: the
+// B fragments (word j of the reduction is PackedWeights' word j of the
+// column; zero past the last word or column) and the table of taps.
+struct MmaPacked {
+  std::vector<std::uint32_t> b;  // [n_tiles][k_steps][32][2]
+  std::vector<MmaTap> taps;      // [k_steps * 8]
+  int k_steps = 0, n_tiles = 0, nt = 1;
+};
+
+inline MmaPacked pack_mma(const Conv& c, const PackedWeights& p) {
+  MmaPacked m;
+  const int words = c.rh * c.rw * c.words;
+  m.k_steps = (words + kMmaWordsPerStep - 1) / kMmaWordsPerStep;
+  m.nt = mma_warp_n_tiles(c.k);
+  m.n_tiles = ((c.k + 7) / 8 + m.nt - 1) / m.nt * m.nt;
+  DLB_REQUIRE(c.rh < kMmaNoTap && c.rw < kMmaNoTap && c.h < kMmaNoTap && c.w < kMmaNoTap,
+              "gpu_own_mma_s8: a conv too large for the tap table");
+  m.b.assign(static_cast<std::size_t>(m.n_tiles) * m.k_steps * 64, 0u);
+  for (int tile = 0; tile < m.n_tiles; ++tile)
+    for (int s = 0; s < m.k_steps; ++s)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int r = 0; r < 2; ++r) {
+          // register r of lane: column groupID, codes 16r + 4 threadID_in_group.. of the step (ptx::b_element)
+          const int j = s * kMmaWordsPerStep + 4 * r + lane % 4, o = tile * 8 + lane / 4;
+          if (j < words && o < c.k)
+            m.b[((static_cast<std::size_t>(tile) * m.k_steps + s) * 32 + lane) * 2 + r] =
+                p.words[static_cast<std::size_t>(j) * c.k + o];
+        }
+  m.taps.resize(static_cast<std::size_t>(m.k_steps) * kMmaWordsPerStep);
+  for (int j = 0; j < static_cast<int>(m.taps.size()); ++j) {
+    MmaTap& t = m.taps[static_cast<std::size_t>(j)];
+    if (j >= words) {
+      t.dy = kMmaNoTap;
+      continue;
+    }
+    const int tap = j / c.words, g = j % c.words;
+    t.dy = static_cast<std::int16_t>(tap / c.rw);
+    t.dx = static_cast<std::int16_t>(tap % c.rw);
+    t.offset = (t.dy * c.w + t.dx) * c.words * 4 + 4 * g;
+  }
+  return m;
 }
 
 // A layer's output as the next layers read it: u8 NHWC codes, channels
@@ -262,5 +307,8 @@ Run prepare_direct(const NetArgs& args, const Target& target) {
 // fc with a multiple of 4 outputs as patches, an exact GEMM with cuBLASLt's
 // output stage, and the requantizing epilogue), for the CPU tests.
 Run prepare_s8_direct_on_host(const NetArgs& args, bool as_gemm = false);
+// gpu_own_mma_s8's: every conv and fc through s8_mma_math.h's lane functions,
+// the 32 lanes of each warp on their registers and the mma modelled from them.
+Run prepare_s8_mma_on_host(const NetArgs& args);
 
 }  // namespace dlb::nn

@@ -1,11 +1,14 @@
-// The host twins of gpu_own_s8 and gpu_cublaslt_s8 (nn_s8_direct.h): their
-// plan on host buffers, each kernel's element function in an OpenMP loop over
-// the elements a GPU grid would cover, log-softmax by the softmax family's
-// cpu_fused (the GPU rows use gpu_fused: the only step whose rounding may
-// differ). gpu_cublaslt_s8's GEMM is a plain exact loop here with cuBLASLt's
-// output stage (gemm_s8_gpu.h) after it.
+// The host twins of gpu_own_s8, gpu_own_mma_s8 and gpu_cublaslt_s8
+// (nn_s8_direct.h): their plan on host buffers, each kernel's element
+// function in an OpenMP loop over the elements a GPU grid would cover,
+// log-softmax by the softmax family's cpu_fused (the GPU rows use gpu_fused:
+// the only step whose rounding may differ). gpu_own_mma_s8's conv runs warp
+// by warp: the 32 lanes' lane functions on their registers, each mma modelled
+// from them (s8_mma_math.h). gpu_cublaslt_s8's GEMM is a plain exact loop
+// here with cuBLASLt's output stage (gemm_s8_gpu.h) after it.
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/nn/nn_s8_direct.h"
@@ -13,10 +16,46 @@
 namespace dlb::nn {
 namespace {
 
+// The warps of the grid of launch_s8_mma_conv, each as the kernel runs it:
+// every lane's loads for a k-step, then the step's mma on the warp's
+// registers, then every lane's stores.
+template <int NT>
+void run_mma_warps(const s8::MmaConv& p) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t warp = 0; warp < p.warps(); ++warp)
+    for (int group = 0; group < p.column_groups(); ++group) {
+      const int nt0 = group * NT;
+      s8::MmaLane<NT> lanes[32] = {};
+      s8::MmaRows rows[32];
+      for (int lane = 0; lane < 32; ++lane) rows[lane] = s8::mma_rows(p, warp, lane);
+      for (int s = 0; s < p.k_steps; ++s) {
+        for (int lane = 0; lane < 32; ++lane) {
+          s8::mma_load_a(p, rows[lane], s, lane, lanes[lane]);
+          s8::mma_load_b(p, nt0, s, lane, lanes[lane]);
+        }
+        for (int mt = 0; mt < s8::kMmaMTiles; ++mt)
+          for (int nt = 0; nt < NT; ++nt) s8::mma_on_host(lanes, mt, nt);
+      }
+      for (int lane = 0; lane < 32; ++lane) s8::mma_store(p, warp, nt0, lane, lanes[lane]);
+    }
+}
+
+void run_mma(const s8::MmaConv& p) {
+  switch (p.nt) {
+    case 1: return run_mma_warps<1>(p);
+    case 2: return run_mma_warps<2>(p);
+    case 4: return run_mma_warps<4>(p);
+    case 8: return run_mma_warps<8>(p);
+    default: DLB_REQUIRE(false, "gpu_own_mma_s8 (host twin): no kernel for " + std::to_string(p.nt) + " n-tiles a warp");
+  }
+}
+
+enum class HostConv { direct, gemm, mma };
+
 struct HostTarget {
   static constexpr const char* name = "gpu_own_s8 (host twin)";
   static constexpr const char* implementation = "a GPU int8 row's element functions on the host";
-  bool as_gemm = false;  // gpu_cublaslt_s8's path: patches, GEMM, requantization
+  HostConv path = HostConv::direct;  // gemm: gpu_cublaslt_s8's (patches, GEMM, requantization); mma: gpu_own_mma_s8's
   template <class T>
   using Buffer = HostBuffer<T>;
   template <class T>
@@ -33,7 +72,12 @@ struct HostTarget {
     for (std::int64_t i = 0; i < p.elements(); ++i) s8::element(p, i);
   }
   Run conv(const s8::Conv& c, const s8::PackedWeights& packed) const {
-    if (!as_gemm || c.k % 4 != 0) return [*this, c] { run(c); };
+    if (path == HostConv::mma) {
+      auto m = std::make_shared<const s8::MmaPacked>(s8::pack_mma(c, packed));
+      const s8::MmaConv p{c, m->b.data(), m->taps.data(), m->k_steps, m->n_tiles, m->nt};
+      return [m, p] { run_mma(p); };
+    }
+    if (path != HostConv::gemm || c.k % 4 != 0) return [*this, c] { run(c); };
     struct Gemm {
       std::vector<std::int8_t> patches, b;
       std::vector<std::int32_t> sums;  // column sums of b
@@ -70,7 +114,9 @@ struct HostTarget {
 }  // namespace
 
 Run prepare_s8_direct_on_host(const NetArgs& args, bool as_gemm) {
-  return s8::prepare_direct(args, HostTarget{as_gemm});
+  return s8::prepare_direct(args, HostTarget{as_gemm ? HostConv::gemm : HostConv::direct});
 }
+
+Run prepare_s8_mma_on_host(const NetArgs& args) { return s8::prepare_direct(args, HostTarget{HostConv::mma}); }
 
 }  // namespace dlb::nn

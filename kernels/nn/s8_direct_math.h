@@ -127,6 +127,14 @@ struct Conv {
   DLB_HOST_DEVICE std::int64_t elements() const { return pixels() * k; }
 };
 
+// Output element (pixel, o) of c from its exact sum over the window of
+// code x weight: the zero point's share taken off, dequantized with the bias
+// in one rounding, and the epilogue (every int8 conv kernel ends here).
+DLB_HOST_DEVICE inline void finish_sum(const Conv& c, std::int64_t pixel, int o, std::int32_t sum) {
+  sum -= c.compensation[o];
+  finish(c.out, pixel, o, c.k, fmaf(static_cast<float>(sum), c.scale[o], c.bias[o]));
+}
+
 // Element i = pixel * k + o: the threads of a warp share a pixel's input
 // words (one load, broadcast) and read consecutive weights.
 DLB_HOST_DEVICE inline void element(const Conv& c, std::int64_t i) {
@@ -149,8 +157,7 @@ DLB_HOST_DEVICE inline void element(const Conv& c, std::int64_t i) {
       }
     }
   }
-  sum -= c.compensation[o];
-  finish(c.out, pixel, o, c.k, fmaf(static_cast<float>(sum), c.scale[o], c.bias[o]));
+  finish_sum(c, pixel, o, sum);
 }
 
 // The same conv as a GEMM for a library (gpu_cublaslt_s8): its patch matrix

@@ -51,7 +51,11 @@ def isa_of(case: Case, context: dict) -> tuple[str, float | None]:
         # The GPU's own units; their peak over fp32 depends on the GPU model
         # (not tabulated here): no peak.
         if precision == "s8":
-            return ("GPU int8 tensor cores (IMMA)" if "cublaslt" in case.variant else "GPU dp4a"), None
+            if "cublaslt" in case.variant:
+                return "GPU int8 tensor cores (IMMA)", None
+            if "_mma_" in case.variant:
+                return "GPU int8 tensor cores (mma.sync)", None
+            return "GPU dp4a", None
         if precision in ("f16", "bf16"):
             return f"GPU {precision} tensor cores", None
         return precision, None
