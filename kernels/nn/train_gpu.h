@@ -94,7 +94,7 @@ class GpuTrainStep {
   // The last forward's log-probabilities, [batch, classes] (waits).
   std::vector<float> log_probs() const;
   // The step's own device buffers as TrainMemory splits them (workspace:
-  // backward's two gradient buffers and the largest cuDNN workspace).
+  // backward's gradient buffers and the largest cuDNN workspace).
   TrainMemory memory() const;
   // Device memory the constructor took, as cudaMemGetInfo saw it (its own
   // buffers, and the cuDNN and cuBLAS handles' allocations); 0 where other

@@ -302,6 +302,20 @@ DLB_TG_HD inline void bn_back_stats_finish(const BnBackStats& p, std::int64_t ch
   p.stats[kBnB * p.k + channel] = static_cast<float>(sum_x / m);
 }
 
+// The kernel's block per channel replayed on the host (the twin, the
+// tests): every thread's two partial sums, the halving tree over both, the
+// finish. partial, finish: bn_stats_* or bn_back_stats_*.
+template <class Params, class Partial, class Finish>
+inline void bn_sums_on_host(const Params& p, Partial&& partial, Finish&& finish) {
+  double first[kBnThreads], second[kBnThreads];
+  for (std::int64_t channel = 0; channel < p.k; ++channel) {
+    for (int t = 0; t < kBnThreads; ++t) partial(p, channel, t, first[t], second[t]);
+    for (int half = kBnThreads / 2; half > 0; half /= 2)
+      for (int t = 0; t < half; ++t) tree_step(first, t, half), tree_step(second, t, half);
+    finish(p, channel, first[0], second[0]);
+  }
+}
+
 // dz = scale (dy - a - xhat b), in place over dy, one element.
 struct BnBackData {
   float* d = nullptr;

@@ -64,19 +64,20 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
 // first by the last layer that reads it (the loss for the logits) and read
 // by layer j's own backward; layers whose intervals do not overlap share a
 // buffer (greedy, in backward order). The first writer overwrites, later
-// ones add, which only a conv's input gradient and a join can.
+// ones add, which only a conv's input gradient and a join can. And which
+// max pools apply the ReLU mask of the layer they read (its only reader).
 void TrainPlan::assign_gradient_buffers() {
   const auto& ls = net_.layers;
   const auto n = static_cast<int>(logits_) + 1;
   std::vector<int> first_write(static_cast<std::size_t>(n), -1);
   first_write[logits_] = n;  // the loss
-  readers_.assign(static_cast<std::size_t>(n), 0);
+  std::vector<int> readers(static_cast<std::size_t>(n), 0);  // how many layers read each output
   for (int i = 0; i < n; ++i) {
     const Layer& l = ls[static_cast<std::size_t>(i)];
     for (const int j : {l.input, l.residual})
       if (j >= 0) {
         first_write[static_cast<std::size_t>(j)] = std::max(first_write[static_cast<std::size_t>(j)], i);
-        ++readers_[static_cast<std::size_t>(j)];
+        ++readers[static_cast<std::size_t>(j)];
       }
   }
   add_input_.assign(static_cast<std::size_t>(n), 0);
@@ -89,6 +90,15 @@ void TrainPlan::assign_gradient_buffers() {
     if (add_input_[static_cast<std::size_t>(i)] != 0 && l.kind != LayerKind::conv)
       throw Error("GPU training step: " + net_.name + " layer '" + l.name + "': a " + layer_kind_name(l.kind) +
                   " reading an output that another layer also reads is not supported");
+  }
+  // A max pool applies the ReLU mask of the conv or fc it reads, where it is that layer's only reader.
+  pool_masks_.assign(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const Layer& l = ls[static_cast<std::size_t>(i)];
+    if (l.kind != LayerKind::max_pool || l.input < 0) continue;
+    const auto below = static_cast<std::size_t>(l.input);
+    const Layer& b = ls[below];
+    pool_masks_[below] = (b.kind == LayerKind::conv || b.kind == LayerKind::fc) && b.relu && readers[below] == 1;
   }
   std::vector<int> order;
   for (int j = 0; j < n; ++j)
@@ -192,8 +202,6 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
 void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
   ops.run(tg::NllGrad{a.acts + logp_offset_, labels, grad_of(a, static_cast<int>(logits_)), batch_, classes(),
                       1.0f / static_cast<float>(batch_)});
-  // Per layer: its output's gradient already carries its ReLU mask (applied by the pool that reads it).
-  std::vector<char> masked(logits_ + 1, 0);
   for (std::size_t i = logits_ + 1; i-- > 0;) {
     const Layer& l = net_.layers[i];
     const float* in = input_of(a, x, i);
@@ -204,7 +212,7 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
     switch (l.kind) {
       case LayerKind::conv:
       case LayerKind::fc: {
-        if (l.relu && masked[i] == 0) ops.run(tg::ReluBack{dy, out(a, i), count});
+        if (l.relu && pool_masks_[i] == 0) ops.run(tg::ReluBack{dy, out(a, i), count});
         if (l.residual >= 0)
           ops.run(tg::AddGrad{dy, grad_of(a, l.residual), count, add_residual_[i] != 0 ? 1 : 0});
         if (gamma_of_[i] >= 0) {
@@ -229,11 +237,8 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
       case LayerKind::max_pool:
         if (to != nullptr) {
           const auto below = static_cast<std::size_t>(l.input);
-          const Layer& b = net_.layers[below];
-          const bool mask = (b.kind == LayerKind::conv || b.kind == LayerKind::fc) && b.relu && readers_[below] == 1;
-          masked[below] = mask ? 1 : 0;
-          ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], mask ? out(a, below) : nullptr, to, batch_ * l.c,
-                                  l.h, l.w, l.oh, l.ow, l.window, l.stride});
+          ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], pool_masks_[below] != 0 ? out(a, below) : nullptr,
+                                  to, batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
         }
         break;
       case LayerKind::global_avg_pool:
@@ -374,25 +379,15 @@ class HostOps final : public TrainOps {
     }
   }
   void run(const tg::Sgd& p) override { each(p.count, [&](std::int64_t i) { tg::sgd(p, i); }); }
-  void run(const tg::BnStats& p) override { block_sums(p, tg::bn_stats_partial, tg::bn_stats_finish); }
+  void run(const tg::BnStats& p) override { tg::bn_sums_on_host(p, tg::bn_stats_partial, tg::bn_stats_finish); }
   void run(const tg::BnApply& p) override { each(p.count, [&](std::int64_t i) { tg::bn_apply(p, i); }); }
-  void run(const tg::BnBackStats& p) override { block_sums(p, tg::bn_back_stats_partial, tg::bn_back_stats_finish); }
+  void run(const tg::BnBackStats& p) override {
+    tg::bn_sums_on_host(p, tg::bn_back_stats_partial, tg::bn_back_stats_finish);
+  }
   void run(const tg::BnBackData& p) override { each(p.count, [&](std::int64_t i) { tg::bn_back_data(p, i); }); }
   void run(const tg::AddGrad& p) override { each(p.count, [&](std::int64_t i) { tg::add_grad(p, i); }); }
 
  private:
-  // Batch-norm's block per channel: every thread's two partial sums, the
-  // halving tree over both, the finish (as bn_sums_kernel).
-  template <class P, class Partial, class Finish>
-  static void block_sums(const P& p, Partial&& partial, Finish&& finish) {
-    double first[tg::kBnThreads], second[tg::kBnThreads];
-    for (std::int64_t channel = 0; channel < p.k; ++channel) {
-      for (int t = 0; t < tg::kBnThreads; ++t) partial(p, channel, t, first[t], second[t]);
-      for (int half = tg::kBnThreads / 2; half > 0; half /= 2)
-        for (int t = 0; t < half; ++t) tg::tree_step(first, t, half), tg::tree_step(second, t, half);
-      finish(p, channel, first[0], second[0]);
-    }
-  }
   template <class F>
   static void each(std::int64_t count, F&& f) {
     for (std::int64_t i = 0; i < count; ++i) f(i);

@@ -166,7 +166,7 @@ class TrainPlan {
   std::vector<std::int64_t> dbuf_of_;  // per layer: the buffer of its output's gradient
   // Per layer: its backward adds to its input's (residual's) gradient, which another reader wrote first.
   std::vector<char> add_input_, add_residual_;
-  std::vector<int> readers_;                    // per layer: how many layers read its output
+  std::vector<char> pool_masks_;  // per layer: the max pool reading it applies its ReLU mask in its backward
   std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, dbuf_count_ = 0;
   std::int64_t bn_floats_ = 0, running_floats_ = 0, logp_offset_ = 0;
   std::size_t logits_ = 0;
