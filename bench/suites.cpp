@@ -23,7 +23,8 @@ DLB_BENCH_FLAG(suite, "suite", "full|default|gpu-quick", "--suite=gpu-quick",
       "^copy/gpu_(serial|overlap)_[a-z]+/(streams:[0-9]+/)?chunks:16/bytes:67108864$",                          \
       "^(resnet20|mnist_cnn|mnist_lenet)/gpu_(?!onekernel/)[a-z0-9_]+/batch:(1|64|1024)$",                       \
       "^(resnet20|mnist_cnn|mnist_lenet)/gpu_onekernel/batch:(1|16)$", "^resnet20_layer/gpu_cudnn/batch:64/",        \
-      "^resnet20_testset/", "^mnist_(cnn|lenet)_train/gpu_cudnn(_graph)?/batch:(64|256)/h2d:"
+      "^resnet20_testset/", "^mnist_(cnn|lenet)_train/gpu_cudnn(_graph)?/batch:(64|256)/h2d:",                  \
+      "^resnet20_train/gpu_cudnn(_graph)?/batch:64/h2d:pinned$"
 
 const std::vector<Suite>& suite_list() {
   static const std::vector<Suite> list = {

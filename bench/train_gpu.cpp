@@ -2,8 +2,9 @@
 // (kernels/nn/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
 // with momentum), its calls launched one by one (impl gpu_cudnn) or each
 // phase (forward, backward, update) replayed from a CUDA graph
-// (gpu_cudnn_graph, as the inference rows' gpu_cudnn_graph), of mnist_cnn
-// and mnist_lenet from the committed weights, on
+// (gpu_cudnn_graph, as the inference rows' gpu_cudnn_graph), of resnet20
+// (batch-norm in training mode, as the CPU cases), mnist_cnn and
+// mnist_lenet from the committed weights, on
 // the first <b> Fashion-MNIST training images, at batch 64 and 256, with
 // the batch copied from the host every step (GpuTrainCase): h2d:pageable
 // (from pageable memory, before the step), h2d:pinned (from page-locked
@@ -23,9 +24,9 @@
 // forward_us (the loss included), backward_us, optimizer_us; peak_bytes
 // (the step's own device buffers and the input buffers, by their own
 // accounting) and its split weights_bytes, activations_bytes (outputs kept
-// for backward, pool routes, log-probabilities, per-row losses),
-// gradients_bytes, optimizer_bytes (momentum), workspace_bytes (backward's
-// two gradient buffers and the largest cuDNN workspace), input_bytes (one
+// for backward, pool routes, log-probabilities, per-row losses, batch-norm's
+// statistics), gradients_bytes, optimizer_bytes (momentum), workspace_bytes
+// (backward's gradient buffers and the largest cuDNN workspace), input_bytes (one
 // device batch, two for overlap); measured_device_bytes (cudaMemGetInfo
 // before setting the case up and after its validation step: the same and
 // the cuDNN and cuBLAS handles' allocations). The label names the cuDNN
@@ -47,7 +48,7 @@ struct Impl {
 constexpr Impl kImpls[] = {{"gpu_cudnn", nn::GpuLaunch::eager}, {"gpu_cudnn_graph", nn::GpuLaunch::graph}};
 constexpr H2d kModes[] = {H2d::pageable, H2d::pinned, H2d::overlap};
 // The networks the step supports (nn::trainable_params accepts them).
-constexpr std::string_view kTrainable[] = {"mnist_cnn", "mnist_lenet"};
+constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
 // Event time a repetition accumulates: 50-200 steps of 0.3-1 ms (estimated,
 // unmeasured), rather than --gpu_min_time's handful.
 constexpr double kMinTime = 0.05;

@@ -267,12 +267,12 @@ class GpuTrainingPeers(unittest.TestCase):
         self.assertEqual(training.wanted_cases(harness.Session(harness.Selection("cuda"), 1, 0.001, 1, gpu=False)), [])
 
     def test_listed_without_a_gpu_with_list_gpu(self):
-        kit = "^mnist_(cnn|lenet)_train/peer_torch_cuda[a-z_]*/batch:(64|256)$"  # scripts/gpu-kit's
+        kit = "^(resnet20|mnist_cnn|mnist_lenet)_train/peer_torch_cuda[a-z_]*/batch:(64|256)$"  # scripts/gpu-kit's
         p = peers("--benchmark_list_tests", "--list_gpu", f"--benchmark_filter={kit}", venv="system")
         self.assertEqual(p.returncode, 0, p.stderr)
         listed = p.stdout.split()
-        self.assertEqual(len(listed), 12)
-        self.assertEqual(listed[0], "mnist_cnn_train/peer_torch_cuda/batch:64/manual_time")
+        self.assertEqual(len(listed), 18)
+        self.assertEqual(listed[0], "resnet20_train/peer_torch_cuda/batch:64/manual_time")
         self.assertEqual({n.split("/")[1] for n in listed}, set(self.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered

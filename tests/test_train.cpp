@@ -21,6 +21,7 @@
 #include "kernels/nn/train.h"
 #include "reference/compare.h"
 #include "reference/train.h"
+#include "tests/train_checks.h"
 #include "tests/train_nets.h"
 
 namespace dlb {
@@ -40,21 +41,8 @@ void expect_error(F&& f, std::string_view part) {
 }
 
 using test::TinyNet;
-
-// A small residual network as resnet20 is made: a stem conv + batch-norm +
-// ReLU, a block with an identity join, a block with a stride-2 3x3 conv and
-// a projection shortcut (1x1 conv stride 2 + batch-norm, no ReLU) joined
-// before the last ReLU, global average pooling, fc, no log-softmax.
-nn::Network tiny_resnet() {
-  TinyNet t(2, 8, 8, 3);
-  t.conv_from(-1, 4, 3, 1, 1, true, false, true, -1);  // 0 stem
-  t.conv_from(0, 4, 3, 1, 1, true, false, true, -1);   // 1 block 1, conv1
-  t.conv_from(1, 4, 3, 1, 1, true, false, true, 0);    // 2 block 1, conv2 + identity join
-  t.conv_from(2, 6, 3, 2, 1, true, false, true, -1);   // 3 block 2, conv1, stride 2
-  t.conv_from(2, 6, 1, 2, 0, false, false, true, -1);  // 4 block 2, the projection shortcut
-  t.conv_from(3, 6, 3, 1, 1, true, false, true, 4);    // 5 block 2, conv2 + projection join
-  return t.global_avg_pool().fc(3, false).done();
-}
+using test::expect_running_stats;
+using test::tiny_resnet;
 
 // The small networks: every layer kind, padding, stride, a conv without bias,
 // max pools after a conv (run inside the conv's loop: 2x2 and 3x3) and after
@@ -101,45 +89,6 @@ std::vector<std::span<const float>> grads_of(const nn::TrainStep& step) {
   std::vector<std::span<const float>> g;
   for (std::size_t j = 0; j < step.params().size(); ++j) g.push_back(step.grad(j));
   return g;
-}
-
-// Batch-norm's running statistics, fp32 `got` against `want`, after
-// `forwards` training-mode forwards at the same parameters whose batch
-// statistics the reference computed in `g`. Each forward's batch mean is
-// off by at most tol S_mean and its variance by tol S_var (the rounding
-// bound nn::gradient_tolerance, whose N covers the forward's chains, times
-// the scales TrainGradients::batch_*_scale: what the conv output's rounding
-// errors scale with); an update scales that by momentum (the variance's
-// also by M / (M - 1)) and each later one by (1 - momentum), so the sum over
-// the forwards is at most momentum * forwards times it; each update rounds
-// the running value to fp32 once (u |r|). `sides`: 1 where `want` is exact,
-// 2 where it is another fp32 computation (PyTorch's).
-void expect_running_stats(const nn::Network& net, std::int64_t batch, const ref::TrainGradients& g,
-                          const ref::RunningStats& want, const std::vector<std::span<const float>>& got_mean,
-                          const std::vector<std::span<const float>>& got_var, int forwards, double sides,
-                          const char* what) {
-  const double tol = nn::gradient_tolerance(net, batch);
-  double worst = 0;
-  int layers = 0;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    if (want.mean[i].empty()) continue;
-    ++layers;
-    const nn::Layer& l = net.layers[i];
-    const double mo = l.raw.bn_momentum, m = static_cast<double>(batch * l.oh * l.ow);
-    ASSERT_EQ(got_mean[i].size(), want.mean[i].size()) << l.name;
-    ASSERT_EQ(got_var[i].size(), want.var[i].size()) << l.name;
-    for (std::size_t k = 0; k < want.mean[i].size(); ++k) {
-      const double bm = sides * mo * forwards * tol * g.batch_mean_scale[i][k] + forwards * kU * std::abs(want.mean[i][k]);
-      const double bv = sides * mo * forwards * m / (m - 1) * tol * g.batch_var_scale[i][k] +
-                        forwards * kU * std::abs(want.var[i][k]);
-      const double em = std::abs(got_mean[i][k] - want.mean[i][k]), ev = std::abs(got_var[i][k] - want.var[i][k]);
-      worst = std::max({worst, em / bm, ev / bv});
-      EXPECT_LE(em, bm) << what << " " << l.name << " running_mean[" << k << "]";
-      EXPECT_LE(ev, bv) << what << " " << l.name << " running_var[" << k << "]";
-    }
-  }
-  EXPECT_GT(layers, 0);
-  std::printf("%s: running statistics within %.2g of their bound at worst\n", what, worst);
 }
 
 std::vector<std::span<const float>> running_means(const nn::TrainStep& step, const nn::Network& net) {

@@ -1,8 +1,7 @@
 // Networks and batches for the training-step tests: small chains with random
 // parameters (built as load_network would), random batches, and the first
 // Fashion-MNIST training images as a network reads them; TinyNet also
-// builds batch-norm and residual joins (tests/test_train.cpp's tiny resnet)
-// and max pools whose windows overlap (stride below the window).
+// builds batch-norm and residual joins (tiny_resnet) and max pools whose windows overlap (stride below the window).
 #pragma once
 
 #include <cmath>
@@ -120,6 +119,21 @@ inline std::vector<nn::Network> tiny_train_nets() {
   nets.push_back(TinyNet(3, 11, 11, 3).conv(4, 3, 1, 1, true).max_pool(3, 2).conv(6, 2, 1, 0, false).fc(5, true)
                      .fc(4, false).log_softmax().done());
   return nets;
+}
+
+// A small residual network as resnet20 is made: a stem conv + batch-norm +
+// ReLU, a block with an identity join, a block with a stride-2 3x3 conv and
+// a projection shortcut (1x1 conv stride 2 + batch-norm, no ReLU) joined
+// before the last ReLU, global average pooling, fc, no log-softmax.
+inline nn::Network tiny_resnet() {
+  TinyNet t(2, 8, 8, 3);
+  t.conv_from(-1, 4, 3, 1, 1, true, false, true, -1);  // 0 stem
+  t.conv_from(0, 4, 3, 1, 1, true, false, true, -1);   // 1 block 1, conv1
+  t.conv_from(1, 4, 3, 1, 1, true, false, true, 0);    // 2 block 1, conv2 + identity join
+  t.conv_from(2, 6, 3, 2, 1, true, false, true, -1);   // 3 block 2, conv1, stride 2
+  t.conv_from(2, 6, 1, 2, 0, false, false, true, -1);  // 4 block 2, the projection shortcut
+  t.conv_from(3, 6, 3, 1, 1, true, false, true, 4);    // 5 block 2, conv2 + projection join
+  return t.global_avg_pool().fc(3, false).done();
 }
 
 struct TrainBatch {

@@ -242,16 +242,21 @@ struct GpuTrainStep::Impl final : TrainOps {
     acts = DeviceBuffer<float>(static_cast<std::size_t>(plan.act_floats()));
     routes = DeviceBuffer<std::uint8_t>(static_cast<std::size_t>(plan.route_bytes()));
     loss_rows = DeviceBuffer<double>(static_cast<std::size_t>(batch));
-    for (auto& d : dbuf) d = DeviceBuffer<float>(static_cast<std::size_t>(plan.dbuf_floats()));
+    dbuf = DeviceBuffer<float>(static_cast<std::size_t>(plan.dbuf_count() * plan.dbuf_floats()));
+    bn = DeviceBuffer<float>(static_cast<std::size_t>(plan.bn_floats()));
+    running = DeviceBuffer<float>(static_cast<std::size_t>(plan.running_floats()));
     // Zeros everywhere (the padding between tensors stays zero), then the parameters.
-    for (auto* b : {&grads, &velocity, &acts, &dbuf[0], &dbuf[1]})
+    for (auto* b : {&grads, &velocity, &acts, &dbuf, &bn})
       DLB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream));
     DLB_CUDA_CHECK(cudaMemsetAsync(routes.data(), 0, routes.bytes(), stream));
     const std::vector<float> initial = plan.initial_params();
     DLB_CUDA_CHECK(cudaMemcpyAsync(params.data(), initial.data(), params.bytes(), cudaMemcpyHostToDevice, stream));
+    const std::vector<float> initial_running = plan.initial_running();
+    DLB_CUDA_CHECK(cudaMemcpyAsync(running.data(), initial_running.data(), running.bytes(), cudaMemcpyHostToDevice,
+                                   stream));
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
     arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss_rows.data(),
-              {dbuf[0].data(), dbuf[1].data()}};
+              dbuf.data(), bn.data(), running.data()};
     choose_algorithms();
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
     measured = std::max<std::int64_t>(0, free_before - free_device_bytes());
@@ -269,7 +274,8 @@ struct GpuTrainStep::Impl final : TrainOps {
       if (l.kind != LayerKind::conv) continue;
       conv[i] = std::make_unique<ConvDescs>(l, plan.batch());
       ConvDescs& d = *conv[i];
-      const float* x = i == 0 ? dbuf[1].data() : arenas.acts + plan.out_offset(i - 1);  // any buffer of x's size
+      // x: any buffer of x's size where the layer reads the input.
+      const float* x = l.input < 0 ? arenas.dbuf : arenas.acts + plan.out_offset(static_cast<std::size_t>(l.input));
       float* y = arenas.acts + plan.out_offset(i);
       const float* w = weight_of(i, arenas.params);
       float* dw = weight_of(i, arenas.grads);
@@ -302,8 +308,8 @@ struct GpuTrainStep::Impl final : TrainOps {
             },
             filter_deterministic));
       }
-      if (i > 0) {
-        float* dx = dbuf[1].data();
+      if (l.input >= 0) {
+        float* dx = arenas.dbuf;
         int count = 0, returned = 0;
         DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
         std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(count));
@@ -339,16 +345,27 @@ struct GpuTrainStep::Impl final : TrainOps {
       largest = std::max(largest, cudnn_workspace_bytes(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), d.fwd));
       algorithm_names.append(algorithm_names.empty() ? "" : "; ")
           .append(l.name + " fwd " + std::string(cudnn_algo_name(d.fwd)).substr(sizeof("CUDNN_CONVOLUTION_FWD_ALGO_") - 1))
-          .append(i > 0 ? ", bwd data " + bwd_data_name(d.data) + (data_deterministic ? "" : " (non-deterministic)") : "")
+          .append(l.input >= 0 ? ", bwd data " + bwd_data_name(d.data) + (data_deterministic ? "" : " (non-deterministic)") : "")
           .append(", bwd filter " + bwd_filter_name(d.filter) + (filter_deterministic ? "" : " (non-deterministic)"));
     }
     workspace = DeviceBuffer<unsigned char>(largest);
   }
 
   float* weight_of(std::size_t layer, float* arena) const {
-    for (std::size_t j = 0; j < plan.params().size(); ++j)
-      if (plan.params()[j].layer == layer && !plan.params()[j].bias) return arena + plan.param_offset(j);
-    throw Error("GPU training step: layer " + std::to_string(layer) + " has no weight");
+    const int j = plan.weight_param(layer);
+    if (j < 0) throw Error("GPU training step: layer " + std::to_string(layer) + " has no weight");
+    return arena + plan.param_offset(static_cast<std::size_t>(j));
+  }
+  // A layer's running mean (which 0) or var (1), copied to the host (waits); empty without batch-norm.
+  std::vector<float> running_stat(std::size_t layer, int which) const {
+    const std::int64_t at = plan.running_offset(layer);
+    if (at < 0) return {};
+    const std::int64_t k = plan.network().layers[layer].k;
+    std::vector<float> out(static_cast<std::size_t>(k));
+    DLB_CUDA_CHECK(cudaMemcpyAsync(out.data(), running.data() + at + which * k, out.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
+    DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return out;
   }
 
   // ---- TrainOps on the device
@@ -364,11 +381,12 @@ struct GpuTrainStep::Impl final : TrainOps {
     DLB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cudnn.get(), &one, d.x.get(), x, d.y.get(), dy, d.conv.get(),
                                                    d.filter, workspace.data(), workspace.bytes(), &zero, d.w.get(), dw));
   }
-  void conv_backward_data(std::size_t i, const Layer&, const float* w, const float* dy, float* dx) override {
+  void conv_backward_data(std::size_t i, const Layer&, const float* w, const float* dy, float* dx,
+                          bool accumulate) override {
     const ConvDescs& d = *conv[i];
-    const float one = 1.0f, zero = 0.0f;
+    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     DLB_CUDNN_CHECK(cudnnConvolutionBackwardData(cudnn.get(), &one, d.w.get(), w, d.y.get(), dy, d.conv.get(), d.data,
-                                                 workspace.data(), workspace.bytes(), &zero, d.x.get(), dx));
+                                                 workspace.data(), workspace.bytes(), &beta, d.x.get(), dx));
   }
   // Row-major [rows, cols] is column-major [cols, rows]: cuBLAS sees every
   // matrix transposed.
@@ -385,10 +403,11 @@ struct GpuTrainStep::Impl final : TrainOps {
     DLB_CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_T, in, k, n, &one, x, in, dy, k, &zero, dw, in));
   }
   // dX^T [in, n] = W^T [in, k] dY^T [k, n].
-  void fc_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx) override {
+  void fc_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx,
+                        bool accumulate) override {
     const int k = cudnn_dim(l.k), in = cudnn_dim(l.in_size()), n = cudnn_dim(plan.batch());
-    const float one = 1.0f, zero = 0.0f;
-    DLB_CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, in, n, k, &one, w, in, dy, k, &zero, dx, in));
+    const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    DLB_CUBLAS_CHECK(cublasSgemm(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, in, n, k, &one, w, in, dy, k, &beta, dx, in));
   }
   void run(const tg::BiasAct& p) override { tg::launch(p, stream); }
   void run(const tg::MaxPool& p) override { tg::launch(p, stream); }
@@ -400,6 +419,11 @@ struct GpuTrainStep::Impl final : TrainOps {
   void run(const tg::NllGrad& p) override { tg::launch(p, stream); }
   void run(const tg::BiasGrad& p) override { tg::launch(p, stream); }
   void run(const tg::Sgd& p) override { tg::launch(p, stream); }
+  void run(const tg::BnStats& p) override { tg::launch(p, stream); }
+  void run(const tg::BnApply& p) override { tg::launch(p, stream); }
+  void run(const tg::BnBackStats& p) override { tg::launch(p, stream); }
+  void run(const tg::BnBackData& p) override { tg::launch(p, stream); }
+  void run(const tg::AddGrad& p) override { tg::launch(p, stream); }
 
   std::vector<float> tensor(const DeviceBuffer<float>& arena, std::size_t j) const {
     std::vector<float> out(static_cast<std::size_t>(plan.params().at(j).size()));
@@ -416,7 +440,7 @@ struct GpuTrainStep::Impl final : TrainOps {
   GpuLaunch launch;
   CudnnHandle cudnn;
   CublasHandle cublas;
-  DeviceBuffer<float> params, grads, velocity, acts, dbuf[2];
+  DeviceBuffer<float> params, grads, velocity, acts, dbuf, bn, running;
   DeviceBuffer<std::uint8_t> routes;
   DeviceBuffer<double> loss_rows;
   DeviceBuffer<unsigned char> workspace;
@@ -481,6 +505,9 @@ const std::vector<TrainParam>& GpuTrainStep::params() const { return impl_->plan
 std::vector<float> GpuTrainStep::param(std::size_t i) const { return impl_->tensor(impl_->params, i); }
 std::vector<float> GpuTrainStep::grad(std::size_t i) const { return impl_->tensor(impl_->grads, i); }
 std::vector<float> GpuTrainStep::velocity(std::size_t i) const { return impl_->tensor(impl_->velocity, i); }
+
+std::vector<float> GpuTrainStep::running_mean(std::size_t layer) const { return impl_->running_stat(layer, 0); }
+std::vector<float> GpuTrainStep::running_var(std::size_t layer) const { return impl_->running_stat(layer, 1); }
 
 std::vector<float> GpuTrainStep::log_probs() const {
   const TrainPlan& plan = impl_->plan;

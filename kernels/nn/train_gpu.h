@@ -16,15 +16,17 @@
 //     routes and its gather backward (with the ReLU mask of the conv below),
 //     ReLU backward, global average pool and its backward, log-softmax +
 //     NLL per row, its gradient, bias gradients (a block per channel),
-//     SGD with momentum over the whole parameter arena in one pass.
+//     batch-norm in training mode (the batch's statistics with sums in
+//     double, a block per channel; normalize, scale, shift, the residual
+//     join's add and ReLU in one pass; backward's sums and dz; the running
+//     statistics' update), the residual join's gradient, SGD with momentum
+//     over the whole parameter arena in one pass.
 // Every call only enqueues on the step's stream, except where it says it
 // waits. The loss stays on the device (per row) until loss() asks for it.
 //
-// Supported: what trainable_params accepts (mnist_cnn, mnist_lenet);
-// resnet20's batch-norm in training mode and residual joins throw
-// dlb::Error naming the layer, as the CPU step does. They would be two more
-// TrainOps (cudnnBatchNormalizationForwardTraining / BackwardEx, and a
-// gradient add at each join), and arenas for the batch statistics.
+// Supported: what trainable_params accepts (mnist_cnn, mnist_lenet,
+// resnet20 with batch-norm in training mode, identity and projection
+// joins, as the CPU step); others throw dlb::Error naming the layer.
 //
 // Built with CUDA and cuDNN only; unverified on hardware until a GPU run
 // (docs/training.md lists what the next device run checks).
@@ -85,10 +87,14 @@ class GpuTrainStep {
   std::vector<float> param(std::size_t i) const;
   std::vector<float> grad(std::size_t i) const;
   std::vector<float> velocity(std::size_t i) const;
+  // A conv layer's batch-norm running statistics as the forwards so far
+  // left them (waits); empty for a layer without batch-norm.
+  std::vector<float> running_mean(std::size_t layer) const;
+  std::vector<float> running_var(std::size_t layer) const;
   // The last forward's log-probabilities, [batch, classes] (waits).
   std::vector<float> log_probs() const;
   // The step's own device buffers as TrainMemory splits them (workspace:
-  // backward's two gradient buffers and the largest cuDNN workspace).
+  // backward's gradient buffers and the largest cuDNN workspace).
   TrainMemory memory() const;
   // Device memory the constructor took, as cudaMemGetInfo saw it (its own
   // buffers, and the cuDNN and cuBLAS handles' allocations); 0 where other

@@ -1,6 +1,6 @@
 // The GPU training step's own kernels (train_gpu.h): each launcher runs one
 // element function of train_gpu_math.h over its elements, one thread each
-// (BiasGrad: one block of kBiasGradThreads per channel), and only enqueues
+// (BiasGrad, BnStats, BnBackStats: one block per channel), and only enqueues
 // on `stream`. Internal to kernels/nn; built with CUDA only.
 #pragma once
 
@@ -20,5 +20,10 @@ void launch(const LogSoftmaxNll& p, CUstream_st* stream);
 void launch(const NllGrad& p, CUstream_st* stream);
 void launch(const BiasGrad& p, CUstream_st* stream);
 void launch(const Sgd& p, CUstream_st* stream);
+void launch(const BnStats& p, CUstream_st* stream);
+void launch(const BnApply& p, CUstream_st* stream);
+void launch(const BnBackStats& p, CUstream_st* stream);
+void launch(const BnBackData& p, CUstream_st* stream);
+void launch(const AddGrad& p, CUstream_st* stream);
 
 }  // namespace dlb::nn::tg

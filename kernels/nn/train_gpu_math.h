@@ -25,18 +25,21 @@
 
 namespace dlb::nn::tg {
 
-// y[i] = relu?(y[i] + bias[(i / inner) % k]): a conv's bias and ReLU after
-// cuDNN's convolution (inner = oh * ow, NCHW), an fc's after cuBLAS's GEMM
-// (inner = 1). bias may be null (a conv without bias).
+// y[i] = relu?(y[i] + bias[(i / inner) % k] + res[i]): a conv's bias,
+// residual join and ReLU after cuDNN's convolution (inner = oh * ow, NCHW),
+// an fc's after cuBLAS's GEMM (inner = 1). bias and res may be null (a conv
+// without bias, a layer without a join).
 struct BiasAct {
   float* y = nullptr;
   const float* bias = nullptr;
   std::int64_t count = 0, inner = 1, k = 1;
   std::int32_t relu = 0;
+  const float* res = nullptr;
 };
 DLB_TG_HD inline void bias_act(const BiasAct& p, std::int64_t i) {
   float v = p.y[i];
   if (p.bias != nullptr) v += p.bias[(i / p.inner) % p.k];
+  if (p.res != nullptr) v += p.res[i];
   if (p.relu != 0) v = v > 0.0f ? v : 0.0f;
   p.y[i] = v;
 }
@@ -192,8 +195,152 @@ DLB_TG_HD inline float bias_grad_partial(const BiasGrad& p, std::int64_t channel
   }
   return sum;
 }
-DLB_TG_HD inline void tree_step(float* part, int t, int half) {
+template <class T>
+DLB_TG_HD inline void tree_step(T* part, int t, int half) {
   if (t < half) part[t] += part[t + half];
+}
+
+// Batch-norm in training mode (train.h: the CPU step's arithmetic), per
+// conv layer with batch-norm: z [batch, k, plane] the conv's output (its
+// bias added), and the layer's statistics [kBnStats, k] in the batch-norm
+// arena: the batch mean, 1 / sqrt(var + eps), scale = gamma inv_std, shift =
+// beta - mean scale (forward), then a = mean(dy), b = mean(dy xhat)
+// (backward). The per-channel sums are in double, as the CPU step's: one
+// block of kBnThreads threads per channel, thread t summing the elements t,
+// t + kBnThreads, ... of the channel's batch * plane values in order (the
+// _partial functions), the block halving its partial sums (tree_step, in
+// double), thread 0 finishing (the _finish functions). Double's own
+// rounding over M = batch * plane terms (about M 2^-53) stays far below
+// fp32's u, whatever the order; products in double of two floats are exact
+// (fma where a sum follows, so host and device give the same bits).
+inline constexpr int kBnThreads = 256;
+enum BnStat : int { kBnMean = 0, kBnInvStd, kBnScale, kBnShift, kBnA, kBnB, kBnStats };
+
+// Forward statistics and the running statistics' update (running [2, k]:
+// mean, var; momentum as nn.BatchNorm2d's, the unbiased variance M / (M - 1)
+// for running_var).
+struct BnStats {
+  const float* z = nullptr;
+  const float* gamma = nullptr;
+  const float* beta = nullptr;
+  float* stats = nullptr;    // [kBnStats, k]
+  float* running = nullptr;  // [2, k]
+  std::int64_t batch = 0, k = 0, plane = 1;
+  double eps = 1e-5, momentum = 0.1;
+};
+DLB_TG_HD inline void bn_stats_partial(const BnStats& p, std::int64_t channel, std::int64_t t, double& sum,
+                                       double& sum2) {
+  sum = 0.0, sum2 = 0.0;
+  for (std::int64_t e = t; e < p.batch * p.plane; e += kBnThreads) {
+    const double v = p.z[(e / p.plane * p.k + channel) * p.plane + e % p.plane];
+    sum += v;
+    sum2 = fma(v, v, sum2);
+  }
+}
+// As the CPU step's batch_norm_forward: one pass in double, E[z^2] - mean^2
+// (its cancellation, (mean^2 / var) M 2^-53 relative to var, negligible
+// against fp32's u unless |mean| is thousands of standard deviations).
+DLB_TG_HD inline void bn_stats_finish(const BnStats& p, std::int64_t channel, double sum, double sum2) {
+  const double m = static_cast<double>(p.batch * p.plane), mo = p.momentum;
+  const double mean = sum / m, var0 = fma(-mean, mean, sum2 / m), var = var0 > 0.0 ? var0 : 0.0;
+  const double inv_std = 1.0 / sqrt(var + p.eps), scale = p.gamma[channel] * inv_std;
+  float* s = p.stats + channel;
+  s[kBnMean * p.k] = static_cast<float>(mean);
+  s[kBnInvStd * p.k] = static_cast<float>(inv_std);
+  s[kBnScale * p.k] = static_cast<float>(scale);
+  s[kBnShift * p.k] = static_cast<float>(fma(-mean, scale, static_cast<double>(p.beta[channel])));
+  float* r = p.running + channel;
+  r[0] = static_cast<float>(fma(mo, mean, (1.0 - mo) * r[0]));
+  r[p.k] = static_cast<float>(fma(mo, var * m / (m > 1.0 ? m - 1.0 : 1.0), (1.0 - mo) * r[p.k]));
+}
+
+// y[i] = relu?(z[i] scale + shift + res[i]) (res may be null), one element.
+struct BnApply {
+  const float* z = nullptr;
+  float* y = nullptr;
+  const float* stats = nullptr;
+  const float* res = nullptr;
+  std::int64_t count = 0, k = 1, plane = 1;
+  std::int32_t relu = 0;
+};
+DLB_TG_HD inline void bn_apply(const BnApply& p, std::int64_t i) {
+  const std::int64_t c = i / p.plane % p.k;
+  float v = fmaf(p.z[i], p.stats[kBnScale * p.k + c], p.stats[kBnShift * p.k + c]);
+  if (p.res != nullptr) v += p.res[i];
+  if (p.relu != 0) v = v > 0.0f ? v : 0.0f;
+  p.y[i] = v;
+}
+
+// Backward's sums: dbeta = sum dy, dgamma = sum dy xhat (xhat = (z - mean)
+// inv_std in fp32, as the CPU step), a = dbeta / M, b = dgamma / M.
+struct BnBackStats {
+  const float* dy = nullptr;
+  const float* z = nullptr;
+  float* stats = nullptr;
+  float* dgamma = nullptr;
+  float* dbeta = nullptr;
+  std::int64_t batch = 0, k = 0, plane = 1;
+};
+DLB_TG_HD inline float bn_xhat(float z, const float* stats, std::int64_t k, std::int64_t c) {
+  return (z - stats[kBnMean * k + c]) * stats[kBnInvStd * k + c];
+}
+DLB_TG_HD inline void bn_back_stats_partial(const BnBackStats& p, std::int64_t channel, std::int64_t t, double& sum,
+                                            double& sum_x) {
+  sum = 0.0, sum_x = 0.0;
+  for (std::int64_t e = t; e < p.batch * p.plane; e += kBnThreads) {
+    const std::int64_t at = (e / p.plane * p.k + channel) * p.plane + e % p.plane;
+    const double d = p.dy[at];
+    sum += d;
+    sum_x = fma(d, static_cast<double>(bn_xhat(p.z[at], p.stats, p.k, channel)), sum_x);
+  }
+}
+DLB_TG_HD inline void bn_back_stats_finish(const BnBackStats& p, std::int64_t channel, double sum, double sum_x) {
+  const double m = static_cast<double>(p.batch * p.plane);
+  p.dbeta[channel] = static_cast<float>(sum);
+  p.dgamma[channel] = static_cast<float>(sum_x);
+  p.stats[kBnA * p.k + channel] = static_cast<float>(sum / m);
+  p.stats[kBnB * p.k + channel] = static_cast<float>(sum_x / m);
+}
+
+// The kernel's block per channel replayed on the host (the twin, the
+// tests): every thread's two partial sums, the halving tree over both, the
+// finish. partial, finish: bn_stats_* or bn_back_stats_*.
+template <class Params, class Partial, class Finish>
+inline void bn_sums_on_host(const Params& p, Partial&& partial, Finish&& finish) {
+  double first[kBnThreads], second[kBnThreads];
+  for (std::int64_t channel = 0; channel < p.k; ++channel) {
+    for (int t = 0; t < kBnThreads; ++t) partial(p, channel, t, first[t], second[t]);
+    for (int half = kBnThreads / 2; half > 0; half /= 2)
+      for (int t = 0; t < half; ++t) tree_step(first, t, half), tree_step(second, t, half);
+    finish(p, channel, first[0], second[0]);
+  }
+}
+
+// dz = scale (dy - a - xhat b), in place over dy, one element.
+struct BnBackData {
+  float* d = nullptr;
+  const float* z = nullptr;
+  const float* stats = nullptr;
+  std::int64_t count = 0, k = 1, plane = 1;
+};
+DLB_TG_HD inline void bn_back_data(const BnBackData& p, std::int64_t i) {
+  const std::int64_t c = i / p.plane % p.k;
+  const float xhat = bn_xhat(p.z[i], p.stats, p.k, c);
+  const float v = fmaf(-xhat, p.stats[kBnB * p.k + c], p.d[i] - p.stats[kBnA * p.k + c]);
+  p.d[i] = p.stats[kBnScale * p.k + c] * v;
+}
+
+// A residual join's backward: the gradient at the join, dy, is also the
+// joined layer's: to[i] = dy[i] (the first of its readers' gradients to
+// arrive) or to[i] + dy[i] (a later one).
+struct AddGrad {
+  const float* from = nullptr;
+  float* to = nullptr;
+  std::int64_t count = 0;
+  std::int32_t add = 0;
+};
+DLB_TG_HD inline void add_grad(const AddGrad& p, std::int64_t i) {
+  p.to[i] = p.add != 0 ? p.to[i] + p.from[i] : p.from[i];
 }
 
 // SGD with momentum as torch.optim.SGD (dampening 0, not Nesterov), one

@@ -18,28 +18,22 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
   const auto& ls = net.layers;
   DLB_REQUIRE(!(ls.size() == 1 && ls.back().kind == LayerKind::log_softmax),
               "GPU training step: " + net.name + " is only a log_softmax");
-  // The schedule below is for chains without batch-norm: should
-  // trainable_params come to accept batch-norm in training mode or residual
-  // joins (the CPU step's next slice), this step still refuses them by name
-  // until it has their backend calls.
-  for (const Layer& l : ls) {
-    const std::string where = "GPU training step: " + net.name + " layer '" + l.name + "': ";
-    if (l.residual >= 0) throw Error(where + "residual joins are not supported yet");
-    if (l.input != static_cast<int>(&l - ls.data()) - 1)
-      throw Error(where + "does not read the layer before it (only chains of layers are supported)");
-    if (l.kind == LayerKind::conv && !l.raw.bn_gamma.empty())
-      throw Error(where + "batch-norm in training mode (batch statistics) is not supported yet");
-  }
   logits_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
   weight_of_.assign(ls.size(), -1);
   bias_of_.assign(ls.size(), -1);
+  gamma_of_.assign(ls.size(), -1);
+  beta_of_.assign(ls.size(), -1);
   for (std::size_t j = 0; j < params_.size(); ++j) {
     param_offset_.push_back(param_floats_);
     param_floats_ += aligned(params_[j].size());
-    (params_[j].bias ? bias_of_ : weight_of_)[params_[j].layer] = static_cast<int>(j);
+    const TrainParam& p = params_[j];
+    (p.bn ? (p.bias ? beta_of_ : gamma_of_) : (p.bias ? bias_of_ : weight_of_))[p.layer] = static_cast<int>(j);
   }
   out_offset_.assign(ls.size(), -1);
   route_offset_.assign(ls.size(), -1);
+  z_offset_.assign(ls.size(), -1);
+  bn_offset_.assign(ls.size(), -1);
+  running_offset_.assign(ls.size(), -1);
   std::int64_t largest = ls[logits_].out_size();
   for (std::size_t i = 0; i <= logits_; ++i) {
     const Layer& l = ls[i];
@@ -49,12 +43,83 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
       route_offset_[i] = route_bytes_;
       route_bytes_ += aligned(batch * l.out_size());
     }
-    // Backward's two buffers hold the gradient of every layer's output and input.
+    if (gamma_of_[i] >= 0) {
+      z_offset_[i] = act_floats_;
+      act_floats_ += aligned(batch * l.out_size());
+      bn_offset_[i] = bn_floats_;
+      bn_floats_ += aligned(tg::kBnStats * l.k);
+      running_offset_[i] = running_floats_;
+      running_floats_ += aligned(2 * l.k);
+    }
+    // Backward's buffers hold the gradient of every layer's output and input.
     largest = std::max({largest, l.out_size(), l.in_size()});
   }
   logp_offset_ = act_floats_;
   act_floats_ += aligned(batch * classes());
   dbuf_floats_ = aligned(batch * largest);
+  assign_gradient_buffers();
+}
+
+// As the CPU step's (train.cpp): the gradient of layer j's output is written
+// first by the last layer that reads it (the loss for the logits) and read
+// by layer j's own backward; layers whose intervals do not overlap share a
+// buffer (greedy, in backward order). The first writer overwrites, later
+// ones add, which only a conv's input gradient and a join can. And which
+// max pools apply the ReLU mask of the layer they read (its only reader).
+void TrainPlan::assign_gradient_buffers() {
+  const auto& ls = net_.layers;
+  const auto n = static_cast<int>(logits_) + 1;
+  std::vector<int> first_write(static_cast<std::size_t>(n), -1);
+  first_write[logits_] = n;  // the loss
+  std::vector<int> readers(static_cast<std::size_t>(n), 0);  // how many layers read each output
+  for (int i = 0; i < n; ++i) {
+    const Layer& l = ls[static_cast<std::size_t>(i)];
+    for (const int j : {l.input, l.residual})
+      if (j >= 0) {
+        first_write[static_cast<std::size_t>(j)] = std::max(first_write[static_cast<std::size_t>(j)], i);
+        ++readers[static_cast<std::size_t>(j)];
+      }
+  }
+  add_input_.assign(static_cast<std::size_t>(n), 0);
+  add_residual_.assign(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const Layer& l = ls[static_cast<std::size_t>(i)];
+    if (l.input >= 0) add_input_[static_cast<std::size_t>(i)] = first_write[static_cast<std::size_t>(l.input)] != i;
+    if (l.residual >= 0)
+      add_residual_[static_cast<std::size_t>(i)] = first_write[static_cast<std::size_t>(l.residual)] != i;
+    if (add_input_[static_cast<std::size_t>(i)] != 0 && l.kind != LayerKind::conv)
+      throw Error("GPU training step: " + net_.name + " layer '" + l.name + "': a " + layer_kind_name(l.kind) +
+                  " reading an output that another layer also reads is not supported");
+  }
+  // A max pool applies the ReLU mask of the conv or fc it reads, where it is that layer's only reader.
+  pool_masks_.assign(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const Layer& l = ls[static_cast<std::size_t>(i)];
+    if (l.kind != LayerKind::max_pool || l.input < 0) continue;
+    const auto below = static_cast<std::size_t>(l.input);
+    const Layer& b = ls[below];
+    pool_masks_[below] = (b.kind == LayerKind::conv || b.kind == LayerKind::fc) && b.relu && readers[below] == 1;
+  }
+  std::vector<int> order;
+  for (int j = 0; j < n; ++j)
+    if (first_write[static_cast<std::size_t>(j)] >= 0) order.push_back(j);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return first_write[static_cast<std::size_t>(a)] > first_write[static_cast<std::size_t>(b)];
+  });
+  dbuf_of_.assign(ls.size(), 0);
+  std::vector<int> last_read;  // per buffer: when its latest occupant is read
+  for (const int j : order) {
+    std::int64_t buf = -1;
+    for (std::size_t q = 0; q < last_read.size() && buf < 0; ++q)
+      if (last_read[q] > first_write[static_cast<std::size_t>(j)]) buf = static_cast<std::int64_t>(q);
+    if (buf < 0) {
+      buf = static_cast<std::int64_t>(last_read.size());
+      last_read.push_back(0);
+    }
+    last_read[static_cast<std::size_t>(buf)] = j;
+    dbuf_of_[static_cast<std::size_t>(j)] = buf;
+  }
+  dbuf_count_ = static_cast<std::int64_t>(last_read.size());
 }
 
 std::vector<float> TrainPlan::initial_params() const {
@@ -66,17 +131,34 @@ std::vector<float> TrainPlan::initial_params() const {
   return p;
 }
 
+std::vector<float> TrainPlan::initial_running() const {
+  std::vector<float> r(static_cast<std::size_t>(running_floats_), 0.0f);
+  for (std::size_t i = 0; i < running_offset_.size(); ++i) {
+    if (running_offset_[i] < 0) continue;
+    const Layer& l = net_.layers[i];
+    float* mean = r.data() + running_offset_[i];
+    float* var = mean + l.k;
+    std::fill(var, var + l.k, 1.0f);
+    if (static_cast<std::int64_t>(l.raw.bn_mean.size()) == l.k)
+      std::copy(l.raw.bn_mean.begin(), l.raw.bn_mean.end(), mean);
+    if (static_cast<std::int64_t>(l.raw.bn_var.size()) == l.k)
+      std::copy(l.raw.bn_var.begin(), l.raw.bn_var.end(), var);
+  }
+  return r;
+}
+
 TrainMemory TrainPlan::memory() const {
   TrainMemory m;
   m.weights = m.gradients = m.optimizer = param_floats_ * static_cast<std::int64_t>(sizeof(float));
-  m.activations = act_floats_ * static_cast<std::int64_t>(sizeof(float)) + route_bytes_ +
-                  batch_ * static_cast<std::int64_t>(sizeof(double));
-  m.workspace = 2 * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float));
+  m.activations = (act_floats_ + bn_floats_ + running_floats_) * static_cast<std::int64_t>(sizeof(float)) +
+                  route_bytes_ + batch_ * static_cast<std::int64_t>(sizeof(double));
+  m.workspace = dbuf_count_ * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float));
   return m;
 }
 
 const float* TrainPlan::input_of(const TrainArenas& a, const float* x, std::size_t i) const {
-  return i == 0 ? x : a.acts + out_offset_[i - 1];
+  const int in = net_.layers[i].input;
+  return in < 0 ? x : a.acts + out_offset_[static_cast<std::size_t>(in)];
 }
 
 void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
@@ -88,11 +170,23 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
       case LayerKind::conv:
       case LayerKind::fc: {
         const float* w = param(a.params, weight_of_[i]);
+        const float* bias = param(a.params, bias_of_[i]);
+        const float* res = l.residual >= 0 ? out(a, static_cast<std::size_t>(l.residual)) : nullptr;
+        const std::int64_t count = batch_ * l.out_size(), plane = l.oh * l.ow;
+        if (gamma_of_[i] >= 0) {
+          float* z = a.acts + z_offset_[i];
+          float* stats = a.bn + bn_offset_[i];
+          ops.conv_forward(i, l, in, w, z);
+          if (bias != nullptr) ops.run(tg::BiasAct{z, bias, count, plane, l.k, 0});
+          ops.run(tg::BnStats{z, param(a.params, gamma_of_[i]), param(a.params, beta_of_[i]), stats,
+                              a.running + running_offset_[i], batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum});
+          ops.run(tg::BnApply{z, y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
+          break;
+        }
         if (l.kind == LayerKind::conv) ops.conv_forward(i, l, in, w, y);
         else ops.fc_forward(i, l, in, w, y);
-        const float* bias = param(a.params, bias_of_[i]);
-        if (bias != nullptr || l.relu)
-          ops.run(tg::BiasAct{y, bias, batch_ * l.out_size(), l.oh * l.ow, l.k, l.relu ? 1 : 0});
+        if (bias != nullptr || l.relu || res != nullptr)
+          ops.run(tg::BiasAct{y, bias, count, plane, l.k, l.relu ? 1 : 0, res});
         break;
       }
       case LayerKind::max_pool:
@@ -106,37 +200,45 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
 }
 
 void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
-  float* dy = a.dbuf[0];
-  float* dx = a.dbuf[1];
-  ops.run(tg::NllGrad{a.acts + logp_offset_, labels, dy, batch_, classes(), 1.0f / static_cast<float>(batch_)});
-  bool masked = false;  // dy already carries this layer's ReLU mask (applied by the pool above)
+  ops.run(tg::NllGrad{a.acts + logp_offset_, labels, grad_of(a, static_cast<int>(logits_)), batch_, classes(),
+                      1.0f / static_cast<float>(batch_)});
   for (std::size_t i = logits_ + 1; i-- > 0;) {
     const Layer& l = net_.layers[i];
     const float* in = input_of(a, x, i);
-    float* to = i == 0 ? nullptr : dx;
-    bool mask_below = false;
+    float* dy = grad_of(a, static_cast<int>(i));
+    float* to = l.input < 0 ? nullptr : grad_of(a, l.input);
+    const bool add = add_input_[i] != 0;
+    const std::int64_t count = batch_ * l.out_size(), plane = l.oh * l.ow;
     switch (l.kind) {
       case LayerKind::conv:
       case LayerKind::fc: {
-        if (l.relu && !masked) ops.run(tg::ReluBack{dy, out(a, i), batch_ * l.out_size()});
+        if (l.relu && pool_masks_[i] == 0) ops.run(tg::ReluBack{dy, out(a, i), count});
+        if (l.residual >= 0)
+          ops.run(tg::AddGrad{dy, grad_of(a, l.residual), count, add_residual_[i] != 0 ? 1 : 0});
+        if (gamma_of_[i] >= 0) {
+          const float* z = a.acts + z_offset_[i];
+          float* stats = a.bn + bn_offset_[i];
+          ops.run(tg::BnBackStats{dy, z, stats, param(a.grads, gamma_of_[i]), param(a.grads, beta_of_[i]), batch_,
+                                  l.k, plane});
+          ops.run(tg::BnBackData{dy, z, stats, count, l.k, plane});
+        }
         float* dw = param(a.grads, weight_of_[i]);
         const float* w = param(a.params, weight_of_[i]);
         if (l.kind == LayerKind::conv) ops.conv_backward_filter(i, l, in, dy, dw);
         else ops.fc_backward_weights(i, l, in, dy, dw);
         if (float* db = param(a.grads, bias_of_[i]); db != nullptr)
-          ops.run(tg::BiasGrad{dy, db, batch_, l.k, l.oh * l.ow});
+          ops.run(tg::BiasGrad{dy, db, batch_, l.k, plane});
         if (to != nullptr) {
-          if (l.kind == LayerKind::conv) ops.conv_backward_data(i, l, w, dy, to);
-          else ops.fc_backward_data(i, l, w, dy, to);
+          if (l.kind == LayerKind::conv) ops.conv_backward_data(i, l, w, dy, to, add);
+          else ops.fc_backward_data(i, l, w, dy, to, add);
         }
         break;
       }
       case LayerKind::max_pool:
         if (to != nullptr) {
-          const Layer& below = net_.layers[i - 1];
-          mask_below = (below.kind == LayerKind::conv || below.kind == LayerKind::fc) && below.relu;
-          ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], mask_below ? out(a, i - 1) : nullptr, to,
-                                  batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
+          const auto below = static_cast<std::size_t>(l.input);
+          ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], pool_masks_[below] != 0 ? out(a, below) : nullptr,
+                                  to, batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
         }
         break;
       case LayerKind::global_avg_pool:
@@ -144,8 +246,6 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
         break;
       case LayerKind::log_softmax: break;
     }
-    masked = mask_below;
-    std::swap(dy, dx);
   }
 }
 
@@ -206,8 +306,14 @@ class HostOps final : public TrainOps {
             dw[((k * l.c + c) * l.window + a) * l.window + b] = sum;
           }
   }
-  void conv_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx) override {
-    std::fill(dx, dx + n_ * l.in_size(), 0.0f);
+  // accumulate: the gradient into a buffer of its own, then added (as the
+  // library's beta = 1: one more rounding where a fork's gradients meet).
+  void conv_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* out,
+                          bool accumulate) override {
+    const std::int64_t size = n_ * l.in_size();
+    if (accumulate) scratch_.resize(static_cast<std::size_t>(size));
+    float* dx = accumulate ? scratch_.data() : out;
+    std::fill(dx, dx + size, 0.0f);
     for (std::int64_t n = 0; n < n_; ++n)
       for (std::int64_t k = 0; k < l.k; ++k)
         for (std::int64_t i = 0; i < l.oh; ++i)
@@ -221,6 +327,8 @@ class HostOps final : public TrainOps {
                   dx[((n * l.c + c) * l.h + sy) * l.w + sx] += w[((k * l.c + c) * l.window + a) * l.window + b] * d;
                 }
           }
+    if (accumulate)
+      for (std::int64_t e = 0; e < size; ++e) out[e] += dx[e];
   }
   void fc_forward(std::size_t, const Layer& l, const float* x, const float* w, float* y) override {
     const std::int64_t in = l.in_size();
@@ -240,13 +348,14 @@ class HostOps final : public TrainOps {
         dw[k * in + i] = sum;
       }
   }
-  void fc_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx) override {
+  void fc_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx,
+                        bool accumulate) override {
     const std::int64_t in = l.in_size();
     for (std::int64_t n = 0; n < n_; ++n)
       for (std::int64_t i = 0; i < in; ++i) {
         float sum = 0.0f;
         for (std::int64_t k = 0; k < l.k; ++k) sum += dy[n * l.k + k] * w[k * in + i];
-        dx[n * in + i] = sum;
+        dx[n * in + i] = accumulate ? dx[n * in + i] + sum : sum;
       }
   }
 
@@ -270,6 +379,13 @@ class HostOps final : public TrainOps {
     }
   }
   void run(const tg::Sgd& p) override { each(p.count, [&](std::int64_t i) { tg::sgd(p, i); }); }
+  void run(const tg::BnStats& p) override { tg::bn_sums_on_host(p, tg::bn_stats_partial, tg::bn_stats_finish); }
+  void run(const tg::BnApply& p) override { each(p.count, [&](std::int64_t i) { tg::bn_apply(p, i); }); }
+  void run(const tg::BnBackStats& p) override {
+    tg::bn_sums_on_host(p, tg::bn_back_stats_partial, tg::bn_back_stats_finish);
+  }
+  void run(const tg::BnBackData& p) override { each(p.count, [&](std::int64_t i) { tg::bn_back_data(p, i); }); }
+  void run(const tg::AddGrad& p) override { each(p.count, [&](std::int64_t i) { tg::add_grad(p, i); }); }
 
  private:
   template <class F>
@@ -277,6 +393,7 @@ class HostOps final : public TrainOps {
     for (std::int64_t i = 0; i < count; ++i) f(i);
   }
   std::int64_t n_;
+  std::vector<float> scratch_;
 };
 
 }  // namespace
@@ -288,9 +405,10 @@ struct TwinTrainStep::Impl {
         acts(static_cast<std::size_t>(plan.act_floats()), 0.0f),
         routes(static_cast<std::size_t>(plan.route_bytes()), 0),
         loss(static_cast<std::size_t>(batch), 0.0),
-        dbuf0(static_cast<std::size_t>(plan.dbuf_floats()), 0.0f), dbuf1(dbuf0.size(), 0.0f) {
+        dbuf(static_cast<std::size_t>(plan.dbuf_count() * plan.dbuf_floats()), 0.0f),
+        bn(static_cast<std::size_t>(plan.bn_floats()), 0.0f), running(plan.initial_running()) {
     arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss.data(),
-              {dbuf0.data(), dbuf1.data()}};
+              dbuf.data(), bn.data(), running.data()};
   }
   TrainPlan plan;
   Sgd sgd;
@@ -298,12 +416,18 @@ struct TwinTrainStep::Impl {
   std::vector<float> params, grads, velocity, acts;
   std::vector<std::uint8_t> routes;
   std::vector<double> loss;
-  std::vector<float> dbuf0, dbuf1;
+  std::vector<float> dbuf, bn, running;
   TrainArenas arenas;
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
 
+  std::span<const float> running_stat(std::size_t layer, int which) const {
+    const std::int64_t at = plan.running_offset(layer);
+    if (at < 0) return {};
+    const auto k = static_cast<std::size_t>(plan.network().layers[layer].k);
+    return std::span<const float>(running).subspan(static_cast<std::size_t>(at) + which * k, k);
+  }
   std::span<const float> tensor(const std::vector<float>& arena, std::size_t j) const {
     return std::span<const float>(arena).subspan(static_cast<std::size_t>(plan.param_offset(j)),
                                                  static_cast<std::size_t>(plan.params().at(j).size()));
@@ -343,6 +467,8 @@ const TrainPlan& TwinTrainStep::plan() const { return impl_->plan; }
 std::span<const float> TwinTrainStep::param(std::size_t j) const { return impl_->tensor(impl_->params, j); }
 std::span<const float> TwinTrainStep::grad(std::size_t j) const { return impl_->tensor(impl_->grads, j); }
 std::span<const float> TwinTrainStep::velocity(std::size_t j) const { return impl_->tensor(impl_->velocity, j); }
+std::span<const float> TwinTrainStep::running_mean(std::size_t layer) const { return impl_->running_stat(layer, 0); }
+std::span<const float> TwinTrainStep::running_var(std::size_t layer) const { return impl_->running_stat(layer, 1); }
 std::span<const float> TwinTrainStep::log_probs() const {
   return std::span<const float>(impl_->acts).subspan(static_cast<std::size_t>(impl_->plan.logp_offset()),
                                                      static_cast<std::size_t>(impl_->plan.batch() * impl_->plan.classes()));

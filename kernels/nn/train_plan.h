@@ -9,18 +9,34 @@
 // and the library calls as plain fp32 loops, so that the CPU tests check
 // the schedule and the kernels' arithmetic of a whole step without a GPU.
 //
-// The schedule, for a chain of conv (+bias) (+ReLU), max_pool,
-// global_avg_pool, fc (+ReLU) and a final log_softmax (what
-// trainable_params accepts; batch-norm and residual joins throw there):
-//   forward   conv: the library's convolution, then BiasAct (bias and ReLU
-//             in one pass); fc: the library's GEMM, then BiasAct; max_pool
-//             with routes; global_avg_pool; the loss: LogSoftmaxNll per row
+// The schedule, for layers in execution order each reading an earlier
+// one's output (or the input): conv (+bias) (+batch-norm in training mode)
+// (+residual join) (+ReLU), max_pool, global_avg_pool, fc (+ReLU) and a
+// final log_softmax (what trainable_params accepts: mnist_cnn, mnist_lenet,
+// resnet20):
+//   forward   conv: the library's convolution, then BiasAct (bias, the
+//             join's add and ReLU in one pass); with batch-norm: the
+//             convolution into the layer's z (its bias there by BiasAct),
+//             BnStats (the batch's statistics, the running statistics'
+//             update), BnApply (scale, shift, the join's add, ReLU); fc: the
+//             library's GEMM, then BiasAct; max_pool with routes;
+//             global_avg_pool; the loss: LogSoftmaxNll per row
 //   backward  NllGrad; then from the last layer down: conv and fc: ReluBack
-//             (unless the pool above already masked), the weight gradient
-//             (library), BiasGrad, the input gradient (library, not for the
-//             first layer); max_pool: MaxPoolBack, a gather that applies
-//             the ReLU mask of the layer below in the same pass;
-//             global_avg_pool: AvgPoolBack
+//             (unless the pool above already masked), AddGrad (the join:
+//             the gradient also flows to the joined layer), with
+//             batch-norm BnBackStats (dgamma, dbeta and the means) and
+//             BnBackData (dz, in place), the weight gradient (library),
+//             BiasGrad, the input gradient (library, not for a layer
+//             reading the input); max_pool: MaxPoolBack, a gather that
+//             applies the ReLU mask of the layer below in the same pass;
+//             global_avg_pool: AvgPoolBack. Where several layers read one
+//             output (resnet20's forks), the first of them in backward
+//             order writes its gradient and the others add to it (the
+//             library's beta = 1, AddGrad's add): only a conv or the join
+//             may add, a pool or an fc sharing its input is refused by name.
+//             Each layer's output gradient has one of a few buffers
+//             (dbuf_count(), as the CPU step shares its buffers: layers whose
+//             gradients are not live at the same time share one)
 //   update    Sgd over the whole parameter arena in one pass (the padding
 //             between tensors is zero in all three arenas and stays zero)
 #pragma once
@@ -45,11 +61,14 @@ class TrainOps {
   // from x and dy; dx = the data gradient from w and dy (overwritten).
   virtual void conv_forward(std::size_t i, const Layer& l, const float* x, const float* w, float* y) = 0;
   virtual void conv_backward_filter(std::size_t i, const Layer& l, const float* x, const float* dy, float* dw) = 0;
-  virtual void conv_backward_data(std::size_t i, const Layer& l, const float* w, const float* dy, float* dx) = 0;
+  virtual void conv_backward_data(std::size_t i, const Layer& l, const float* w, const float* dy, float* dx,
+                                  bool accumulate) = 0;
   // fc: y [batch, k] = x [batch, in] W^T; dW [k, in] = dY^T X; dX = dY W.
   virtual void fc_forward(std::size_t i, const Layer& l, const float* x, const float* w, float* y) = 0;
   virtual void fc_backward_weights(std::size_t i, const Layer& l, const float* x, const float* dy, float* dw) = 0;
-  virtual void fc_backward_data(std::size_t i, const Layer& l, const float* w, const float* dy, float* dx) = 0;
+  virtual void fc_backward_data(std::size_t i, const Layer& l, const float* w, const float* dy, float* dx,
+                                bool accumulate) = 0;
+  // accumulate: dx += the data gradient (another reader's gradient is already there).
   // The own kernels: one element function of train_gpu_math.h over `count` elements.
   virtual void run(const tg::BiasAct& p) = 0;
   virtual void run(const tg::MaxPool& p) = 0;
@@ -61,6 +80,11 @@ class TrainOps {
   virtual void run(const tg::NllGrad& p) = 0;
   virtual void run(const tg::BiasGrad& p) = 0;  // one block per channel (kBiasGradThreads)
   virtual void run(const tg::Sgd& p) = 0;
+  virtual void run(const tg::BnStats& p) = 0;      // one block per channel (kBnThreads)
+  virtual void run(const tg::BnApply& p) = 0;
+  virtual void run(const tg::BnBackStats& p) = 0;  // one block per channel (kBnThreads)
+  virtual void run(const tg::BnBackData& p) = 0;
+  virtual void run(const tg::AddGrad& p) = 0;
 };
 
 // The base pointers of the step's memory, as the backend allocated it with
@@ -69,10 +93,12 @@ struct TrainArenas {
   float* params = nullptr;     // TrainPlan::param_floats()
   float* grads = nullptr;      // the same layout
   float* velocity = nullptr;   // the same layout
-  float* acts = nullptr;       // act_floats(): every layer's output, then the log-probabilities
+  float* acts = nullptr;       // act_floats(): every layer's output (and z where batch-norm), the log-probabilities
   std::uint8_t* routes = nullptr;  // route_bytes(): the max pools' routes
   double* loss = nullptr;      // batch: each row's negative log-likelihood
-  float* dbuf[2] = {nullptr, nullptr};  // dbuf_floats() each: backward's gradients
+  float* dbuf = nullptr;       // dbuf_count() x dbuf_floats(): backward's gradients
+  float* bn = nullptr;         // bn_floats(): each batch-norm layer's statistics [kBnStats, k]
+  float* running = nullptr;    // running_floats(): each batch-norm layer's running mean and var [2, k]
 };
 
 class TrainPlan {
@@ -93,13 +119,26 @@ class TrainPlan {
   std::int64_t act_floats() const { return act_floats_; }
   std::int64_t route_bytes() const { return route_bytes_; }
   std::int64_t dbuf_floats() const { return dbuf_floats_; }
-  // Where layer i's output (or, for a pool, its routes) is in its arena; -1 for none.
+  std::int64_t dbuf_count() const { return dbuf_count_; }
+  std::int64_t bn_floats() const { return bn_floats_; }
+  std::int64_t running_floats() const { return running_floats_; }
+  // Where layer i's output (or, for a pool, its routes; with batch-norm,
+  // the conv's output z, its statistics, its running statistics) is in its
+  // arena; -1 for none.
   std::int64_t out_offset(std::size_t i) const { return out_offset_.at(i); }
+  std::int64_t z_offset(std::size_t i) const { return z_offset_.at(i); }
+  std::int64_t bn_offset(std::size_t i) const { return bn_offset_.at(i); }
+  std::int64_t running_offset(std::size_t i) const { return running_offset_.at(i); }
+  // The parameter index of layer i's weight (-1: none).
+  int weight_param(std::size_t i) const { return weight_of_.at(i); }
   std::int64_t route_offset(std::size_t i) const { return route_offset_.at(i); }
   std::int64_t logp_offset() const { return logp_offset_; }
   std::size_t logits_layer() const { return logits_; }
   // The parameters' initial values in the arena's layout (zeros between tensors).
   std::vector<float> initial_params() const;
+  // The running statistics' initial values (the network's; mean 0 and var 1
+  // where it has none) in their arena's layout.
+  std::vector<float> initial_running() const;
   // The bytes of the plan's own buffers (the backend adds its workspace).
   TrainMemory memory() const;
 
@@ -113,14 +152,23 @@ class TrainPlan {
  private:
   const float* input_of(const TrainArenas& a, const float* x, std::size_t i) const;
   float* out(const TrainArenas& a, std::size_t i) const { return a.acts + out_offset_[i]; }
+  float* grad_of(const TrainArenas& a, int layer) const {
+    return a.dbuf + dbuf_of_[static_cast<std::size_t>(layer)] * dbuf_floats_;
+  }
   float* param(float* arena, int j) const { return j < 0 ? nullptr : arena + param_offset_[static_cast<std::size_t>(j)]; }
+  void assign_gradient_buffers();
 
   const Network& net_;
   std::int64_t batch_;
   std::vector<TrainParam> params_;
-  std::vector<int> weight_of_, bias_of_;  // per layer: parameter index or -1
-  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_;
-  std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, logp_offset_ = 0;
+  std::vector<int> weight_of_, bias_of_, gamma_of_, beta_of_;  // per layer: parameter index or -1
+  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_, z_offset_, bn_offset_, running_offset_;
+  std::vector<std::int64_t> dbuf_of_;  // per layer: the buffer of its output's gradient
+  // Per layer: its backward adds to its input's (residual's) gradient, which another reader wrote first.
+  std::vector<char> add_input_, add_residual_;
+  std::vector<char> pool_masks_;  // per layer: the max pool reading it applies its ReLU mask in its backward
+  std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, dbuf_count_ = 0;
+  std::int64_t bn_floats_ = 0, running_floats_ = 0, logp_offset_ = 0;
   std::size_t logits_ = 0;
 };
 
@@ -146,6 +194,9 @@ class TwinTrainStep {
   std::span<const float> grad(std::size_t j) const;
   std::span<const float> velocity(std::size_t j) const;
   std::span<const float> log_probs() const;
+  // A layer's batch-norm running statistics (empty without batch-norm).
+  std::span<const float> running_mean(std::size_t layer) const;
+  std::span<const float> running_var(std::size_t layer) const;
 
  private:
   struct Impl;
