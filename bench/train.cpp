@@ -17,14 +17,18 @@
 // step) and its split weights_bytes, activations_bytes (outputs kept for
 // backward, pool indices, batch-norm's inputs and statistics,
 // log-probabilities), gradients_bytes,
-// optimizer_bytes (momentum), workspace_bytes; allocated_bytes_per_step
-// (host heap, the whole process, alloc_counter.h; not in sanitizer builds).
+// optimizer_bytes (momentum), workspace_bytes (bench/train_memory.h);
+// peak_measured_bytes (the host heap's live bytes at their peak above where
+// they stood, while a fresh step is built and runs two steps:
+// measured_step_peak) and allocated_bytes_per_step (host heap, the whole
+// process, alloc_counter.h); neither in sanitizer builds.
 #include <chrono>
 #include <string>
 
 #include "bench/alloc_counter.h"
 #include "bench/cases/train_case.h"
 #include "bench/harness.h"
+#include "bench/train_memory.h"
 #include "kernels/nn/dataset.h"
 
 namespace dlb::bench {
@@ -99,13 +103,8 @@ void register_train(Config&) {
         state.counters["forward_us"] = forward / steps * 1e6;
         state.counters["backward_us"] = backward / steps * 1e6;
         state.counters["optimizer_us"] = optimizer / steps * 1e6;
-        const nn::TrainMemory m = step.memory();
-        state.counters["peak_bytes"] = static_cast<double>(m.total());
-        state.counters["weights_bytes"] = static_cast<double>(m.weights);
-        state.counters["activations_bytes"] = static_cast<double>(m.activations);
-        state.counters["gradients_bytes"] = static_cast<double>(m.gradients);
-        state.counters["optimizer_bytes"] = static_cast<double>(m.optimizer);
-        state.counters["workspace_bytes"] = static_cast<double>(m.workspace);
+        set_memory_counters(state, step.memory(),
+                            measured_step_peak(c->network(), batch, choice, c->x(), c->labels()));
         if (alloc_counting()) {
           const AllocCounts before = alloc_counts();
           for (int i = 0; i < kAllocSteps; ++i) step.step(c->x(), c->labels());

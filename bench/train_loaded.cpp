@@ -12,8 +12,12 @@
 // Counters: items_per_second (images/s), load_us (the mean time a step
 // waited for its batch: the whole load at workers 0, what prefetching did
 // not hide otherwise), forward_us, backward_us, optimizer_us (each phase's
-// mean wall time per step). Validated before timing (LoadedTrainCase: the
-// loader's first batch bit for bit, the step's gradients on it). Not in the
+// mean wall time per step), and the step's memory as the unloaded cases
+// report it (bench/train_memory.h) but for peak_measured_bytes: the step is
+// the same, its measured peak is the unloaded case's (measuring it here
+// would count the loader threads' allocations with it). Validated before
+// timing (LoadedTrainCase: the loader's first batch bit for bit, the step's
+// gradients on it). Not in the
 // default suite; mnist_cnn only (the step's phases on their own are
 // <net>_train/<impl>/batch:<b>, the loader's <net>_load/cpu/...).
 #include <chrono>
@@ -21,6 +25,7 @@
 
 #include "bench/cases/loaded_train_case.h"
 #include "bench/harness.h"
+#include "bench/train_memory.h"
 #include "kernels/nn/dataset.h"
 
 namespace dlb::bench {
@@ -87,6 +92,7 @@ void register_train_loaded(Config&) {
             state.counters["forward_us"] = forward / steps * 1e6;
             state.counters["backward_us"] = backward / steps * 1e6;
             state.counters["optimizer_us"] = optimizer / steps * 1e6;
+            set_memory_counters(state, step.memory(), -1);  // the measured peak: the unloaded case's
             state.SetLabel("crop (pad 4) + flip, " + std::to_string(workers) + " loader workers, SGD momentum 0.9");
           });
         }

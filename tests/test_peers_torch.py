@@ -8,7 +8,9 @@ not, as in CI: scripts/test does not install the few GB it takes.
   committed reference predictions on every test image;
 - a network peer on wrong weights (one conv weight perturbed) and an
   operator peer with a wrong result are refused, with an error entry and
-  no time: the validation can fail."""
+  no time: the validation can fail;
+- the training peers' memory counters (step_memory) on a small model whose
+  saved tensors are known."""
 
 import json
 import os
@@ -61,6 +63,21 @@ print("operator:", session.check("op/peer_torch/n:16", prepared, good, 1e-5), le
       session.entries[0]["error_occurred"])
 """
 
+# Runs in .venv-peers: step_memory on Linear(4, 3), ReLU, Linear(3, 2) and
+# cross_entropy at batch 5. scripts/ last on the path: its profile.py must
+# not shadow the standard library's, which the optimizer's step imports.
+STEP_MEMORY = r"""
+import sys
+sys.path.append(sys.argv[1])
+import json, torch
+from dlbench.peers.training import step_memory
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+x, y = torch.randn(5, 4), torch.tensor([0, 1, 0, 1, 1])
+print(json.dumps(step_memory(model, opt, x, y, torch.nn.functional.cross_entropy)))
+"""
+
 
 class TorchPeers(unittest.TestCase):
     def test_peers_validate_and_agree_with_the_reference(self):
@@ -96,6 +113,24 @@ class TorchPeers(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"network: max_rel_err \S+ against PyTorch's reference logits")
         self.assertIn("operator: None 1 True", p.stdout)
+
+    def test_step_memory_counts_the_saved_tensors_once(self):
+        p = subprocess.run([str(PEERS_PYTHON), "-c", STEP_MEMORY, str(ROOT / "scripts")], capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = json.loads(p.stdout)
+        params = 4 * (4 * 3 + 3 + 3 * 2 + 2)  # fp32 weights and biases
+        self.assertEqual(m["weights_bytes"], params)
+        self.assertEqual(m["gradients_bytes"], params)
+        self.assertEqual(m["optimizer_bytes"], params)  # one momentum buffer per parameter
+        # Saved: ReLU's output (5 x 3, kept by ReLU and by the second
+        # Linear: once), log-softmax's output (5 x 2); the input, the labels
+        # and the weights are not counted. What else the loss keeps (a
+        # scalar total weight) is a few bytes at most.
+        self.assertGreaterEqual(m["activations_bytes"], 4 * (5 * 3 + 5 * 2))
+        self.assertLessEqual(m["activations_bytes"], 4 * (5 * 3 + 5 * 2) + 16)
+        self.assertNotIn("peak_measured_bytes", m)  # the CPU: no peak
+        self.assertNotIn("workspace_bytes", m)
 
 
 if __name__ == "__main__":

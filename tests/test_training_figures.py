@@ -2,7 +2,8 @@
 a synthetic run: the file is made up here and says so in its context, never
 written under results/. Checks what a row shows (images/s, phases in ms,
 peak MB, the ratio to PyTorch on the same device at the same batch) and each
-target's verdict, met and not met, and n/a where a side is missing."""
+target's verdict, met and not met, and n/a where a side is missing; the
+memory table's parts and peaks, ours and PyTorch's."""
 
 import json
 import re
@@ -39,6 +40,46 @@ def load_doc(benchmarks):
 
 
 PHASES = dict(forward_us=4000.0, backward_us=9000.0, optimizer_us=500.0, peak_bytes=46.5e6)
+
+
+MEMORY = dict(weights_bytes=4.8e6, activations_bytes=18.0e6, gradients_bytes=4.8e6, optimizer_bytes=4.8e6,
+              workspace_bytes=14.2e6, peak_bytes=46.6e6)
+
+
+class MemoryTable(unittest.TestCase):
+    def setUp(self):
+        self.results = load_doc([
+            entry("mnist_cnn_train/cpu_eigen/batch:64", 2500.0, **MEMORY, peak_measured_bytes=51.3e6),
+            entry("mnist_cnn_train/cpu_onednn/batch:64/workers:0", 2400.0, **MEMORY),
+            entry("mnist_cnn_train/peer_torch/batch:64", 3000.0, weights_bytes=4.8e6, activations_bytes=22.1e6,
+                  gradients_bytes=4.8e6, optimizer_bytes=4.8e6),
+            entry("mnist_cnn_train/gpu_cudnn/batch:64", 90000.0, **MEMORY, measured_device_bytes=60.0e6),
+            entry("mnist_cnn_train/peer_torch_cuda/batch:64", 60000.0, weights_bytes=4.8e6,
+                  activations_bytes=22.1e6, gradients_bytes=4.8e6, optimizer_bytes=4.8e6,
+                  peak_measured_bytes=40.25e6),
+            entry("mnist_cnn_train/peer_torch_cuda_graph/batch:64", 100000.0),
+        ])
+        text = training.table(self.results)
+        self.block = text.split("**mnist_cnn** memory of a training step, MB")[1].split("\n\n**")[0]
+
+    def rows(self):
+        return {line.split("|")[2].strip().strip("`"): [c.strip() for c in line.split("|")[3:-1]]
+                for line in self.block.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()}
+
+    def test_parts_accounted_and_measured_peaks(self):
+        rows = self.rows()
+        # weights, activations, gradients, optimizer, workspace, accounted, measured
+        self.assertEqual(rows["cpu_eigen"], ["4.8", "18.0", "4.8", "4.8", "14.2", "46.6", "51.3"])
+        self.assertEqual(rows["gpu_cudnn"][-1], "60.0")  # measured_device_bytes
+        self.assertEqual(rows["cpu_onednn/workers:0"][-1], "")  # the unloaded case's
+        # PyTorch: no workspace, no accounted peak; a measured peak on the GPU only
+        self.assertEqual(rows["peer_torch"], ["4.8", "22.1", "4.8", "4.8", "", "", ""])
+        self.assertEqual(rows["peer_torch_cuda"][-1], "40.2")
+
+    def test_a_row_without_the_split_is_left_out(self):
+        self.assertNotIn("peer_torch_cuda_graph", self.rows())
+        results = load_doc([entry("mnist_cnn_train/cpu_eigen/batch:64", 2500.0, **PHASES)])
+        self.assertNotIn("memory of a training step", training.table(results))
 
 
 class TrainingTable(unittest.TestCase):

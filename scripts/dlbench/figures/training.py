@@ -18,7 +18,17 @@ a ratio of two rows of the same run:
         mode: at least 1.0x
 
 A target whose two sides are not both in the run says so instead of a
-verdict. The loader's table: images/s of ``<net>_load`` against its thread
+verdict. Then the step's memory per network: every row of the run that
+reports the split (ours and PyTorch's eager peers), at each batch, with its
+five parts in MB (weights_bytes, activations_bytes: what forward keeps for
+backward, gradients_bytes, optimizer_bytes: momentum, workspace_bytes:
+everything else the step holds), the accounted peak (peak_bytes, the sum
+of the five) and the measured peak (peak_measured_bytes: on the CPU the
+host heap's rise over a fresh step, bench/train_memory.h; PyTorch on the
+GPU the caching allocator's; our GPU rows measured_device_bytes,
+cudaMemGetInfo's difference across the step's construction). A part a row
+does not report (PyTorch's workspace, a CPU peer's measured peak) is
+blank. The loader's table: images/s of ``<net>_load`` against its thread
 count. The figure: per network, each row's milliseconds per step split by
 phase at every batch (a peer, which reports no phases, as one bar).
 """
@@ -37,6 +47,7 @@ CPU_RATIO = 1.3
 CPU_BATCH = 64
 GPU_RATIO = 1.0
 GPU_BATCHES = (64, 256)
+MEMORY_PARTS = ("weights_bytes", "activations_bytes", "gradients_bytes", "optimizer_bytes", "workspace_bytes")
 
 
 def row_name(case: Case) -> str:
@@ -160,6 +171,38 @@ def network_block(results: Results, network: str) -> str:
     return "\n".join(lines)
 
 
+def measured_peak(case: Case) -> float | None:
+    """The row's measured peak: peak_measured_bytes, or (our GPU rows)
+    measured_device_bytes."""
+    for counter in ("peak_measured_bytes", "measured_device_bytes"):
+        if (v := case.median(counter)) is not None:
+            return v
+    return None
+
+
+def memory_block(results: Results, network: str) -> str:
+    """The step's memory split per row (see the module's docstring); empty
+    where no row of the network reports it."""
+    cases = [c for c in train_cases(results, network)
+             if c.error is None and any(c.median(p) is not None for p in MEMORY_PARTS)]
+    if not cases:
+        return ""
+    cases.sort(key=lambda c: (c.args["batch"], c.is_peer, c.runs_on, row_name(c)))
+
+    def mb(value: float | None) -> str:
+        return "" if value is None else f"{value / 1e6:.1f}"
+
+    lines = [f"**{network}** memory of a training step, MB", "",
+             "| batch | row | weights | activations | gradients | optimizer | workspace | peak (accounted) | "
+             "peak (measured) |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in cases:
+        cells = [str(c.args["batch"]), f"`{row_name(c)}`", *(mb(c.median(p)) for p in MEMORY_PARTS),
+                 mb(c.median("peak_bytes")), mb(measured_peak(c))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def loader_block(results: Results, network: str) -> str:
     cases = [c for c in results.family(f"{network}_load") if "batch" in c.args and "threads" in c.args]
     if not cases:
@@ -176,12 +219,16 @@ def loader_block(results: Results, network: str) -> str:
 
 
 def table(results: Results) -> str:
-    blocks = [b for n in NETWORKS for b in (network_block(results, n), loader_block(results, n)) if b]
+    blocks = [b for n in NETWORKS
+              for b in (network_block(results, n), memory_block(results, n), loader_block(results, n)) if b]
     return tables_with_note(
         blocks, "One run. Images/s and phase times: medians of the repetitions; a phase is the mean wall time "
         "per step the case measured for it (a peer reports none). Peak MB: what the step holds by its own "
         "accounting (weights, kept activations, gradients, optimizer state, workspace). vs PyTorch: this row's "
-        "images/s over PyTorch's at the same batch on the same device (CPU: eager; GPU: its fastest mode).")
+        "images/s over PyTorch's at the same batch on the same device (CPU: eager; GPU: its fastest mode). "
+        "Memory: the parts each row reports (PyTorch: from its tensors' sizes and autograd's saved tensors; "
+        "no workspace); peak (measured): the host heap's rise over a step on the CPU, the device's on the GPU "
+        "(ours: cudaMemGetInfo; PyTorch's: its caching allocator).")
 
 
 def figures(results_list: list[Results]):

@@ -62,6 +62,25 @@ gradients' error in this form is reported, not held.
 Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
 for the input gradients of every conv and fc but the first), max_rel_err.
+The eager peers (peer_torch, peer_torch_cuda and the loaded cases) report
+the step's memory under bench's names (bench/train_memory.h), from one step
+of the timed model before timing (step_memory): weights_bytes (the
+parameters), gradients_bytes (their .grad after backward),
+optimizer_bytes (torch.optim.SGD's momentum buffers), activations_bytes
+(what autograd saved for backward in that step's forward and loss, summed
+through torch.autograd.graph.saved_tensors_hooks, each storage once, less
+the parameters and the batch and labels, which bench does not count as
+kept activations either). PyTorch cannot tell its workspace (its kernels'
+scratch comes from the allocator unnamed): no workspace_bytes, no
+peak_bytes. peer_torch_cuda adds peak_measured_bytes: how far the CUDA
+caching allocator's allocated bytes rose over that step
+(torch.cuda.max_memory_allocated after reset_peak_memory_stats, less
+memory_allocated before it), plus the parameters and momentum buffers the
+step already held (its second step, on a model of its own: cuDNN's and
+cuBLAS's first use in the first). The CPU peers measure no peak (PyTorch keeps no
+statistics of its CPU allocations). The graph and compiled modes report
+none: what the graph's pool and inductor's kernels keep is not what the
+hooks see.
 
 The loaded cases (mnist_cnn, as bench/train_loaded.cpp's): a
 torch.utils.data.DataLoader over the Fashion-MNIST training set in the
@@ -81,6 +100,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -153,6 +173,52 @@ def step_flops(model, shape) -> float:
     for h in hooks:
         h.remove()
     return 2.0 * (3 * sum(macs) - macs[0])
+
+
+def step_memory(model, opt, x, y, loss_of) -> dict:
+    """Bench's memory counters of one training step of `model` with `opt` on
+    (x, y) (see the module's docstring): runs that step (zero_grad, forward
+    and loss with autograd's saved tensors counted, backward, opt.step)."""
+    import torch
+
+    def storage(t):
+        return t.untyped_storage().data_ptr()
+
+    inputs = {storage(t) for t in (x, y, *model.parameters())}
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        if storage(t) not in inputs:
+            saved[storage(t)] = t.untyped_storage().nbytes()  # alive with the graph: no address reused meanwhile
+        return t
+
+    def nbytes(tensors):
+        return float(sum(t.numel() * t.element_size() for t in tensors))
+
+    def state_bytes():
+        return nbytes(t for st in opt.state.values() for t in st.values() if isinstance(t, torch.Tensor))
+
+    gpu = x.is_cuda
+    opt.zero_grad(set_to_none=True)
+    params = list(model.parameters())
+    if gpu:  # the step's rise above what the device held before it, plus what of it was the step's already
+        torch.cuda.synchronize()
+        held = nbytes(params) + state_bytes()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = loss_of(model(x), y)
+    loss.backward()
+    opt.step()
+    del loss
+    out = {"weights_bytes": nbytes(params),
+           "activations_bytes": float(sum(saved.values())),
+           "gradients_bytes": nbytes(p.grad for p in params if p.grad is not None),
+           "optimizer_bytes": state_bytes()}
+    if gpu:
+        torch.cuda.synchronize()
+        out["peak_measured_bytes"] = float(torch.cuda.max_memory_allocated() - base) + held
+    return out
 
 
 GPU_PEERS = ("peer_torch_cuda", "peer_torch_cuda_graph", "peer_torch_cuda_compile")  # the order they run in
@@ -313,6 +379,7 @@ def training(session: Session, compiled: bool | None = None) -> None:
             session.fail(name, "WRONG RESULT: against float64: " + problem, gpu)
             continue
 
+        counters = {"max_rel_err": worst}
         if not gpu:
             model = fresh()
             opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
@@ -322,8 +389,20 @@ def training(session: Session, compiled: bool | None = None) -> None:
                 loss_of(model(x), y).backward()
                 opt.step()
 
+            counters.update(step_memory(model, opt, x, y, loss_of))
+        elif peer == "peer_torch_cuda":
+            try:  # unverified on hardware: a failure costs the counters, not the case
+                eager = fresh(device="cuda")
+                eager_opt = torch.optim.SGD(eager.parameters(), lr=LR, momentum=MOMENTUM)
+                step_memory(eager, eager_opt, xd, yd, loss_of)  # the first step: cuDNN's and cuBLAS's first use
+                counters.update(step_memory(eager, eager_opt, xd, yd, loss_of))
+                del eager, eager_opt
+            except Exception as e:
+                print(f"peers: {name}: no memory counters ({type(e).__name__}: {e})".splitlines()[0],
+                      file=sys.stderr)
+
         session.measure(name, Prepared(step, lambda: None, label), gpu=gpu, items_per_call=float(batch),
-                        flops_per_call=step_flops(probe, shape) * batch, counters={"max_rel_err": worst})
+                        flops_per_call=step_flops(probe, shape) * batch, counters=counters)
 
 
 LOADED_NETWORKS = ("mnist_cnn",)  # bench/train_loaded.cpp's
@@ -419,7 +498,8 @@ def training_loaded(session: Session) -> None:
         model.eval()
         opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
         totals = {"load_us": 0.0, "forward_us": 0.0, "backward_us": 0.0, "optimizer_us": 0.0}
-        counters = {"max_rel_err": worst, **totals}
+        counters = {"max_rel_err": worst, **totals,
+                    **step_memory(model, opt, x0, y0, torch.nn.functional.nll_loss)}
         calls = 0
 
         def step():
