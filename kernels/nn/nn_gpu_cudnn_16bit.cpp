@@ -314,8 +314,12 @@ std::shared_ptr<GraphEngine> fastest_engine(cudnnHandle_t handle, cudaStream_t s
   if (g.graph == nullptr) return nullptr;
   std::vector<GraphEngine> engines = graph_engines(handle, *g.graph, CUDNN_HEUR_MODE_A, fp32);
   if (engines.empty()) engines = graph_engines(handle, *g.graph, CUDNN_HEUR_MODE_FALLBACK, fp32);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   std::shared_ptr<GraphEngine> best;
   for (auto& e : engines) {
+    // As the legacy search: never at the cost of the program's memory.
+    if (static_cast<std::size_t>(e.workspace_bytes) > free_bytes / 2) continue;
     DeviceBuffer<unsigned char> workspace(static_cast<std::size_t>(e.workspace_bytes));
     const CudnnBackendDesc pack = variant_pack(uids, pointers, workspace.data());
     const auto run = [&] { return cudnnBackendExecute(handle, e.plan->get(), pack.get()); };
