@@ -948,7 +948,9 @@ TEST(CudnnFusedPlan, MatchesTheLayers) {
       EXPECT_EQ(added.front(), nn::kUidBias);
       EXPECT_EQ(added.size(), l.residual >= 0 ? 2u : 1u);
       EXPECT_EQ(relus, l.relu ? 1 : 0);
-      if (relus == 1) EXPECT_EQ(p.ops.back().kind, nn::FusedOpKind::relu);
+      if (relus == 1) {
+        EXPECT_EQ(p.ops.back().kind, nn::FusedOpKind::relu);
+      }
       if (l.residual >= 0) {
         ++joins;
         EXPECT_EQ(added.back(), nn::kUidResidual);
@@ -960,16 +962,20 @@ TEST(CudnnFusedPlan, MatchesTheLayers) {
       }
       // What reads this conv's output reads the graph's y, a memory tensor
       // of the shape it expects.
-      for (const nn::Layer& reader : net.layers)
-        if (reader.input == static_cast<int>(i))
+      for (const nn::Layer& reader : net.layers) {
+        if (reader.input == static_cast<int>(i)) {
           EXPECT_EQ(p.y.dims, (std::array<std::int64_t, 4>{n, reader.c, reader.h, reader.w})) << reader.name;
+        }
+      }
       // Equal shapes and ops share an engine choice; the key says both.
       const std::string shape = std::to_string(l.c) + " " + std::to_string(l.h) + " " + std::to_string(l.k) + " " +
                                 std::to_string(l.window) + " " + std::to_string(l.stride) + " " +
                                 std::to_string(l.pad) + " " + std::to_string(l.relu) + " " +
                                 std::to_string(l.residual >= 0);
       const auto [known, fresh] = key_of_shape.emplace(shape, p.key());
-      if (!fresh) EXPECT_EQ(known->second, p.key());
+      if (!fresh) {
+        EXPECT_EQ(known->second, p.key());
+      }
       EXPECT_NE(p.key(), nn::fused_conv_plan(net, i, n + 1, true).key());
       // The fallback: the conv alone, straight into y.
       const nn::FusedConvPlan alone = nn::fused_conv_plan(net, i, n, false);

@@ -296,14 +296,6 @@ CudnnBackendDesc variant_pack(const std::vector<std::int64_t>& uids, const std::
   return pack;
 }
 
-// A layer's graph ready to run: its plan (shared by the layers of one
-// shape), its workspace and its variant pack.
-struct GraphStep {
-  std::shared_ptr<GraphEngine> engine;
-  DeviceBuffer<unsigned char> workspace;
-  std::unique_ptr<CudnnBackendDesc> pack;
-};
-
 // The fastest engine for graph `g` on these buffers (the memory tensors'
 // uids and pointers), or null where no allowed engine finalises and runs.
 // Timed as the benchmark times: after two untimed calls, the median of
@@ -339,7 +331,9 @@ struct Options {
   bool fused = false;    // gpu_cudnn_fused(_f16): each conv one graph of the graph API, the pass one CUDA graph
 };
 
-// A conv of the fused rows: its weights, its bias, its graph ready to run.
+// A conv of the fused rows: its weights, its bias, its graph ready to run
+// (the plan shared by the layers of one graph key, its own workspace and
+// variant pack).
 struct FusedConvStep {
   DeviceBuffer<unsigned char> weight;
   DeviceBuffer<float> bias;
