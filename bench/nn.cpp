@@ -118,6 +118,7 @@ void register_nn(Config& config) {
             state.counters["allocated_bytes_per_pass"] = static_cast<double>(after.bytes - before.bytes) / kAllocPasses;
             state.counters["allocations_per_pass"] = static_cast<double>(after.calls - before.calls) / kAllocPasses;
           }
+          for (const auto& [counter, value] : c->report().counters) state.counters[counter] = value;
           state.SetLabel(c->report().implementation);
         },
         // Batch 1 on the GPU: latency percentiles need calls, not GPU time

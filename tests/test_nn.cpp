@@ -15,6 +15,7 @@
 #include <functional>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "bench/cases/nn_case.h"
 #if DLB_TEST_GPU
@@ -25,8 +26,12 @@
 #include "kernels/common/operand.h"
 #include "kernels/common/random.h"
 #include "kernels/nn/calibration.h"
+#include "kernels/nn/cudnn_fused_plan.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/layers.h"
+#if DLB_HAVE_CUDNN
+#include "kernels/nn/nn_gpu.h"
+#endif
 #include "kernels/nn/nn_onekernel.h"
 #include "kernels/nn/nn_s8_direct.h"
 #if DLB_HAVE_ONEDNN
@@ -891,6 +896,140 @@ void expect_layer_calls_make_the_pass(const nn::Network& net, std::int64_t batch
   poison_nan(std::span<float>(y));
   for (const auto& call : report.layer_calls) call();
   EXPECT_EQ(whole, y);
+}
+
+// gpu_cudnn_fused's descriptor plan (cudnn_fused_plan.h), what its cuDNN
+// graphs are made from one for one, against the networks' layers: shapes,
+// the NHWC / KRSC element order (the one NhwcWeights checks the weights in),
+// a chain of ops from x to y through virtual tensors only, the bias add on
+// every conv, the residual add exactly on the joins, ReLU exactly where the
+// layer has it, and every layer's input a memory tensor of the conv that
+// writes it (the pools', the fc's, the next conv's). No GPU needed.
+TEST(CudnnFusedPlan, MatchesTheLayers) {
+  const std::int64_t n = 3;
+  int joins = 0;
+  for (const auto name : nn::network_names()) {
+    const nn::Network& net = nn::network(name);
+    std::map<std::string, std::string> key_of_shape;
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      const nn::Layer& l = net.layers[i];
+      if (l.kind != nn::LayerKind::conv) {
+        EXPECT_THROW(nn::fused_conv_plan(net, i, n, true), Error) << l.name;
+        continue;
+      }
+      SCOPED_TRACE(std::string(name) + " " + l.name);
+      const nn::FusedConvPlan p = nn::fused_conv_plan(net, i, n, true);
+      EXPECT_EQ(p.x.dims, (std::array<std::int64_t, 4>{n, l.c, l.h, l.w}));
+      EXPECT_EQ(p.w.dims, (std::array<std::int64_t, 4>{l.k, l.c, l.window, l.window}));
+      EXPECT_EQ(p.y.dims, (std::array<std::int64_t, 4>{n, l.k, l.oh, l.ow}));
+      EXPECT_EQ(p.bias.dims, (std::array<std::int64_t, 4>{1, l.k, 1, 1}));
+      EXPECT_EQ(p.pad, l.pad);
+      EXPECT_EQ(p.stride, l.stride);
+      // Element (a, b, c, d) of an NHWC tensor [A, B, C, D] is at
+      // ((a C + c) D + d) B + b; of the KRSC filter likewise (conv_weights_krsc).
+      for (const nn::FusedTensor* t : p.tensors()) {
+        const auto& d = t->dims;
+        for (std::int64_t a = 0; a < d[0]; ++a)
+          for (std::int64_t b = 0; b < d[1]; ++b)
+            for (std::int64_t c = 0; c < d[2]; ++c)
+              for (std::int64_t e = 0; e < d[3]; ++e) {
+                const std::int64_t at = a * t->strides[0] + b * t->strides[1] + c * t->strides[2] + e * t->strides[3];
+                ASSERT_EQ(at, ((a * d[2] + c) * d[3] + e) * d[1] + b) << "tensor " << t->uid;
+              }
+      }
+      // Unique uids; virtual exactly the intermediates, which are fp32.
+      std::set<std::int64_t> uids;
+      for (const nn::FusedTensor* t : p.tensors()) {
+        EXPECT_TRUE(uids.insert(t->uid).second) << "uid " << t->uid;
+        const bool intermediate = t->uid >= nn::kUidFirstVirtual;
+        EXPECT_EQ(t->is_virtual, intermediate) << "uid " << t->uid;
+        if (intermediate) {
+          EXPECT_TRUE(t->fp32);
+          EXPECT_EQ(t->dims, p.y.dims);
+        }
+      }
+      // The chain: conv(x, w), + bias, [+ residual], [relu], ending in y.
+      ASSERT_FALSE(p.ops.empty());
+      EXPECT_EQ(p.ops.front().kind, nn::FusedOpKind::conv);
+      EXPECT_EQ(p.ops.front().a, nn::kUidX);
+      EXPECT_EQ(p.ops.front().b, nn::kUidW);
+      EXPECT_EQ(p.ops.back().out, nn::kUidY);
+      for (std::size_t o = 1; o < p.ops.size(); ++o) EXPECT_EQ(p.ops[o].a, p.ops[o - 1].out);
+      std::vector<std::int64_t> added;
+      int relus = 0;
+      for (const auto& op : p.ops) {
+        if (op.kind == nn::FusedOpKind::add) added.push_back(op.b);
+        relus += op.kind == nn::FusedOpKind::relu;
+      }
+      ASSERT_FALSE(added.empty());
+      EXPECT_EQ(added.front(), nn::kUidBias);
+      EXPECT_EQ(added.size(), l.residual >= 0 ? 2u : 1u);
+      EXPECT_EQ(relus, l.relu ? 1 : 0);
+      if (relus == 1) {
+        EXPECT_EQ(p.ops.back().kind, nn::FusedOpKind::relu);
+      }
+      if (l.residual >= 0) {
+        ++joins;
+        EXPECT_EQ(added.back(), nn::kUidResidual);
+        const nn::Layer& shortcut = net.layers[static_cast<std::size_t>(l.residual)];
+        EXPECT_EQ(p.residual.dims, (std::array<std::int64_t, 4>{n, shortcut.k, shortcut.oh, shortcut.ow}));
+        EXPECT_EQ(p.residual.dims, p.y.dims);
+      } else {
+        EXPECT_EQ(p.residual.uid, 0);
+      }
+      // What reads this conv's output reads the graph's y, a memory tensor
+      // of the shape it expects.
+      for (const nn::Layer& reader : net.layers) {
+        if (reader.input == static_cast<int>(i)) {
+          EXPECT_EQ(p.y.dims, (std::array<std::int64_t, 4>{n, reader.c, reader.h, reader.w})) << reader.name;
+        }
+      }
+      // Equal shapes and ops share an engine choice; the key says both.
+      const std::string shape = std::to_string(l.c) + " " + std::to_string(l.h) + " " + std::to_string(l.k) + " " +
+                                std::to_string(l.window) + " " + std::to_string(l.stride) + " " +
+                                std::to_string(l.pad) + " " + std::to_string(l.relu) + " " +
+                                std::to_string(l.residual >= 0);
+      const auto [known, fresh] = key_of_shape.emplace(shape, p.key());
+      if (!fresh) {
+        EXPECT_EQ(known->second, p.key());
+      }
+      EXPECT_NE(p.key(), nn::fused_conv_plan(net, i, n + 1, true).key());
+      // The fallback: the conv alone, straight into y.
+      const nn::FusedConvPlan alone = nn::fused_conv_plan(net, i, n, false);
+      ASSERT_EQ(alone.ops.size(), 1u);
+      EXPECT_EQ(alone.ops[0].kind, nn::FusedOpKind::conv);
+      EXPECT_EQ(alone.ops[0].out, nn::kUidY);
+      EXPECT_EQ(alone.tensors().size(), 3u);  // x, w, y
+      EXPECT_NE(alone.key(), p.key());
+    }
+  }
+  EXPECT_GT(joins, 0) << "no network has a residual join: the join checks ran on nothing";
+}
+
+// The same plans as cuDNN descriptors, as far as they go without a device
+// (an operation graph needs a handle, a handle a GPU): every tensor,
+// convolution, pointwise and operation descriptor of every conv's graph,
+// fused and alone, in fp32 and fp16, finalises, which checks the attributes
+// and their types against the library itself. A conv whose output has a
+// channel too many must not.
+TEST(CudnnFusedPlan, DescriptorsFinaliseWithoutADevice) {
+#if !DLB_HAVE_CUDNN
+  GTEST_SKIP() << "built without cuDNN";
+#else
+  for (const auto name : nn::network_names()) {
+    const nn::Network& net = nn::network(name);
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      if (net.layers[i].kind != nn::LayerKind::conv) continue;
+      SCOPED_TRACE(std::string(name) + " " + net.layers[i].name);
+      for (const bool fused : {true, false})
+        for (const auto type : {nn::NhwcType::f32, nn::NhwcType::f16})
+          EXPECT_EQ(nn::fused_graph_parts_check(nn::fused_conv_plan(net, i, 5, fused), type), "") << fused;
+      nn::FusedConvPlan wrong = nn::fused_conv_plan(net, i, 5, false);
+      wrong.y.dims[1] += 1;
+      EXPECT_NE(nn::fused_graph_parts_check(wrong, nn::NhwcType::f32), "");
+    }
+  }
+#endif
 }
 
 // gpu_own_s8's plan and element functions run on the host: its CUDA kernels

@@ -1,11 +1,12 @@
 // RAII for CUDA resources: device and pinned buffers, streams, events, and
-// the cuBLAS / cuDNN handles. Destructors never throw; a failure to free is
+// CUDA graphs, the cuBLAS / cuDNN handles. Destructors never throw; a failure to free is
 // reported on stderr (it means an earlier error already broke the context).
 // Include only from code built with CUDA.
 #pragma once
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
 #include <span>
 #include <utility>
 
@@ -101,6 +102,41 @@ class Event {
 
  private:
   cudaEvent_t event_ = nullptr;
+};
+
+// A CUDA graph captured once from what `record` enqueues on `stream`, and
+// its executable instance; launch() replays it on a stream.
+class CudaGraph {
+ public:
+  CudaGraph(cudaStream_t stream, const std::function<void()>& record) {
+    DLB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      record();
+    } catch (...) {
+      cudaGraph_t broken = nullptr;
+      cudaStreamEndCapture(stream, &broken);
+      if (broken != nullptr) cudaGraphDestroy(broken);
+      throw;
+    }
+    DLB_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
+    try {
+      DLB_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+    } catch (...) {
+      cudaGraphDestroy(graph_);
+      throw;
+    }
+  }
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  ~CudaGraph() {
+    detail::report_release_failure(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+    detail::report_release_failure(cudaGraphDestroy(graph_), "cudaGraphDestroy");
+  }
+  void launch(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
 };
 
 // A cuBLAS handle bound to one stream.

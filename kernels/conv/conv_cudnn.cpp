@@ -7,6 +7,7 @@
 // made in prepare; the timed call is cudnnConvolutionForward alone.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 #include <memory>
 #include <string>
@@ -228,6 +229,24 @@ constexpr int kSearchCalls = 7;
 
 }  // namespace
 
+double cudnn_median_seconds(cudaStream_t stream, const std::function<cudnnStatus_t()>& call) {
+  // Timed as the benchmark times a convolution: the same buffers, one call
+  // between two events on the stream, no L2 flush (conv cases run hot),
+  // the math type the call executes; the median of kSearchCalls.
+  std::vector<Event> marks(kSearchCalls + 1);
+  std::vector<double> seconds;
+  marks[0].record(stream);
+  for (int call_index = 0; call_index < kSearchCalls; ++call_index) {
+    DLB_CUDNN_CHECK(call());
+    marks[static_cast<std::size_t>(call_index) + 1].record(stream);
+  }
+  marks.back().synchronize();
+  for (int i = 0; i < kSearchCalls; ++i)
+    seconds.push_back(1e-3 * marks[static_cast<std::size_t>(i) + 1].elapsed_ms_since(marks[static_cast<std::size_t>(i)]));
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
 cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, cudaStream_t stream,
                                                       cudnnTensorDescriptor_t x_desc, const void* x,
                                                       cudnnFilterDescriptor_t w_desc, const void* w,
@@ -271,21 +290,7 @@ cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, cuda
     if (not_supported(first)) continue;
     detail::check_cudnn(first, "cudnnConvolutionForward", __FILE__, __LINE__);
     DLB_CUDNN_CHECK(forward());
-    // Timed as the benchmark times a convolution: the same buffers, one call
-    // between two events on the stream, no L2 flush (conv cases run hot),
-    // the math type the call executes; the median of kSearchCalls.
-    std::vector<Event> marks(kSearchCalls + 1);
-    std::vector<double> seconds;
-    marks[0].record(stream);
-    for (int call = 0; call < kSearchCalls; ++call) {
-      DLB_CUDNN_CHECK(forward());
-      marks[static_cast<std::size_t>(call) + 1].record(stream);
-    }
-    marks.back().synchronize();
-    for (int call = 0; call < kSearchCalls; ++call)
-      seconds.push_back(1e-3 * marks[static_cast<std::size_t>(call) + 1].elapsed_ms_since(marks[static_cast<std::size_t>(call)]));
-    std::sort(seconds.begin(), seconds.end());
-    const double median = seconds[seconds.size() / 2];
+    const double median = cudnn_median_seconds(stream, forward);
     if (!found || median < best_seconds) {
       found = true;
       best = algo;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include <cudnn.h>
 
@@ -21,6 +22,11 @@ const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t algo);
 // more (the nonfused Winograd on filters other than 3x3); the analysis is
 // next to it.
 double cudnn_fp32_tolerance(cudnnConvolutionFwdAlgo_t algo, std::int64_t r, std::int64_t s);
+
+// The median seconds of 7 calls of `call` on `stream`, each between two
+// CUDA events, as the search below times a candidate (the caller makes the
+// untimed warm-up calls). Synchronous; `call` must return success.
+double cudnn_median_seconds(CUstream_st* stream, const std::function<cudnnStatus_t()>& call);
 
 // The fastest strict-fp32 algorithm for this problem, timed on the given
 // device buffers as the benchmark times a convolution (kSearchCalls calls

@@ -95,6 +95,13 @@ static const NetVariant kNetworkVariants[] = {
      sixteen_bit_tolerance<2, 8>, bf16},
     {"gpu_cudnn_mixed_f16", Device::gpu, prepare_net_gpu_cudnn_mixed_f16, kF16Tolerance, nullptr, nullptr, 0,
      sixteen_bit_tolerance<2, 11>, f16},
+    // The fused rows (graph API): fp32 held to the fp32 bound (no engine
+    // with TF32, FFT or Winograd notes), fp16 to gpu_cudnn_f16's bound, k = 2
+    // kept: a layer that falls back to the conv alone rounds twice as
+    // gpu_cudnn_f16 does (a fused one rounds once, inside the bound).
+    {"gpu_cudnn_fused", Device::gpu, prepare_net_gpu_cudnn_fused, kNetworkTolerance},
+    {"gpu_cudnn_fused_f16", Device::gpu, prepare_net_gpu_cudnn_fused_f16, kF16Tolerance, nullptr, nullptr, 0,
+     sixteen_bit_tolerance<2, 11>, f16},
 #endif
 #if DLB_HAVE_CUDA
     {"gpu_own", Device::gpu, prepare_net_gpu_own, kNetworkTolerance},

@@ -61,6 +61,13 @@
 //               own epilogue (bias, residual, ReLU in fp32), fc as cublasGemmEx, own NHWC pools,
 //               fp32 logits and log-softmax
 //   gpu_cudnn_mixed_f16  the same as autocast mixes it: the first conv in fp32 (strict, NCHW)
+//   gpu_cudnn_fused, gpu_cudnn_fused_f16  gpu_cudnn_f16's chain (NHWC, own pools, fc on cuBLAS,
+//               log-softmax) in fp32 (strict: cuBLAS pedantic, no TF32 engine) / in fp16 with each
+//               conv one operation graph of cuDNN's graph API (cudnn_fused_plan.h): conv, bias,
+//               residual and ReLU fused at run time (virtual intermediates), the engine chosen from
+//               cuDNN's heuristics by timing the plans that finalise, a layer no engine fuses run as
+//               the conv alone and the own epilogue (counters fused_layers, layers); the pass
+//               captured once into a CUDA graph
 //   gpu_own     own CUDA kernels: direct convolution with bias, residual and ReLU fused (one thread
 //               per output), own fc (a warp per output), pools, the softmax family's gpu_fused
 //   gpu_onekernel  the whole pass as one persistent cooperative launch (nn_onekernel.h): a program
@@ -91,6 +98,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/variant.h"
@@ -111,6 +119,9 @@ struct NetReport {
   // A GPU pass that waits for its stream itself (host work between GPU
   // calls): timed without the stream hold.
   bool synchronizes = false;
+  // Counts prepare found that the case reports as counters (gpu_cudnn_fused:
+  // fused_layers, layers).
+  std::vector<std::pair<std::string, double>> counters;
 };
 
 struct NetArgs {
@@ -160,6 +171,8 @@ Run prepare_net_gpu_hybrid_first_conv(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_f16(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_bf16(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_mixed_f16(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_fused(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_fused_f16(const NetArgs& args, const Exec& exec);
 // Networks with residual blocks (stage*.conv1 layers): what gpu_hybrid_first_conv accepts.
 bool has_residual_blocks(const NetArgs& args);
 

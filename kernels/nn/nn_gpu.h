@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "kernels/nn/cudnn_fused_plan.h"
 #include "kernels/nn/network.h"
 #include "kernels/nn/s8_direct_math.h"
 #include "kernels/nn/s8_mma_math.h"
@@ -28,23 +30,31 @@ void launch_bias_relu_rows(std::int64_t rows, std::int64_t cols, const float* bi
 void launch_max_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream);
 void launch_global_avg_pool(const Layer& l, std::int64_t batch, const float* x, float* y, CUstream_st* stream);
 
-// The 16-bit activations of gpu_cudnn_f16 / _bf16 / _mixed_f16: fp16 or
-// bf16 values (2 bytes each), NHWC; arithmetic in fp32, rounded to nearest
-// even on store.
-enum class Half16 { f16, bf16 };
+// The NHWC activations of gpu_cudnn_f16 / _bf16 / _mixed_f16 and
+// gpu_cudnn_fused_f16 (fp16 or bf16 values, 2 bytes each) and of
+// gpu_cudnn_fused (f32, 4 bytes); arithmetic in fp32, rounded to nearest
+// even on store (a plain store for f32). The launchers below named "16"
+// take all three.
+enum class NhwcType { f16, bf16, f32 };
 // x fp32 NCHW [n, c, plane] -> y NHWC [n, plane, c].
-void launch_to_nhwc16(Half16 type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
+void launch_to_nhwc16(NhwcType type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
                       CUstream_st* stream);
 // y NHWC [n, plane, k] = relu?(acc + bias[channel] (+ residual)), where acc
 // is y itself (in place: a conv's raw output) or, if acc_nchw is not null,
 // that fp32 NCHW tensor [n, k, plane]. residual: NHWC like y, or null.
-void launch_epilogue16(Half16 type, std::int64_t n, std::int64_t k, std::int64_t plane, const float* acc_nchw,
+void launch_epilogue16(NhwcType type, std::int64_t n, std::int64_t k, std::int64_t plane, const float* acc_nchw,
                        const float* bias, const void* residual, bool relu, void* y, CUstream_st* stream);
-void launch_max_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+void launch_max_pool_nhwc16(NhwcType type, const Layer& l, std::int64_t batch, const void* x, void* y,
                             CUstream_st* stream);
 // Global average pool, NHWC [n, plane, c] -> [n, c], summed in fp32.
-void launch_global_avg_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+void launch_global_avg_pool_nhwc16(NhwcType type, const Layer& l, std::int64_t batch, const void* x, void* y,
                                    CUstream_st* stream);
+
+// gpu_cudnn_fused's graph (nn_gpu_cudnn_16bit.cpp) as far as it goes
+// without a device: the plan's tensor, convolution, pointwise and operation
+// descriptors made and finalised with `type`'s data; "" when all finalise,
+// else the first that did not. Built with cuDNN only.
+std::string fused_graph_parts_check(const FusedConvPlan& plan, NhwcType type);
 
 // gpu_own_s8's kernels: one thread per element of s8_direct_math.h's
 // element functions.

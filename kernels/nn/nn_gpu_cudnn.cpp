@@ -151,40 +151,6 @@ Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n
   };
 }
 
-// A captured CUDA graph and its executable instance.
-class Graph {
- public:
-  Graph(cudaStream_t stream, const std::vector<Run>& calls) {
-    DLB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      for (const auto& call : calls) call();
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      cudaStreamEndCapture(stream, &broken);
-      if (broken != nullptr) cudaGraphDestroy(broken);
-      throw;
-    }
-    DLB_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    try {
-      DLB_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-    } catch (...) {
-      cudaGraphDestroy(graph_);
-      throw;
-    }
-  }
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph() {
-    detail::report_release_failure(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
-    detail::report_release_failure(cudaGraphDestroy(graph_), "cudaGraphDestroy");
-  }
-  void launch(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
-
 // gpu_cudnn's functions for the walk (walk.h): device NCHW buffers. With
 // `graph` (gpu_cudnn_graph) the pass is the layer calls captured once into a
 // CUDA graph, and the timed call one launch of it; the per-layer calls are
@@ -223,7 +189,9 @@ class CudnnLayers final : public LayerBackend {
     // set-up happen here, not in the graph.
     for (const auto& call : calls) call();
     DLB_CUDA_CHECK(cudaStreamSynchronize(exec_.stream));
-    auto graph = std::make_shared<Graph>(exec_.stream, calls);
+    auto graph = std::make_shared<CudaGraph>(exec_.stream, [&calls] {
+      for (const auto& call : calls) call();
+    });
     // The graph points into everything the calls own: the Run keeps them.
     return [graph, calls = std::move(calls), stream = exec_.stream] { graph->launch(stream); };
   }

@@ -97,12 +97,17 @@ __global__ void global_avg_pool(long long planes, int plane, const float* __rest
 
 int to_int(std::int64_t v) { return static_cast<int>(v); }  // layer sizes are small
 
-// ---------------------------------------------------------------- 16-bit activations
+// ---------------------------------------------------------------- NHWC activations (16-bit, or fp32 for gpu_cudnn_fused)
 
 __device__ float to_float(__half v) { return __half2float(v); }
 __device__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ float to_float(float v) { return v; }
 template <class T>
 __device__ T from_float(float v);
+template <>
+__device__ float from_float<float>(float v) {
+  return v;
+}
 template <>
 __device__ __half from_float<__half>(float v) {
   return __float2half_rn(v);
@@ -114,11 +119,11 @@ __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
 
 // Calls f with a value of the element type `type` names.
 template <class F>
-void with_type(Half16 type, F&& f) {
-  if (type == Half16::f16) {
-    f(__half{});
-  } else {
-    f(__nv_bfloat16{});
+void with_type(NhwcType type, F&& f) {
+  switch (type) {
+    case NhwcType::f16: f(__half{}); return;
+    case NhwcType::bf16: f(__nv_bfloat16{}); return;
+    case NhwcType::f32: f(float{}); return;
   }
 }
 
@@ -273,7 +278,7 @@ void launch_s8_mma_conv(const s8::MmaConv& p, CUstream_st* stream) {
   DLB_CUDA_CHECK_LAUNCH();
 }
 
-void launch_to_nhwc16(Half16 type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
+void launch_to_nhwc16(NhwcType type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,
                       CUstream_st* stream) {
   const auto total = static_cast<std::size_t>(n * c * plane);
   with_type(type, [&](auto zero) {
@@ -283,7 +288,7 @@ void launch_to_nhwc16(Half16 type, const float* x, std::int64_t n, std::int64_t 
   DLB_CUDA_CHECK_LAUNCH();
 }
 
-void launch_epilogue16(Half16 type, std::int64_t n, std::int64_t k, std::int64_t plane, const float* acc_nchw,
+void launch_epilogue16(NhwcType type, std::int64_t n, std::int64_t k, std::int64_t plane, const float* acc_nchw,
                        const float* bias, const void* residual, bool relu, void* y, CUstream_st* stream) {
   const auto total = static_cast<std::size_t>(n * k * plane);
   with_type(type, [&](auto zero) {
@@ -294,7 +299,7 @@ void launch_epilogue16(Half16 type, std::int64_t n, std::int64_t k, std::int64_t
   DLB_CUDA_CHECK_LAUNCH();
 }
 
-void launch_max_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+void launch_max_pool_nhwc16(NhwcType type, const Layer& l, std::int64_t batch, const void* x, void* y,
                             CUstream_st* stream) {
   const auto total = static_cast<std::size_t>(batch * l.out_size());
   with_type(type, [&](auto zero) {
@@ -306,7 +311,7 @@ void launch_max_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, con
   DLB_CUDA_CHECK_LAUNCH();
 }
 
-void launch_global_avg_pool_nhwc16(Half16 type, const Layer& l, std::int64_t batch, const void* x, void* y,
+void launch_global_avg_pool_nhwc16(NhwcType type, const Layer& l, std::int64_t batch, const void* x, void* y,
                                    CUstream_st* stream) {
   const auto total = static_cast<std::size_t>(batch * l.c);
   with_type(type, [&](auto zero) {

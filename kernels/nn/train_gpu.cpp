@@ -170,43 +170,9 @@ std::string bwd_filter_name(cudnnConvolutionBwdFilterAlgo_t a) {
   }
 }
 
-// A CUDA graph captured from the calls `record` enqueues on `stream`, instantiated.
-class Graph {
- public:
-  Graph(cudaStream_t stream, const std::function<void()>& record) {
-    DLB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      record();
-    } catch (...) {
-      cudaGraph_t broken = nullptr;
-      cudaStreamEndCapture(stream, &broken);
-      if (broken != nullptr) cudaGraphDestroy(broken);
-      throw;
-    }
-    DLB_CUDA_CHECK(cudaStreamEndCapture(stream, &graph_));
-    try {
-      DLB_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-    } catch (...) {
-      cudaGraphDestroy(graph_);
-      throw;
-    }
-  }
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph() {
-    detail::report_release_failure(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
-    detail::report_release_failure(cudaGraphDestroy(graph_), "cudaGraphDestroy");
-  }
-  void launch(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
-
 // A phase's graphs, one per input it was given.
 struct PhaseGraphs {
-  std::vector<std::pair<std::pair<const float*, const std::uint8_t*>, std::unique_ptr<Graph>>> by_input;
+  std::vector<std::pair<std::pair<const float*, const std::uint8_t*>, std::unique_ptr<CudaGraph>>> by_input;
   // Launches the graph of this input. The first call for an input runs the
   // phase's calls one by one instead (lazy module loading and cuDNN's and
   // cuBLAS's first-call set-up happen there, outside any capture, as
@@ -218,7 +184,7 @@ struct PhaseGraphs {
       if (k == key) return g->launch(stream);
     record();
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    by_input.emplace_back(key, std::make_unique<Graph>(stream, record));
+    by_input.emplace_back(key, std::make_unique<CudaGraph>(stream, record));
   }
 };
 

@@ -22,7 +22,7 @@
 //     cpu_onednn (and its ownwino, bf16, mixed_bf16 rows), cpu_onednn_s8,
 //     cpu_own_s8, cpu_own_pertensor_s8, gpu_own_s8, gpu_own_mma_s8,
 //     gpu_cublaslt_s8 (and their host twins), gpu_cudnn_f16, gpu_cudnn_bf16,
-//     gpu_cudnn_mixed_f16.
+//     gpu_cudnn_mixed_f16, gpu_cudnn_fused, gpu_cudnn_fused_f16.
 // Both end in PassBackend::pass: the layer calls in sequence, or the
 // backend's own pass over them (gpu_cudnn_graph's one CUDA graph). The
 // one-kernel GPU pass belongs here too (its kernel as the pass, its layer
