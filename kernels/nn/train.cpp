@@ -865,12 +865,11 @@ std::span<const float> TrainStep::velocity(std::size_t i) const {
   return backend_ ? backend_->velocity(i) : impl_->v.at(i);
 }
 std::span<const float> TrainStep::log_probs() const { return backend_ ? backend_->log_probs() : impl_->log_probs; }
-// TrainImpl::onednn's step runs no batch-norm (it refuses resnet20): no running statistics.
 std::span<const float> TrainStep::running_mean(std::size_t layer) const {
-  return backend_ ? std::span<const float>() : std::span<const float>(impl_->layers.at(layer).running_mean);
+  return backend_ ? backend_->running_mean(layer) : std::span<const float>(impl_->layers.at(layer).running_mean);
 }
 std::span<const float> TrainStep::running_var(std::size_t layer) const {
-  return backend_ ? std::span<const float>() : std::span<const float>(impl_->layers.at(layer).running_var);
+  return backend_ ? backend_->running_var(layer) : std::span<const float>(impl_->layers.at(layer).running_var);
 }
 TrainMemory TrainStep::memory() const { return backend_ ? backend_->memory() : impl_->memory(); }
 

@@ -27,6 +27,9 @@ struct TrainBackend {
   virtual std::span<const float> grad(std::size_t i) = 0;
   virtual std::span<const float> velocity(std::size_t i) = 0;
   virtual std::span<const float> log_probs() const = 0;
+  // A batch-norm layer's running statistics (train.h); empty for another layer.
+  virtual std::span<const float> running_mean(std::size_t layer) const = 0;
+  virtual std::span<const float> running_var(std::size_t layer) const = 0;
   virtual TrainMemory memory() const = 0;
 };
 
