@@ -397,8 +397,13 @@ class OnednnTrainStep final : public TrainBackend {
   }
   // The gradient of layer j's output, in the layout of `d` (its own output's
   // by default).
-  Mem grad_of(std::size_t j) { return over(out_[j].get_desc(), gbuf_of_[j]); }
-  Mem grad_of(std::size_t j, const Mem::desc& d) { return over(d, gbuf_of_[j]); }
+  Mem grad_of(std::size_t j) { return grad_of(j, out_[j].get_desc()); }
+  Mem grad_of(std::size_t j, const Mem::desc& d) {
+    if (gbuf_of_[j] < 0)
+      throw Error("training step (cpu_onednn): " + net_.name + " layer '" + net_.layers[j].name +
+                  "': its output is read by no later layer");
+    return over(d, gbuf_of_[j]);
+  }
   // Where layer i writes the gradient of `from` (its input or residual), as
   // i reads it: the gradient itself where i writes it first, else addend_,
   // added by add_gradient.
@@ -812,25 +817,14 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
       args[DNNL_ARG_WORKSPACE] = ws;
     }
     add(forward_, dnnl::batch_normalization_forward(*fpd), *fpd, std::move(args), name + " batch-norm forward");
-  } else {
-    out = Mem(z.get_desc(), eng_);  // the join's output, apart from z (no copy: out = z + residual)
-    kept_.push_back(out);
   }
-  out_[i] = out;
+  out_[i] = out;  // without batch-norm the join adds in place: backward reads no z
   const Mem dy = grad_of(i);
   Mem d = dy;  // the gradient at batch-norm's output after the ReLU and the join
   if (l.residual >= 0) {
     const auto r = static_cast<std::size_t>(l.residual);
     const Mem& res = out_[r];
-    if (bn) {
-      binary_add(forward_, out, res, l.relu, name + " residual join");
-    } else {
-      const dnnl::binary::primitive_desc pd(
-          dnnl::binary::desc(dnnl::algorithm::binary_add, z.get_desc(), res.get_desc(), out.get_desc()), attr(l.relu),
-          eng_);
-      add(forward_, dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, z}, {DNNL_ARG_SRC_1, res}, {DNNL_ARG_DST, out}},
-          name + " residual join");
-    }
+    binary_add(forward_, out, res, l.relu, name + " residual join");
     const bool first = first_write_[r] == static_cast<int>(i);
     if (!needs_[r]) {
       if (l.relu) relu_backward(back, out, dy, name);
