@@ -33,6 +33,17 @@ struct TrainBackend {
   virtual TrainMemory memory() const = 0;
 };
 
+// Backward's gradient buffers, shared between layers whose gradients are
+// not live at once (train.cpp's and train_onednn.cpp's steps): layer j's
+// output gradient is written first at step first_write[j] (-1: no buffer)
+// and last read at step read[j], the steps being layer indices run from the
+// last down. Greedy, latest first write first: a buffer is taken again once
+// its occupant's last read comes before (is a larger step than) the
+// newcomer's first write. Returns each layer's buffer (or -1) and sets
+// `buffers` to how many there are.
+std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, const std::vector<int>& read,
+                                        std::size_t& buffers);
+
 #if DLB_HAVE_ONEDNN
 // TrainImpl::onednn: oneDNN's training primitives (train_onednn.cpp).
 std::unique_ptr<TrainBackend> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd);

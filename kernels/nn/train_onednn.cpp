@@ -749,26 +749,11 @@ void OnednnTrainStep::assign_gradient_buffers() {
         first_write_[static_cast<std::size_t>(j)] = std::max(first_write_[static_cast<std::size_t>(j)], static_cast<int>(i));
     }
   first_write_[n - 1] = static_cast<int>(n);  // the loss
-  std::vector<int> order;
-  for (std::size_t j = 0; j < n; ++j)
-    if (first_write_[j] >= 0) order.push_back(static_cast<int>(j));
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return first_write_[static_cast<std::size_t>(a)] > first_write_[static_cast<std::size_t>(b)];
-  });
-  std::vector<int> last_read;  // per buffer: the layer whose backward reads its latest occupant
-  for (const int j : order) {
-    const auto u = static_cast<std::size_t>(j);
-    int buf = -1;
-    for (std::size_t q = 0; q < last_read.size() && buf < 0; ++q)
-      if (last_read[q] > first_write_[u]) buf = static_cast<int>(q);
-    if (buf < 0) {
-      buf = static_cast<int>(last_read.size());
-      last_read.push_back(0);
-    }
-    last_read[static_cast<std::size_t>(buf)] = j;
-    gbuf_of_[u] = buf;
-  }
-  gbuf_floats_.assign(last_read.size(), 0);
+  std::vector<int> read(n);
+  for (std::size_t j = 0; j < n; ++j) read[j] = static_cast<int>(j);  // layer j's own backward
+  std::size_t buffers = 0;
+  gbuf_of_ = share_gradient_buffers(first_write_, read, buffers);
+  gbuf_floats_.assign(buffers, 0);
 }
 
 // Layer i's batch-norm (training mode, oneDNN's batch_normalization with
