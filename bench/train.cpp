@@ -41,14 +41,12 @@ struct Impl {
   const char* name;
   nn::TrainImpl impl;
   const char* label;
-  bool batch_norm;  // trains networks with batch-norm and residual joins (resnet20)
 };
 constexpr Impl kImpls[] = {
-    {"cpu_eigen", nn::TrainImpl::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9", true},
+    {"cpu_eigen", nn::TrainImpl::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9"},
 #if DLB_HAVE_ONEDNN
-    {"cpu_onednn_sgemm", nn::TrainImpl::onednn_sgemm, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9", true},
-    // The primitives step has no batch-norm nor residual join yet: the chain networks only.
-    {"cpu_onednn", nn::TrainImpl::onednn, "oneDNN training primitives, fp32, SGD momentum 0.9", false},
+    {"cpu_onednn_sgemm", nn::TrainImpl::onednn_sgemm, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
+    {"cpu_onednn", nn::TrainImpl::onednn, "oneDNN training primitives, fp32, SGD momentum 0.9"},
 #endif
 };
 
@@ -73,11 +71,8 @@ std::string input_problem(std::string_view network) {
 
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
-    for (const auto& [impl, choice, label, batch_norm] : kImpls)
+    for (const auto& [impl, choice, label] : kImpls)
     for (const std::int64_t batch : kTrainBatches) {
-      // Registered without reading the weights (see kTrainable): resnet20 is
-      // the one network with batch-norm.
-      if (!batch_norm && network == "resnet20") continue;
       const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
       add_case(name, Device::cpu, [network, batch, choice, label](benchmark::State& state) {
         if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);

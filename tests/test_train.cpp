@@ -48,7 +48,8 @@ using test::tiny_resnet;
 // max pools after a conv (run inside the conv's loop: 2x2 and 3x3) and after
 // a pool (on their own), a network with log-softmax and one whose loss
 // applies it (cross_entropy), a conv after an fc, and the small residual
-// network (batch-norm in training mode, identity and projection joins).
+// network (batch-norm in training mode, identity and projection joins) and
+// joins without batch-norm or ReLU.
 std::vector<nn::Network> tiny_nets() {
   std::vector<nn::Network> nets;
   nets.push_back(tiny_resnet());
@@ -59,6 +60,14 @@ std::vector<nn::Network> tiny_nets() {
   // 20 channels (oneDNN's blocked layouts pad them to 32), a conv reading
   // an fc's output (as 1x1 images), logits from a conv.
   nets.push_back(TinyNet(3, 7, 7, 3).conv(20, 3, 2, 1, true).fc(8, true).conv(5, 1, 1, 0, false).log_softmax().done());
+  // Joins with biases and without batch-norm, a join without ReLU, one
+  // with batch-norm and without ReLU.
+  TinyNet j(2, 6, 6, 5);
+  j.conv_from(-1, 4, 3, 1, 1, true, true, false, -1);   // 0
+  j.conv_from(0, 4, 3, 1, 1, false, true, false, -1);   // 1
+  j.conv_from(1, 4, 3, 1, 1, true, true, false, 0);     // 2 + layer 0, ReLU
+  j.conv_from(2, 4, 1, 1, 0, false, false, true, 1);    // 3 batch-norm + layer 1, no ReLU
+  nets.push_back(j.global_avg_pool().fc(3, false).done());
   return nets;
 }
 
@@ -156,35 +165,10 @@ const char* impl_name(nn::TrainImpl impl) {
   return "?";
 }
 
-// Whether `impl` trains `net`: oneDNN's primitives step takes the chain
-// networks only (no batch-norm, no join); BadInputIsAClearError checks that
-// it refuses the others by name.
-bool takes(nn::TrainImpl impl, const nn::Network& net) {
-  if (impl != nn::TrainImpl::onednn) return true;
-  for (const auto& l : net.layers)
-    if (!l.raw.bn_gamma.empty() || l.residual >= 0) return false;
-  return true;
-}
-
-// The first of the small networks that `impl` trains.
-nn::Network first_net_for(nn::TrainImpl impl) {
-  for (auto& net : tiny_nets())
-    if (takes(impl, net)) return net;
-  throw Error("no small network for this implementation");
-}
-
-// The implementations that train networks with batch-norm (resnet20).
-std::vector<nn::TrainImpl> batch_norm_impls() {
-  std::vector<nn::TrainImpl> out;
-  for (const auto impl : impls())
-    if (impl != nn::TrainImpl::onednn) out.push_back(impl);
-  return out;
-}
 
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
   for (const auto impl : impls())
   for (const auto& net : tiny_nets()) {
-    if (!takes(impl, net)) continue;
     for (const std::int64_t batch : {1, 5}) {
       SCOPED_TRACE(std::string(impl_name(impl)) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
                    std::to_string(batch));
@@ -194,7 +178,7 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
       step.backward();
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
       EXPECT_NEAR(loss, g.loss, 1e-5 * std::abs(g.loss));
-      const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+      const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
       EXPECT_TRUE(c.ok) << c.summary;
     }
   }
@@ -227,7 +211,7 @@ TEST(TrainStep, SameGradientsOnFewerThreads) {
     }
   }
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
-  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
   EXPECT_TRUE(c.ok) << c.summary;
   for (std::size_t j = 0; j < first.size(); ++j)
     for (std::size_t i = 0; i < first[j].size(); ++i)
@@ -242,7 +226,7 @@ TEST(TrainStep, SameGradientsOnFewerThreads) {
 TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
   for (const auto impl : impls()) {
   SCOPED_TRACE(impl_name(impl));
-  const nn::Network net = first_net_for(impl);
+  const nn::Network net = tiny_resnet();
   const std::int64_t batch = 4;
   const Batch b = random_batch(net, batch, 5);
   const nn::Sgd sgd{0.1, 0.9, 1e-2};
@@ -255,7 +239,7 @@ TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
     step.step(b.x.data(), b.labels.data());
     double largest = 0;
     for (const auto& m : g.magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
-    grad_error = sgd.momentum * grad_error + nn::gradient_tolerance(net, batch) * largest;
+    grad_error = sgd.momentum * grad_error + nn::gradient_tolerance(net, batch, impl) * largest;
     ref::sgd_update(p, v, g.grads, sgd);
     for (std::size_t j = 0; j < p.size(); ++j) {
       const auto got = std::as_const(step).param(j);
@@ -277,7 +261,7 @@ TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
 // wait at its reduction's barrier for the others forever. The step says so.
 #if DLB_HAVE_ONEDNN
 TEST(TrainStep, CpuOnednnRefusesANestedCall) {
-  const nn::Network net = first_net_for(nn::TrainImpl::onednn);
+  const nn::Network net = tiny_resnet();
   const Batch b = random_batch(net, 2, 21);
   nn::TrainStep step(net, 2, nn::Sgd{}, nn::TrainImpl::onednn);
   int errors = 0;
@@ -308,7 +292,6 @@ TEST(TrainStep, CpuOnednnRefusesANestedCall) {
 TEST(TrainStep, WrittenParametersAreRead) {
   for (const auto impl : impls())
   for (const auto& net : tiny_nets()) {
-    if (!takes(impl, net)) continue;
     SCOPED_TRACE(impl_name(impl));
     const std::int64_t batch = 3;
     const Batch b = random_batch(net, batch, 8);
@@ -326,7 +309,7 @@ TEST(TrainStep, WrittenParametersAreRead) {
     step.forward(b.x.data(), b.labels.data());
     step.backward();
     const auto g = ref::gradients(net, p, b.x, b.labels, batch);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
     EXPECT_TRUE(c.ok) << c.summary;
     for (std::size_t j = 0; j < p.size(); ++j)
       for (std::size_t i = 0; i < p[j].size(); ++i)
@@ -355,7 +338,7 @@ TEST_F(MnistCnn, StepMatchesTheReference) {
   const double loss = step.forward(b->x.data(), b->labels.data());
   step.backward();
   EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
-  const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch));
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
   EXPECT_TRUE(c.ok) << c.summary;
   std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
               static_cast<long long>(kBatch), c.summary.c_str());
@@ -382,7 +365,7 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
     const double loss = step.forward(b.x.data(), b.labels.data());
     step.backward();
     EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch, impl));
     EXPECT_TRUE(c.ok) << c.summary;
   }
 }
@@ -395,20 +378,26 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
 // 1.4% of the largest gradient, and the missing image moves it by 3.3e-4.
 // What the bound guarantees is relative to the magnitudes, as every
 // floating-point bound of a sum with cancellation is.
-TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
-  constexpr std::int64_t kFewer = kBatch - 1;
-  nn::TrainStep step(*net, kFewer, nn::Sgd{});
-  step.forward(b->x.data(), b->labels.data());
+// `impl`'s step on the first batch - 1 images of `b`, its gradients scaled
+// by (batch - 1) / batch, against the reference's on `batch` within `impl`'s bound.
+ref::GradientCheck missing_an_image(const nn::Network& net, std::int64_t batch, const Batch& b,
+                                    const ref::TrainGradients& g, nn::TrainImpl impl) {
+  nn::TrainStep step(net, batch - 1, nn::Sgd{}, impl);
+  step.forward(b.x.data(), b.labels.data());
   step.backward();
   std::vector<std::vector<float>> scaled;
   for (std::size_t j = 0; j < step.params().size(); ++j) {
     scaled.emplace_back(step.grad(j).begin(), step.grad(j).end());
-    for (auto& v : scaled.back()) v *= static_cast<float>(kFewer) / static_cast<float>(kBatch);
+    for (auto& v : scaled.back()) v *= static_cast<float>(batch - 1) / static_cast<float>(batch);
   }
   const std::vector<std::span<const float>> spans(scaled.begin(), scaled.end());
-  const auto c = ref::compare_gradients(step.params(), spans, *g, nn::gradient_tolerance(*net, kBatch));
+  return ref::compare_gradients(step.params(), spans, g, nn::gradient_tolerance(net, batch, impl));
+}
+
+TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
+  const auto c = missing_an_image(*net, kBatch, *b, *g, nn::TrainImpl::eigen);
   EXPECT_FALSE(c.ok);
-  for (const auto& p : step.params()) {
+  for (const auto& p : nn::trainable_params(*net)) {
     if (p.name.rfind("conv1.", 0) == 0) continue;
     EXPECT_NE(c.summary.find(p.name + ":"), std::string::npos) << c.summary;
   }
@@ -481,19 +470,19 @@ Batch* ResNet20::b = nullptr;
 ref::TrainGradients* ResNet20::g = nullptr;
 
 TEST_F(ResNet20, StepMatchesTheReference) {
-  for (const auto impl : batch_norm_impls()) {
+  for (const auto impl : impls()) {
     nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
     const double loss = step.forward(b->x.data(), b->labels.data());
     step.backward();
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch));
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
     EXPECT_TRUE(c.ok) << c.summary;
     std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
                 static_cast<long long>(kBatch), c.summary.c_str());
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
     expect_running_stats(*net, kBatch, *g, want, running_means(step, *net), running_vars(step, *net), 1, 1,
-                         "resnet20 fp32 step against the reference");
+                         "resnet20 fp32 step against the reference", impl);
     // The parameters PyTorch counts (272,474: conv weights, batch-norm's
     // gamma and beta, fc), each with a gradient and a momentum buffer.
     const nn::TrainMemory m = step.memory();
@@ -511,24 +500,20 @@ TEST_F(ResNet20, StepMatchesTheReference) {
 // mean |dy xhat| where the gradient cancels those terms), so a change of
 // 1/64 stays under it in most tensors. What it guarantees is relative to
 // the magnitudes, as for mnist_cnn's conv1 above.
+// Each implementation's step, held to its own bound (cpu_onednn's, wider
+// for its fp32 batch statistics, fails in fewer tensors).
 TEST_F(ResNet20, AStepThatMissesAnImageFails) {
-  constexpr std::int64_t kFewer = kBatch - 1;
-  nn::TrainStep step(*net, kFewer, nn::Sgd{});
-  step.forward(b->x.data(), b->labels.data());
-  step.backward();
-  std::vector<std::vector<float>> scaled;
-  for (std::size_t j = 0; j < step.params().size(); ++j) {
-    scaled.emplace_back(step.grad(j).begin(), step.grad(j).end());
-    for (auto& v : scaled.back()) v *= static_cast<float>(kFewer) / static_cast<float>(kBatch);
+  const auto params = nn::trainable_params(*net);
+  for (const auto impl : impls()) {
+    SCOPED_TRACE(impl_name(impl));
+    const auto c = missing_an_image(*net, kBatch, *b, *g, impl);
+    EXPECT_FALSE(c.ok);
+    int failing = 0;
+    for (const auto& p : params) failing += c.summary.find(p.name + ":") != std::string::npos;
+    std::printf("a resnet20 step (%s) missing one image of 64 fails its bound in %d of %zu tensors\n",
+                impl_name(impl), failing, params.size());
+    EXPECT_GE(failing, 1) << c.summary;
   }
-  const std::vector<std::span<const float>> spans(scaled.begin(), scaled.end());
-  const auto c = ref::compare_gradients(step.params(), spans, *g, nn::gradient_tolerance(*net, kBatch));
-  EXPECT_FALSE(c.ok);
-  int failing = 0;
-  for (const auto& p : step.params()) failing += c.summary.find(p.name + ":") != std::string::npos;
-  std::printf("a resnet20 step missing one image of 64 fails the bound in %d of %zu tensors\n", failing,
-              step.params().size());
-  EXPECT_GE(failing, 1) << c.summary;
 }
 
 // PyTorch's autograd on the same weights and batch in model.train(), fp32,
@@ -575,43 +560,49 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
   nn::Sgd sgd;
   sgd.lr = std::stod(st.metadata("lr"));
   sgd.momentum = std::stod(st.metadata("momentum"));
-  nn::TrainStep step(*net, kBatch, sgd);
-  step.step(b->x.data(), b->labels.data());
-  {
-    ref::RunningStats theirs;
-    for (std::size_t i = 0; i < net->layers.size(); ++i) {
-      theirs.mean.emplace_back(torch_mean[i].begin(), torch_mean[i].end());
-      theirs.var.emplace_back(torch_var[i].begin(), torch_var[i].end());
-    }
-    expect_running_stats(*net, kBatch, *g, theirs, running_means(step, *net), running_vars(step, *net), 1, 2,
-                         "our resnet20 fp32 step against PyTorch's");
-  }
-  step.step(b->x.data(), b->labels.data());
+  // Each implementation, its parameters off PyTorch's by at most both
+  // sides' gradient bounds (cpu_onednn's its own, train.h).
   double largest = 0;
   for (const auto& m : g->magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
-  const double grad_error = (1 + sgd.momentum) * tol * largest;
-  int compared = 0;
-  for (std::size_t j = 0; j < params.size(); ++j) {
-    if (!st.contains("step2." + params[j].name)) continue;
-    ++compared;
-    const auto theirs = st.f32("step2." + params[j].name, params[j].shape);
-    const auto ours = step.param(j);
-    for (std::size_t i = 0; i < theirs.size(); ++i)
-      ASSERT_NEAR(ours[i], theirs[i], 2 * (4 * kU * std::abs(theirs[i]) + sgd.lr * grad_error))
-          << params[j].name << "[" << i << "]";
+  for (const auto impl : impls()) {
+    SCOPED_TRACE(impl_name(impl));
+    nn::TrainStep step(*net, kBatch, sgd, impl);
+    step.step(b->x.data(), b->labels.data());
+    {
+      ref::RunningStats theirs;
+      for (std::size_t i = 0; i < net->layers.size(); ++i) {
+        theirs.mean.emplace_back(torch_mean[i].begin(), torch_mean[i].end());
+        theirs.var.emplace_back(torch_var[i].begin(), torch_var[i].end());
+      }
+      expect_running_stats(*net, kBatch, *g, theirs, running_means(step, *net), running_vars(step, *net), 1, 2,
+                           "our resnet20 fp32 step against PyTorch's", impl);
+    }
+    step.step(b->x.data(), b->labels.data());
+    const double grad_error = (1 + sgd.momentum) * (tol + nn::gradient_tolerance(*net, kBatch, impl)) * largest;
+    int compared = 0;
+    for (std::size_t j = 0; j < params.size(); ++j) {
+      if (!st.contains("step2." + params[j].name)) continue;
+      ++compared;
+      const auto theirs = st.f32("step2." + params[j].name, params[j].shape);
+      const auto ours = step.param(j);
+      for (std::size_t i = 0; i < theirs.size(); ++i)
+        ASSERT_NEAR(ours[i], theirs[i], 2 * 4 * kU * std::abs(theirs[i]) + sgd.lr * grad_error)
+            << params[j].name << "[" << i << "]";
+    }
+    EXPECT_GE(compared, 50);  // all but stage3's conv weights, left out of the file for size
+    // After the second forward the running statistics are also off by what
+    // the two sides' parameters after one step differ by; printed, not held.
+    double worst = 0;
+    for (std::size_t i = 0; i < net->layers.size(); ++i) {
+      const nn::Layer& l = net->layers[i];
+      if (l.raw.bn_gamma.empty()) continue;
+      const auto m2 = st.f32("step2." + l.raw.bn_name + ".running_mean", {l.k});
+      for (std::size_t k = 0; k < m2.size(); ++k)
+        worst = std::max(worst, std::abs(step.running_mean(i)[k] - m2[k]) / (g->batch_mean_scale[i][k] * tol));
+    }
+    std::printf("running means after two steps, ours (%s) against PyTorch's: %.3g of tol x scale at worst\n",
+                impl_name(impl), worst);
   }
-  EXPECT_GE(compared, 50);  // all but stage3's conv weights, left out of the file for size
-  // After the second forward the running statistics are also off by what
-  // the two sides' parameters after one step differ by; printed, not held.
-  double worst = 0;
-  for (std::size_t i = 0; i < net->layers.size(); ++i) {
-    const nn::Layer& l = net->layers[i];
-    if (l.raw.bn_gamma.empty()) continue;
-    const auto m2 = st.f32("step2." + l.raw.bn_name + ".running_mean", {l.k});
-    for (std::size_t k = 0; k < m2.size(); ++k)
-      worst = std::max(worst, std::abs(step.running_mean(i)[k] - m2[k]) / (g->batch_mean_scale[i][k] * tol));
-  }
-  std::printf("running means after two steps, ours against PyTorch's: %.3g of tol x scale at worst\n", worst);
 }
 
 // Two training-mode forwards at the same parameters update the running
@@ -621,24 +612,22 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
   const std::int64_t batch = 5;
   const Batch b = random_batch(net, batch, 13);
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
-  for (const auto impl : batch_norm_impls()) {
+  for (const auto impl : impls()) {
     nn::TrainStep step(net, batch, nn::Sgd{}, impl);
     ref::RunningStats want = ref::running_stats(net);
     for (int f = 1; f <= 2; ++f) {
       step.forward(b.x.data(), b.labels.data());
       ref::update_running_stats(net, want, g, batch);
       expect_running_stats(net, batch, g, want, running_means(step, net), running_vars(step, net), f, 1,
-                           "tiny resnet, fp32 step against the reference");
+                           "tiny resnet, fp32 step against the reference", impl);
     }
   }
 }
 
-void resnet20_step(nn::TrainImpl impl) { nn::TrainStep(nn::network("resnet20"), 4, nn::Sgd{}, impl); }
-
 TEST(TrainStep, BadInputIsAClearError) {
   for (const auto impl : impls()) {
     SCOPED_TRACE(impl_name(impl));
-    const nn::Network net = first_net_for(impl);
+    const nn::Network net = tiny_resnet();
     Batch b = random_batch(net, 2, 3);
     expect_error([&] { nn::TrainStep(net, 0, nn::Sgd{}, impl); }, "batch 0 is not positive");
     nn::TrainStep step(net, 2, nn::Sgd{}, impl);
@@ -650,12 +639,6 @@ TEST(TrainStep, BadInputIsAClearError) {
     step.forward(b.x.data(), b.labels.data());
     expect_error([&] { step.update(); }, "update without a backward");
     expect_error([&] { step.forward(nullptr, b.labels.data()); }, "no input or no labels");
-    if (impl == nn::TrainImpl::onednn) {
-      expect_error([&] { resnet20_step(impl); }, "batch-norm in training mode is not supported");
-      nn::Network joined = tiny_resnet();  // its joins, without batch-norm
-      for (auto& l : joined.layers) l.raw.bn_gamma.clear(), l.raw.bn_beta.clear(), l.raw.bn_mean.clear(), l.raw.bn_var.clear();
-      expect_error([&] { nn::TrainStep(joined, 2, nn::Sgd{}, impl); }, "a residual join is not supported");
-    }
   }
   const nn::Network net = tiny_nets()[1];
   Batch b = random_batch(net, 2, 3);

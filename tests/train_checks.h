@@ -26,13 +26,14 @@ namespace dlb::test {
 // also by M / (M - 1)) and each later one by (1 - momentum), so the sum over
 // the forwards is at most momentum * forwards times it; each update rounds
 // the running value to fp32 once (u |r|). `sides`: 1 where `want` is exact,
-// 2 where it is another fp32 computation (PyTorch's).
+// 2 where it is another fp32 computation (PyTorch's). `impl`: whose bound
+// (cpu_onednn's counts its fp32 batch statistics, train.h).
 inline void expect_running_stats(const nn::Network& net, std::int64_t batch, const ref::TrainGradients& g,
                                  const ref::RunningStats& want, const std::vector<std::span<const float>>& got_mean,
                                  const std::vector<std::span<const float>>& got_var, int forwards, double sides,
-                                 const char* what) {
+                                 const char* what, nn::TrainImpl impl = nn::TrainImpl::eigen) {
   constexpr double kU = 0x1p-24;  // fp32's unit roundoff
-  const double tol = nn::gradient_tolerance(net, batch);
+  const double tol = nn::gradient_tolerance(net, batch, impl);
   double worst = 0;
   int layers = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {

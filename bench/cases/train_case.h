@@ -3,7 +3,7 @@
 // their labels (no augmentation), the prepared step. Validation (before any
 // timing) runs forward and backward once on a step of its own and compares
 // every parameter's gradient with the double-precision reference
-// (reference/train.h) within nn::gradient_tolerance.
+// (reference/train.h) within nn::gradient_tolerance for the step's TrainImpl.
 #pragma once
 
 #include <cstdint>

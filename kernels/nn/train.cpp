@@ -268,6 +268,29 @@ void bn_grad_sums(const float* d, const float* z, float mean, float inv_std, std
 
 }  // namespace
 
+std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, const std::vector<int>& read,
+                                        std::size_t& buffers) {
+  std::vector<int> order;
+  for (std::size_t j = 0; j < first_write.size(); ++j)
+    if (first_write[j] >= 0) order.push_back(static_cast<int>(j));
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return first_write[static_cast<std::size_t>(a)] > first_write[static_cast<std::size_t>(b)];
+  });
+  std::vector<int> buf(first_write.size(), -1), last_read;  // last_read: per buffer, when its occupant is read
+  for (const int j : order) {
+    const auto u = static_cast<std::size_t>(j);
+    for (std::size_t q = 0; q < last_read.size() && buf[u] < 0; ++q)
+      if (last_read[q] > first_write[u]) buf[u] = static_cast<int>(q);
+    if (buf[u] < 0) {
+      buf[u] = static_cast<int>(last_read.size());
+      last_read.push_back(0);
+    }
+    last_read[static_cast<std::size_t>(buf[u])] = read[u];
+  }
+  buffers = last_read.size();
+  return buf;
+}
+
 struct TrainStep::Impl {
   const Network& net;
   std::int64_t batch;
@@ -381,28 +404,20 @@ struct TrainStep::Impl {
       if (l.input >= 0) s.add_to_input = first_write[static_cast<std::size_t>(l.input)] != i;
       if (l.residual >= 0) s.add_to_residual = first_write[static_cast<std::size_t>(l.residual)] != i;
     }
-    std::vector<int> order;
-    for (int j = 0; j < n; ++j)
-      if (first_write[static_cast<std::size_t>(j)] >= 0 && !pooled(static_cast<std::size_t>(j))) order.push_back(j);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return first_write[static_cast<std::size_t>(a)] > first_write[static_cast<std::size_t>(b)];
-    });
-    std::vector<int> last_read;  // per buffer: when its latest occupant is read
-    std::vector<std::int64_t> size;
-    for (const int j : order) {
+    std::vector<int> written(first_write), read(static_cast<std::size_t>(n));
+    for (int j = 0; j < n; ++j) {
       const auto u = static_cast<std::size_t>(j);
-      const int read = (j > 0 && pooled(u - 1)) ? j - 1 : j;
-      int buf = -1;
-      for (std::size_t q = 0; q < last_read.size() && buf < 0; ++q)
-        if (last_read[q] > first_write[u]) buf = static_cast<int>(q);
-      if (buf < 0) {
-        buf = static_cast<int>(last_read.size());
-        last_read.push_back(0);
-        size.push_back(0);
-      }
-      last_read[static_cast<std::size_t>(buf)] = read;
-      size[static_cast<std::size_t>(buf)] = std::max(size[static_cast<std::size_t>(buf)], batch * ls[u].out_size());
-      layers[u].grad = buf;
+      if (pooled(u)) written[u] = -1;
+      read[u] = (j > 0 && pooled(u - 1)) ? j - 1 : j;
+    }
+    std::size_t buffers = 0;
+    const std::vector<int> buf = share_gradient_buffers(written, read, buffers);
+    std::vector<std::int64_t> size(buffers, 0);
+    for (int j = 0; j < n; ++j) {
+      const auto u = static_cast<std::size_t>(j);
+      layers[u].grad = buf[u];
+      if (buf[u] >= 0)
+        size[static_cast<std::size_t>(buf[u])] = std::max(size[static_cast<std::size_t>(buf[u])], batch * ls[u].out_size());
     }
     for (const auto sz : size) gbuf.emplace_back(static_cast<std::size_t>(sz), 0.0f);
   }
@@ -865,12 +880,11 @@ std::span<const float> TrainStep::velocity(std::size_t i) const {
   return backend_ ? backend_->velocity(i) : impl_->v.at(i);
 }
 std::span<const float> TrainStep::log_probs() const { return backend_ ? backend_->log_probs() : impl_->log_probs; }
-// TrainImpl::onednn's step runs no batch-norm (it refuses resnet20): no running statistics.
 std::span<const float> TrainStep::running_mean(std::size_t layer) const {
-  return backend_ ? std::span<const float>() : std::span<const float>(impl_->layers.at(layer).running_mean);
+  return backend_ ? backend_->running_mean(layer) : std::span<const float>(impl_->layers.at(layer).running_mean);
 }
 std::span<const float> TrainStep::running_var(std::size_t layer) const {
-  return backend_ ? std::span<const float>() : std::span<const float>(impl_->layers.at(layer).running_var);
+  return backend_ ? backend_->running_var(layer) : std::span<const float>(impl_->layers.at(layer).running_var);
 }
 TrainMemory TrainStep::memory() const { return backend_ ? backend_->memory() : impl_->memory(); }
 

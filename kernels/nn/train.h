@@ -145,6 +145,23 @@ struct TrainMemory {
 // layouts they prefer). The oneDNN ones in builds with oneDNN only.
 enum class TrainImpl { eigen, onednn_sgemm, onednn };
 
+// The bound for `impl`'s step: gradient_tolerance's but for TrainImpl::onednn,
+// whose batch-norm (oneDNN's batch_normalization primitives) sums in fp32,
+// not double: the forward's mean and variance (two passes: the mean, then
+// sum (z - mean)^2) and the backward's sum dy and sum dy xhat, per channel
+// over M = batch oh ow terms each, in whatever order its threads split them:
+// up to M - 1 roundings each on every chain through the layer, 4 M per
+// batch-norm layer on top of the 15 counted for the double sums (the
+// divisions by M, inv_std and the subtraction are among those 15, as in the
+// double step). What those sums pass on is measured against the same
+// magnitudes (ref::gradients' |dy| + mean |dy| + |xhat| mean |dy xhat|,
+// and the batch statistics' scales for the running statistics). resnet20
+// at batch 64: 21 batch-norm layers, 7 each at M = 65,536, 16,384 and
+// 4,096, N = 77,308 + 2,408,448 = 2,485,756, bound 7.5e-4 (5.7 times the
+// double step's).
+std::int64_t gradient_chain_length(const Network& net, std::int64_t batch, TrainImpl impl);
+double gradient_tolerance(const Network& net, std::int64_t batch, TrainImpl impl);
+
 struct TrainBackend;
 
 class TrainStep {

@@ -27,8 +27,22 @@ struct TrainBackend {
   virtual std::span<const float> grad(std::size_t i) = 0;
   virtual std::span<const float> velocity(std::size_t i) = 0;
   virtual std::span<const float> log_probs() const = 0;
+  // A batch-norm layer's running statistics (train.h); empty for another layer.
+  virtual std::span<const float> running_mean(std::size_t layer) const = 0;
+  virtual std::span<const float> running_var(std::size_t layer) const = 0;
   virtual TrainMemory memory() const = 0;
 };
+
+// Backward's gradient buffers, shared between layers whose gradients are
+// not live at once (train.cpp's and train_onednn.cpp's steps): layer j's
+// output gradient is written first at step first_write[j] (-1: no buffer)
+// and last read at step read[j], the steps being layer indices run from the
+// last down. Greedy, latest first write first: a buffer is taken again once
+// its occupant's last read comes before (is a larger step than) the
+// newcomer's first write. Returns each layer's buffer (or -1) and sets
+// `buffers` to how many there are.
+std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, const std::vector<int>& read,
+                                        std::size_t& buffers);
 
 #if DLB_HAVE_ONEDNN
 // TrainImpl::onednn: oneDNN's training primitives (train_onednn.cpp).

@@ -14,6 +14,23 @@
 //         the maximum in each window; the first one on ties, as PyTorch's
 //         CPU max_pool2d) and pooling backward;
 //   global average pool  pooling avg forward and backward;
+//   batch-norm  (training mode, resnet20) batch_normalization forward_training
+//         with scale and shift (gamma, beta) on the conv's output z (kept),
+//         ReLU fused (fuse_norm_relu, its workspace the mask) where no join
+//         comes between; it writes the batch's mean and biased variance,
+//         from which the step updates the running statistics as train.cpp
+//         (momentum, the variance unbiased, in double); backward with
+//         dgamma and dbeta;
+//   join  (residual) binary add of the other layer's output after
+//         batch-norm, ReLU as its post-op; backward: the gradient after
+//         ReLU's backward goes to both, ReLU's backward writing it straight
+//         into the residual's gradient where this join writes that first
+//         (else a binary add into it);
+//   fan-out  a layer read by two (the input of one and the residual of
+//         another, or the projection shortcut's and the block's conv1's
+//         input): its gradient written by the last reader in execution
+//         order, the other's backward_data writing into a spare buffer then
+//         added (binary add, in place);
 //   loss  log-softmax and the mean negative log-likelihood as train.cpp's
 //         (sums in double) on the logits, plain [batch, classes];
 //   SGD   PyTorch's formula (train.h) in one loop over contiguous buffers.
@@ -32,8 +49,10 @@
 // in place, plain NCHW (the first conv's jit kernel takes it on AVX-512).
 // Which layout each parameter takes: see weighted().
 //
-// Error bound: nn::gradient_tolerance (train.h) holds here unchanged. It
-// counts, per gradient element, the lengths of the sums on its chain, and a
+// Error bound: nn::gradient_tolerance(net, batch, TrainImpl::onednn)
+// (train.h): without batch-norm the same as the im2col step's; oneDNN's
+// batch-norm sums in fp32, which that bound counts (4 M per batch-norm
+// layer). It counts, per gradient element, the lengths of the sums on its chain, and a
 // sum of n terms takes n - 1 additions in whatever order or tree they are
 // done, each term passing through at most n - 1 of them. oneDNN splits the
 // sums its own way: conv backward_weights gives each thread a share of the
@@ -58,8 +77,9 @@
 // step allocates nothing of its own; oneDNN's gemm-based inner product
 // (fc1's) allocates its packing buffers per call outside the scratchpad
 // (148 KB each), and each execute a few hundred bytes. Backward's gradients
-// of the activations alternate between two buffers, each sized for the
-// gradients it holds.
+// of the activations share buffers where they are not live at once (as
+// train.cpp's: two for a chain, three for resnet20's blocks), each sized for
+// the gradients it holds.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <omp.h>
@@ -118,6 +138,7 @@ std::size_t floats_of(const memory::desc& d) { return d.get_size() / sizeof(floa
 struct Exec {
   dnnl::primitive primitive;
   std::unordered_map<int, memory> args;
+  std::string what;  // "conv2 backward_weights: jit:avx512_core"
 };
 
 
@@ -130,17 +151,6 @@ class OnednnTrainStep final : public TrainBackend {
   OnednnTrainStep(const Network& n, std::int64_t b, Sgd s) : net_(n), batch_(b), sgd_(s), params_(trainable_params(n)) {
     DLB_REQUIRE(batch_ >= 1, "training step: batch " + std::to_string(batch_) + " is not positive");
     const auto& ls = net_.layers;
-    // The chain networks only: no batch-norm, no join, each layer reading the
-    // one before it (the im2col step, TrainImpl::eigen and onednn_sgemm,
-    // trains resnet20).
-    for (std::size_t j = 0; j < ls.size(); ++j) {
-      const Layer& l = ls[j];
-      const std::string where = "training step (cpu_onednn): " + net_.name + " layer '" + l.name + "': ";
-      if (!l.raw.bn_gamma.empty())
-        throw Error(where + "batch-norm in training mode is not supported on oneDNN's primitives yet");
-      if (l.residual >= 0) throw Error(where + "a residual join is not supported on oneDNN's primitives yet");
-      if (l.input != static_cast<int>(j) - 1) throw Error(where + "reads a layer other than the one before it");
-    }
     logits_layer_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
     DLB_REQUIRE(ls.size() >= 2 || ls.back().kind != LayerKind::log_softmax,
                 "training step: " + net_.name + " is only a log_softmax");
@@ -166,6 +176,7 @@ class OnednnTrainStep final : public TrainBackend {
     x_user_.set_data_handle(const_cast<float*>(x));
     labels_ = labels;
     run(forward_);
+    update_running_stats();
     // Log-softmax (sums in double) and the mean negative log-likelihood, as train.cpp.
     const auto* logits = static_cast<const float*>(logits_plain_.get_data_handle());
     double loss = 0;
@@ -236,6 +247,16 @@ class OnednnTrainStep final : public TrainBackend {
   std::span<const float> grad(std::size_t j) override { return plain(g_mem_, g_plain_, g_fresh_, j); }
   std::span<const float> velocity(std::size_t j) override { return plain(v_mem_, v_plain_, v_fresh_, j); }
   std::span<const float> log_probs() const override { return log_probs_; }
+  std::span<const float> running_mean(std::size_t layer) const override {
+    for (const auto& b : bn_)
+      if (b.layer == layer) return b.running_mean;
+    return {};
+  }
+  std::span<const float> running_var(std::size_t layer) const override {
+    for (const auto& b : bn_)
+      if (b.layer == layer) return b.running_var;
+    return {};
+  }
 
   TrainMemory memory() const override {
     TrainMemory m;
@@ -244,7 +265,8 @@ class OnednnTrainStep final : public TrainBackend {
     for (const auto& a : kept_) m.activations += static_cast<std::int64_t>(a.get_desc().get_size());
     m.activations += static_cast<std::int64_t>(log_probs_.size() * sizeof(float));
     for (const auto& w : work_) m.workspace += static_cast<std::int64_t>(w.get_desc().get_size());
-    m.workspace += dbuf_[0].bytes() + dbuf_[1].bytes() + scratch_.bytes();
+    for (const auto& g : gbuf_) m.workspace += g.bytes();
+    m.workspace += addend_.bytes() + scratch_.bytes();
     for (std::size_t j = 0; j < params_.size(); ++j)
       m.workspace += static_cast<std::int64_t>((p_plain_[j].size() + g_plain_[j].size() + v_plain_[j].size()) *
                                                sizeof(float));
@@ -278,14 +300,37 @@ class OnednnTrainStep final : public TrainBackend {
   std::vector<Mem> work_;   // backward's own: weights in backward_data's layout, plain logit gradients
   Mem logits_plain_, dlogits_plain_;
   std::vector<float> log_probs_;
-  Floats dbuf_[2];             // backward's gradients of the activations, alternating by layer (each sized for its own)
+  // Backward's gradients of the activations: layer j's output gradient in
+  // gbuf_[gbuf_of_[j]] (shared by layers whose gradients are not live at
+  // once, see assign_gradient_buffers), written first by its last reader
+  // (first_write_[j]; the loss for the logits), later readers adding theirs
+  // through addend_. needs_[j]: whether layer j's output gradient is needed
+  // (layer j or one it reads has parameters).
+  std::vector<Floats> gbuf_;
+  std::vector<std::size_t> gbuf_floats_;
+  std::vector<int> gbuf_of_, first_write_;
+  std::vector<bool> needs_;
+  std::vector<int> gamma_of_, beta_of_;  // per layer: its batch-norm's parameter indices, or -1
+  Floats addend_;              // a later reader's gradient before it is added (binary add)
+  std::size_t addend_floats_ = 0;
   Floats scratch_;             // every primitive's scratchpad
+  // Batch-norm in training mode: per layer, the conv's output z (kept,
+  // batch-norm's backward reads it), the batch's mean and biased variance
+  // (oneDNN's, kept), the running statistics updated after each forward.
+  struct BatchNorm {
+    std::size_t layer = 0;
+    Mem mean, var;
+    std::vector<float> running_mean, running_var;
+  };
+  std::vector<BatchNorm> bn_;
   std::vector<Exec> forward_, backward_;
   std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: for a debugger
   const std::uint8_t* labels_ = nullptr;
   bool forward_done_ = false, backward_done_ = false;
 
-  // Memories made before their buffers (bound by build's end): 0, 1: dbuf_, 2: scratch_.
+  // Memories made before their buffers (bound by build's end): k >= 0:
+  // gbuf_[k], kScratch: scratch_, kAddend: addend_.
+  static constexpr int kScratch = -1, kAddend = -2;
   std::vector<std::pair<Mem, int>> unbound_;
   std::size_t scratch_bytes_ = 0;
 
@@ -297,7 +342,13 @@ class OnednnTrainStep final : public TrainBackend {
   }
 
   void run(std::vector<Exec>& list) {
-    for (auto& e : list) e.primitive.execute(stream_, e.args);
+    for (auto& e : list) {
+      try {
+        e.primitive.execute(stream_, e.args);
+      } catch (const dnnl::error& err) {
+        throw Error("training step (cpu_onednn): " + net_.name + " " + e.what + ": oneDNN: " + err.what());
+      }
+    }
     stream_.wait();
   }
 
@@ -319,11 +370,11 @@ class OnednnTrainStep final : public TrainBackend {
     const Mem::desc sd = pd.scratchpad_desc();
     if (sd.get_size() > 0) {
       Mem s(sd, eng_, DNNL_MEMORY_NONE);
-      unbound_.emplace_back(s, 2);
+      unbound_.emplace_back(s, kScratch);
       args[DNNL_ARG_SCRATCHPAD] = s;
       scratch_bytes_ = std::max(scratch_bytes_, sd.get_size());
     }
-    list.push_back(Exec{std::move(prim), std::move(args)});
+    list.push_back(Exec{std::move(prim), std::move(args), impls_.back()});
   }
 
   void add_reorder(std::vector<Exec>& list, const Mem& from, const Mem& to, const std::string& what) {
@@ -331,17 +382,50 @@ class OnednnTrainStep final : public TrainBackend {
     add(list, dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, what);
   }
 
-  // The gradient of layer i's output: its layout, over buffer i % 2.
-  Mem grad_of(std::size_t i) {
-    Mem m(out_[i].get_desc(), eng_, DNNL_MEMORY_NONE);
-    unbound_.emplace_back(m, static_cast<int>(i % 2));
+  // A memory of layout `d` over buffer `which` (bound by build's end).
+  Mem over(const Mem::desc& d, int which) {
+    Mem m(d, eng_, DNNL_MEMORY_NONE);
+    unbound_.emplace_back(m, which);
+    const std::size_t n = floats_of(d);
+    if (which == kAddend) {
+      addend_floats_ = std::max(addend_floats_, n);
+    } else {
+      auto& size = gbuf_floats_.at(static_cast<std::size_t>(which));
+      size = std::max(size, n);
+    }
     return m;
   }
-  // The gradient of layer i's input (i > 0): as layer i reads it, over buffer (i - 1) % 2.
-  Mem grad_of_input(std::size_t i) {
-    Mem m(in_desc_[i], eng_, DNNL_MEMORY_NONE);
-    unbound_.emplace_back(m, static_cast<int>((i - 1) % 2));
-    return m;
+  // The gradient of layer j's output, in the layout of `d` (its own output's
+  // by default).
+  Mem grad_of(std::size_t j) { return grad_of(j, out_[j].get_desc()); }
+  Mem grad_of(std::size_t j, const Mem::desc& d) {
+    if (gbuf_of_[j] < 0)
+      throw Error("training step (cpu_onednn): " + net_.name + " layer '" + net_.layers[j].name +
+                  "': its output is read by no later layer");
+    return over(d, gbuf_of_[j]);
+  }
+  // Where layer i writes the gradient of `from` (its input or residual), as
+  // i reads it: the gradient itself where i writes it first, else addend_,
+  // added by add_gradient.
+  Mem gradient_target(std::size_t i, int from, const Mem::desc& d) {
+    const auto j = static_cast<std::size_t>(from);
+    return first_write_[j] == static_cast<int>(i) ? grad_of(j, d) : over(d, kAddend);
+  }
+  Mem grad_of_input(std::size_t i) { return gradient_target(i, net_.layers[i].input, in_desc_[i]); }
+  // Adds `part` (gradient_target's) to the gradient of `from` where layer i
+  // is not its first writer: binary add in place.
+  void add_gradient(std::vector<Exec>& list, std::size_t i, int from, const Mem& part, const std::string& what) {
+    const auto j = static_cast<std::size_t>(from);
+    if (first_write_[j] == static_cast<int>(i)) return;
+    const Mem to = grad_of(j, part.get_desc());
+    binary_add(list, to, part, false, what);
+  }
+  // to += part (to's layout), ReLU after where `relu`.
+  void binary_add(std::vector<Exec>& list, const Mem& to, const Mem& part, bool relu, const std::string& what) {
+    const Mem::desc d = to.get_desc();
+    const dnnl::binary::primitive_desc pd(
+        dnnl::binary::desc(dnnl::algorithm::binary_add, d, part.get_desc(), d), attr(relu), eng_);
+    add(list, dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, to}, {DNNL_ARG_SRC_1, part}, {DNNL_ARG_DST, to}}, what);
   }
 
   // Parameter j's three memories in layout `desc` (buffers bound by build's end).
@@ -353,15 +437,18 @@ class OnednnTrainStep final : public TrainBackend {
     v_mem_[u] = Mem(desc, eng_, DNNL_MEMORY_NONE);
   }
 
-  // ReLU's backward on the kept output `dst`, in place on `dy`.
+  // ReLU's backward on the kept output `dst`, from `dy` into `dx` (in place by default).
   void relu_backward(std::vector<Exec>& list, const Mem& dst, const Mem& dy, const std::string& name) {
+    relu_backward(list, dst, dy, dy, name);
+  }
+  void relu_backward(std::vector<Exec>& list, const Mem& dst, const Mem& dy, const Mem& dx, const std::string& name) {
     const Mem::desc d = dst.get_desc();
     const auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
     const dnnl::eltwise_forward::primitive_desc hint(
         dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, d, 0.0f, 0.0f), eng_);
     const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(alg, d, d, 0.0f, 0.0f), attr(), eng_,
                                                     hint);
-    add(list, dnnl::eltwise_backward(pd), pd, {{DNNL_ARG_DST, dst}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dy}},
+    add(list, dnnl::eltwise_backward(pd), pd, {{DNNL_ARG_DST, dst}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}},
         name + " relu backward");
   }
 
@@ -395,7 +482,7 @@ class OnednnTrainStep final : public TrainBackend {
   // only oneDNN's reference kernel takes it, writes its own choice,
   // reordered after.
   template <class MakeFwd, class MakeBwdWeights, class MakeBwdData>
-  void weighted(std::size_t i, const Mem& src, int w, int b, const Mem::dims& wdims, bool need_dx,
+  void weighted(std::size_t i, const Mem& src, int w, int b, const Mem::dims& wdims, bool need_dx, bool relu,
                 std::vector<Exec>& back, MakeFwd make_fwd, MakeBwdWeights make_bwd_weights,
                 MakeBwdData make_bwd_data) {
     const std::string& name = net_.layers[i].name;
@@ -431,7 +518,7 @@ class OnednnTrainStep final : public TrainBackend {
     add(forward_, dnnl::primitive(fpd), fpd, std::move(args), name + " forward");
 
     const Mem dy = grad_of(i);
-    if (net_.layers[i].relu) relu_backward(back, out_[i], dy, name);
+    if (relu) relu_backward(back, out_[i], dy, name);
     auto wpd = make_bwd_weights(pdesc_[uw], fpd);
     if (is_reference(wpd)) {
       auto other = make_bwd_weights(any_desc(wdims), fpd);
@@ -449,13 +536,17 @@ class OnednnTrainStep final : public TrainBackend {
     if (copy) add_reorder(back, dw, g_mem_[uw], name + " weight gradient into the parameters' layout");
     if (dpd) {
       const Mem wmem = weights_for(back, dpd->weights_desc(), w, name);
-      add(back, dnnl::primitive(*dpd), *dpd,
-          {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, grad_of_input(i)}},
+      const Mem dx = grad_of_input(i);
+      add(back, dnnl::primitive(*dpd), *dpd, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, dx}},
           name + " backward_data");
+      add_gradient(back, i, net_.layers[i].input, dx, name + " input gradient added");
     }
   }
 
   void build(std::size_t& i);
+  void assign_gradient_buffers();
+  void join_and_batch_norm(std::size_t i, std::vector<Exec>& back);
+  void update_running_stats();
   std::span<const float> plain(std::vector<Mem>& blocked, std::vector<std::vector<float>>& copies,
                                std::vector<bool>& fresh, std::size_t j);
   void write_back_params();
@@ -467,33 +558,36 @@ void OnednnTrainStep::build(std::size_t& i) {
   const std::size_t np = params_.size();
   pdesc_.resize(np), plain_.resize(np), p_mem_.resize(np), g_mem_.resize(np), v_mem_.resize(np);
   std::vector<int> weight_of(ls.size(), -1), bias_of(ls.size(), -1);
+  gamma_of_.assign(ls.size(), -1), beta_of_.assign(ls.size(), -1);
   for (std::size_t j = 0; j < np; ++j) {
     const TrainParam& p = params_[j];
-    (p.bias ? bias_of : weight_of)[p.layer] = static_cast<int>(j);
+    (p.bn ? (p.bias ? beta_of_ : gamma_of_) : (p.bias ? bias_of : weight_of))[p.layer] = static_cast<int>(j);
     const Layer& l = ls[p.layer];
     // An fc reading a spatial output: its weights [k, c, h, w] (the same
     // order as [k, c*h*w], torch.flatten's on NCHW).
     Mem::dims dims(p.shape.begin(), p.shape.end());
-    if (!p.bias && l.kind == LayerKind::fc && p.layer > 0 && ls[p.layer - 1].kind != LayerKind::fc)
+    if (!p.bias && !p.bn && l.kind == LayerKind::fc && l.input >= 0 &&
+        ls[static_cast<std::size_t>(l.input)].kind != LayerKind::fc)
       dims = {l.k, l.c, l.h, l.w};
     plain_[j] = plain_desc(dims);
-    if (p.bias) set_param_layout(static_cast<int>(j), plain_[j]);
+    // Biases, gamma and beta: plain [k], as every primitive takes them.
+    if (p.bias || p.bn) set_param_layout(static_cast<int>(j), plain_[j]);
   }
+  assign_gradient_buffers();
 
   x_user_ = Mem(plain_desc({batch_, net_.c, net_.h, net_.w}), eng_, DNNL_MEMORY_NONE);
   out_.resize(logits_layer_ + 1);
   std::vector<std::vector<Exec>> back(logits_layer_ + 1);  // each layer's backward; run last layer first
-  Mem src = x_user_;
-  bool params_before = false;  // whether a layer before i has parameters (then i's input gradient is needed)
   for (i = 0; i <= logits_layer_; ++i) {
     const Layer& l = ls[i];
+    Mem src = l.input < 0 ? x_user_ : out_[static_cast<std::size_t>(l.input)];
     // A conv or pool reading an fc's output [batch, k] reads it as [batch, k, 1, 1].
     if (l.kind != LayerKind::fc && src.get_desc().dims().size() == 2)
       src = Mem(src.get_desc().reshape({batch_, l.c, l.h, l.w}), eng_, src.get_data_handle());
     const Mem::desc sd = src.get_desc();
     in_desc_.push_back(sd);
     const int w = weight_of[i], b = bias_of[i];
-    const bool need_dx = params_before;
+    const bool need_dx = l.input >= 0 && needs_[static_cast<std::size_t>(l.input)];
     switch (l.kind) {
       case LayerKind::conv: {
         const Mem::dims wdims = {l.k, l.c, l.window, l.window}, strides = {l.stride, l.stride},
@@ -501,14 +595,17 @@ void OnednnTrainStep::build(std::size_t& i) {
                         pr = {(l.oh - 1) * l.stride + l.window - l.h - l.pad,
                               (l.ow - 1) * l.stride + l.window - l.w - l.pad};
         const Mem::desc bias = b >= 0 ? plain_desc({l.k}) : Mem::desc(), dst = any_desc({batch_, l.k, l.oh, l.ow});
+        // ReLU as the conv's post-op where nothing comes between them.
+        const bool bn_or_join = gamma_of_[i] >= 0 || l.residual >= 0, relu = l.relu && !bn_or_join;
+        std::vector<Exec> conv_back;
         using namespace dnnl;
         const auto direct = algorithm::convolution_direct;
         weighted(
-            i, src, w, b, wdims, need_dx, back[i],
+            i, src, w, b, wdims, need_dx, relu, conv_back,
             [&](const Mem::desc& wd) {
               return convolution_forward::primitive_desc(
                   convolution_forward::desc(prop_kind::forward_training, direct, sd, wd, bias, dst, strides, pl, pr),
-                  attr(l.relu), eng_);
+                  attr(relu), eng_);
             },
             [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
               return convolution_backward_weights::primitive_desc(
@@ -519,6 +616,9 @@ void OnednnTrainStep::build(std::size_t& i) {
               return convolution_backward_data::primitive_desc(
                   convolution_backward_data::desc(direct, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
             });
+        // Batch-norm and the join after the conv, their backward before the conv's.
+        if (bn_or_join) join_and_batch_norm(i, back[i]);
+        for (auto& e : conv_back) back[i].push_back(std::move(e));
         break;
       }
       case LayerKind::fc: {
@@ -526,7 +626,7 @@ void OnednnTrainStep::build(std::size_t& i) {
         const Mem::desc bias = plain_desc({l.k}), dst = any_desc({batch_, l.k});
         using namespace dnnl;
         weighted(
-            i, src, w, b, wdims, need_dx, back[i],
+            i, src, w, b, wdims, need_dx, l.relu, back[i],
             [&](const Mem::desc& wd) {
               return inner_product_forward::primitive_desc(
                   inner_product_forward::desc(prop_kind::forward_training, sd, wd, bias, dst), attr(l.relu), eng_);
@@ -565,17 +665,17 @@ void OnednnTrainStep::build(std::size_t& i) {
         if (need_dx) {
           const dnnl::pooling_backward::primitive_desc bpd(
               dnnl::pooling_backward::desc(alg, sd, fpd.dst_desc(), strides, kernel, pl, pr), attr(), eng_, fpd);
-          std::unordered_map<int, Mem> bargs = {{DNNL_ARG_DIFF_DST, grad_of(i)}, {DNNL_ARG_DIFF_SRC, grad_of_input(i)}};
+          const Mem dx = grad_of_input(i);
+          std::unordered_map<int, Mem> bargs = {{DNNL_ARG_DIFF_DST, grad_of(i)}, {DNNL_ARG_DIFF_SRC, dx}};
           if (max) bargs[DNNL_ARG_WORKSPACE] = ws;
           add(back[i], dnnl::pooling_backward(bpd), bpd, std::move(bargs), l.name + " backward");
+          add_gradient(back[i], i, l.input, dx, l.name + " input gradient added");
         }
         break;
       }
       case LayerKind::log_softmax:
         break;  // the last layer only (trainable_params): the loss
     }
-    params_before = params_before || w >= 0 || b >= 0;
-    src = out_[i];
   }
   i = logits_layer_;
 
@@ -623,13 +723,143 @@ void OnednnTrainStep::build(std::size_t& i) {
     dnnl::reorder(from, p_mem_[j]).execute(stream_, from, p_mem_[j]);
   }
   stream_.wait();
-  std::size_t dfloats[2] = {0, 0};  // layer k's output gradient in buffer k % 2
-  for (std::size_t k = 0; k < out_.size(); ++k)
-    dfloats[k % 2] = std::max(dfloats[k % 2], floats_of(out_[k].get_desc()));
-  dbuf_[0] = Floats(dfloats[0]), dbuf_[1] = Floats(dfloats[1]);
+  for (const std::size_t n : gbuf_floats_) gbuf_.emplace_back(n);
+  addend_ = Floats(addend_floats_);
   scratch_ = Floats(scratch_bytes_ / sizeof(float) + 1);
-  for (auto& [m, which] : unbound_) m.set_data_handle(which == 2 ? scratch_.data() : dbuf_[which].data());
+  for (auto& [m, which] : unbound_)
+    m.set_data_handle(which == kScratch ? scratch_.data()
+                      : which == kAddend ? addend_.data()
+                                         : gbuf_[static_cast<std::size_t>(which)].data());
   unbound_.clear();
+}
+
+// Which layers' output gradients are needed, who writes each first, and the
+// buffers they share: as train.cpp's, greedy in backward order, a buffer
+// taken again once its occupant's own backward (its only reader) has run.
+void OnednnTrainStep::assign_gradient_buffers() {
+  const auto& ls = net_.layers;
+  const std::size_t n = logits_layer_ + 1;
+  std::vector<bool> has_params(ls.size(), false);
+  for (const auto& p : params_) has_params[p.layer] = true;
+  needs_.assign(n, false), first_write_.assign(n, -1), gbuf_of_.assign(n, -1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (const int j : {ls[i].input, ls[i].residual}) {
+      needs_[i] = needs_[i] || has_params[i] || (j >= 0 && needs_[static_cast<std::size_t>(j)]);
+      if (j >= 0 && needs_[static_cast<std::size_t>(j)])
+        first_write_[static_cast<std::size_t>(j)] = std::max(first_write_[static_cast<std::size_t>(j)], static_cast<int>(i));
+    }
+  first_write_[n - 1] = static_cast<int>(n);  // the loss
+  std::vector<int> read(n);
+  for (std::size_t j = 0; j < n; ++j) read[j] = static_cast<int>(j);  // layer j's own backward
+  std::size_t buffers = 0;
+  gbuf_of_ = share_gradient_buffers(first_write_, read, buffers);
+  gbuf_floats_.assign(buffers, 0);
+}
+
+// Layer i's batch-norm (training mode, oneDNN's batch_normalization with
+// scale and shift, ReLU fused where no join comes before it: its workspace
+// keeps the mask) and residual join (binary add, ReLU as its post-op) after
+// its conv, whose output out_[i] becomes z; into `back` their backward,
+// which leaves the gradient of z in layer i's gradient buffer: ReLU's
+// backward, the join's gradient written (or added) to the residual's,
+// batch-norm's backward with dgamma and dbeta.
+void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back) {
+  using dnnl::normalization_flags;
+  const Layer& l = net_.layers[i];
+  const std::string& name = l.name;
+  const int gamma = gamma_of_[i], beta = beta_of_[i];
+  const bool bn = gamma >= 0, fuse = bn && l.relu && l.residual < 0;
+  const Mem z = out_[i];
+  Mem out = z;
+  std::optional<dnnl::batch_normalization_forward::primitive_desc> fpd;
+  Mem ws;
+  BatchNorm b;
+  const auto flags = normalization_flags::use_scale | normalization_flags::use_shift |
+                     (fuse ? normalization_flags::fuse_norm_relu : normalization_flags::none);
+  const auto eps = static_cast<float>(l.raw.bn_eps);
+  if (bn) {
+    fpd.emplace(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, z.get_desc(), eps, flags),
+                attr(), eng_);
+    out = Mem(fpd->dst_desc(), eng_);
+    kept_.push_back(out);
+    b.layer = i;
+    b.mean = Mem(fpd->mean_desc(), eng_);
+    b.var = Mem(fpd->variance_desc(), eng_);
+    kept_.push_back(b.mean), kept_.push_back(b.var);
+    b.running_mean = l.raw.bn_mean;
+    b.running_var = l.raw.bn_var;
+    if (static_cast<std::int64_t>(b.running_mean.size()) != l.k) b.running_mean.assign(static_cast<std::size_t>(l.k), 0.0f);
+    if (static_cast<std::int64_t>(b.running_var.size()) != l.k) b.running_var.assign(static_cast<std::size_t>(l.k), 1.0f);
+    std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, z},
+                                         {DNNL_ARG_DST, out},
+                                         {DNNL_ARG_SCALE, p_mem_[static_cast<std::size_t>(gamma)]},
+                                         {DNNL_ARG_SHIFT, p_mem_[static_cast<std::size_t>(beta)]},
+                                         {DNNL_ARG_MEAN, b.mean},
+                                         {DNNL_ARG_VARIANCE, b.var}};
+    if (fuse) {
+      ws = Mem(fpd->workspace_desc(), eng_);
+      kept_.push_back(ws);
+      args[DNNL_ARG_WORKSPACE] = ws;
+    }
+    add(forward_, dnnl::batch_normalization_forward(*fpd), *fpd, std::move(args), name + " batch-norm forward");
+  }
+  out_[i] = out;  // without batch-norm the join adds in place: backward reads no z
+  const Mem dy = grad_of(i);
+  Mem d = dy;  // the gradient at batch-norm's output after the ReLU and the join
+  if (l.residual >= 0) {
+    const auto r = static_cast<std::size_t>(l.residual);
+    const Mem& res = out_[r];
+    binary_add(forward_, out, res, l.relu, name + " residual join");
+    const bool first = first_write_[r] == static_cast<int>(i);
+    if (!needs_[r]) {
+      if (l.relu) relu_backward(back, out, dy, name);
+    } else if (bn && first && l.relu && res.get_desc() == out.get_desc()) {
+      // ReLU's backward writes the residual's gradient; batch-norm's reads it.
+      d = grad_of(r);
+      relu_backward(back, out, dy, d, name);
+    } else {
+      if (l.relu) relu_backward(back, out, dy, name);
+      if (first) {
+        add_reorder(back, dy, grad_of(r), name + " gradient to the residual");
+      } else {
+        binary_add(back, grad_of(r), dy, false, name + " gradient added to the residual");
+      }
+    }
+  }
+  if (bn) {
+    const dnnl::batch_normalization_backward::primitive_desc bpd(
+        dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, z.get_desc(), z.get_desc(), eps, flags),
+        attr(), eng_, *fpd);
+    // oneDNN 2.6 refuses to execute it without the shift (beta), which it does not read.
+    std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, z},
+                                         {DNNL_ARG_MEAN, b.mean},
+                                         {DNNL_ARG_VARIANCE, b.var},
+                                         {DNNL_ARG_SCALE, p_mem_[static_cast<std::size_t>(gamma)]},
+                                         {DNNL_ARG_SHIFT, p_mem_[static_cast<std::size_t>(beta)]},
+                                         {DNNL_ARG_DIFF_DST, d},
+                                         {DNNL_ARG_DIFF_SRC, dy},
+                                         {DNNL_ARG_DIFF_SCALE, g_mem_[static_cast<std::size_t>(gamma)]},
+                                         {DNNL_ARG_DIFF_SHIFT, g_mem_[static_cast<std::size_t>(beta)]}};
+    if (fuse) args[DNNL_ARG_WORKSPACE] = ws;
+    add(back, dnnl::batch_normalization_backward(bpd), bpd, std::move(args), name + " batch-norm backward");
+    bn_.push_back(std::move(b));
+  }
+}
+
+// The running statistics from the last forward's batch statistics, as
+// train.cpp's (in double): running = (1 - momentum) running + momentum
+// batch, the variance unbiased (M / (M - 1)).
+void OnednnTrainStep::update_running_stats() {
+  for (auto& b : bn_) {
+    const Layer& l = net_.layers[b.layer];
+    const double m = static_cast<double>(batch_ * l.oh * l.ow), mo = l.raw.bn_momentum;
+    const auto* mean = static_cast<const float*>(b.mean.get_data_handle());
+    const auto* var = static_cast<const float*>(b.var.get_data_handle());
+    for (std::size_t k = 0; k < b.running_mean.size(); ++k) {
+      b.running_mean[k] = static_cast<float>((1 - mo) * b.running_mean[k] + mo * mean[k]);
+      b.running_var[k] = static_cast<float>((1 - mo) * b.running_var[k] + mo * var[k] * m / std::max(m - 1, 1.0));
+    }
+  }
 }
 
 // Parameter j's values from `blocked` in PyTorch's layout: the buffer itself
