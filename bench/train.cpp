@@ -7,7 +7,9 @@
 // cpu_eigen (the im2col step's GEMMs by Eigen) and, in builds with oneDNN,
 // cpu_onednn_sgemm (the same step, its GEMMs by oneDNN's sgemm) and
 // cpu_onednn (oneDNN's training primitives for every layer:
-// kernels/nn/train_onednn.cpp).
+// kernels/nn/train_onednn.cpp); cpu_own (every convolution's forward,
+// backward-data and backward-weights on the own direct kernel, the fc GEMMs
+// on Eigen; chains of stride-1 convolutions: mnist_cnn and mnist_lenet).
 //
 // Before timing, the case's gradients are checked against the double
 // reference (TrainCase::validate). Counters: items_per_second (images/s),
@@ -41,6 +43,7 @@ struct Impl {
   const char* name;
   nn::TrainImpl impl;
   const char* label;
+  bool chains_only = false;  // refuses batch-norm and joins (resnet20): not registered for it
 };
 constexpr Impl kImpls[] = {
     {"cpu_eigen", nn::TrainImpl::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9"},
@@ -48,6 +51,8 @@ constexpr Impl kImpls[] = {
     {"cpu_onednn_sgemm", nn::TrainImpl::onednn_sgemm, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
     {"cpu_onednn", nn::TrainImpl::onednn, "oneDNN training primitives, fp32, SGD momentum 0.9"},
 #endif
+    {"cpu_own", nn::TrainImpl::own, "own direct conv (fwd, bwd data, bwd weights) + Eigen fc, fp32, SGD momentum 0.9",
+     true},
 };
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -71,8 +76,9 @@ std::string input_problem(std::string_view network) {
 
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
-    for (const auto& [impl, choice, label] : kImpls)
+    for (const auto& [impl, choice, label, chains_only] : kImpls)
     for (const std::int64_t batch : kTrainBatches) {
+      if (chains_only && network == "resnet20") continue;
       const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
       add_case(name, Device::cpu, [network, batch, choice, label](benchmark::State& state) {
         if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);

@@ -156,19 +156,41 @@ std::vector<nn::TrainImpl> impls() {
 #endif
 }
 
+// With TrainImpl::own (the own direct convolution kernel), which takes
+// chains of stride-1 convolutions without batch-norm only: the tests on
+// such networks.
+std::vector<nn::TrainImpl> chain_impls() {
+  auto all = impls();
+  all.push_back(nn::TrainImpl::own);
+  return all;
+}
+
+// Whether `impl` takes `net` (TrainImpl::own refuses the rest by layer name:
+// TrainStep.CpuOwnRefusesByName).
+bool takes(nn::TrainImpl impl, const nn::Network& net) {
+  if (impl != nn::TrainImpl::own) return true;
+  for (const auto& l : net.layers)
+    if (l.kind == nn::LayerKind::conv && (l.stride != 1 || l.residual >= 0 || !l.raw.bn_name.empty())) return false;
+  return true;
+}
+
 const char* impl_name(nn::TrainImpl impl) {
   switch (impl) {
     case nn::TrainImpl::eigen: return "cpu_eigen";
     case nn::TrainImpl::onednn_sgemm: return "cpu_onednn_sgemm";
     case nn::TrainImpl::onednn: return "cpu_onednn";
+    case nn::TrainImpl::own: return "cpu_own";
   }
   return "?";
 }
 
 
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
-  for (const auto impl : impls())
+  int own_nets = 0;
+  for (const auto impl : chain_impls())
   for (const auto& net : tiny_nets()) {
+    if (!takes(impl, net)) continue;
+    own_nets += impl == nn::TrainImpl::own;
     for (const std::int64_t batch : {1, 5}) {
       SCOPED_TRACE(std::string(impl_name(impl)) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
                    std::to_string(batch));
@@ -182,16 +204,43 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
       EXPECT_TRUE(c.ok) << c.summary;
     }
   }
+  EXPECT_GE(own_nets, 1);  // cpu_own ran on a tiny net (no bias, pool after pool, 1x1 conv)
+}
+
+// cpu_own refuses what it does not do, naming the network and the layer.
+TEST(TrainStep, CpuOwnRefusesByName) {
+  for (const auto& net : tiny_nets()) {
+    if (takes(nn::TrainImpl::own, net)) continue;
+    try {
+      nn::TrainStep step(net, 2, nn::Sgd{}, nn::TrainImpl::own);
+      ADD_FAILURE() << "cpu_own took a network with batch-norm, a join or a stride above 1";
+    } catch (const Unsupported& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("training step cpu_own: " + net.name + " layer "), std::string::npos) << what;
+      EXPECT_TRUE(what.find("batch-norm") != std::string::npos || what.find("join") != std::string::npos ||
+                  what.find("stride") != std::string::npos)
+          << what;
+    }
+  }
+  try {
+    nn::TrainStep step(nn::network("resnet20"), 2, nn::Sgd{}, nn::TrainImpl::own);
+    ADD_FAILURE() << "cpu_own took resnet20";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("training step cpu_own: resnet20 layer conv1: batch-norm is not supported"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A step called where OpenMP gives it fewer threads than it was made for
 // (inside another parallel region: one thread) computes the same gradients:
 // no thread's partial sums from an earlier call are left in.
 TEST(TrainStep, SameGradientsOnFewerThreads) {
-  for (const auto impl : impls()) {
+  for (const auto impl : chain_impls()) {
   SCOPED_TRACE(impl_name(impl));
   if (impl == nn::TrainImpl::onednn) continue;  // refuses (CpuOnednnRefusesANestedCall)
-  const nn::Network net = tiny_nets()[0];
+  // cpu_own: the chain of stride-1 convolutions (its kernel's threads too).
+  const nn::Network net = tiny_nets()[impl == nn::TrainImpl::own ? 2 : 0];
   const std::int64_t batch = 6;
   // (Seed 21 put one of the tiny resnet's batch-norm outputs 8e-8 from
   // zero, where fp32 and double fall on the two sides of the ReLU: a real
@@ -333,7 +382,7 @@ Batch* MnistCnn::b = nullptr;
 ref::TrainGradients* MnistCnn::g = nullptr;
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
-  for (const auto impl : impls()) {
+  for (const auto impl : chain_impls()) {
   nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
   const double loss = step.forward(b->x.data(), b->labels.data());
   step.backward();
@@ -359,7 +408,7 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
   constexpr std::int64_t kBatch = 16;
   const Batch b = fashion_batch(net, kBatch);
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
-  for (const auto impl : impls()) {
+  for (const auto impl : chain_impls()) {
     SCOPED_TRACE(impl_name(impl));
     nn::TrainStep step(net, kBatch, nn::Sgd{}, impl);
     const double loss = step.forward(b.x.data(), b.labels.data());
@@ -395,11 +444,14 @@ ref::GradientCheck missing_an_image(const nn::Network& net, std::int64_t batch, 
 }
 
 TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
-  const auto c = missing_an_image(*net, kBatch, *b, *g, nn::TrainImpl::eigen);
-  EXPECT_FALSE(c.ok);
-  for (const auto& p : nn::trainable_params(*net)) {
-    if (p.name.rfind("conv1.", 0) == 0) continue;
-    EXPECT_NE(c.summary.find(p.name + ":"), std::string::npos) << c.summary;
+  for (const auto impl : {nn::TrainImpl::eigen, nn::TrainImpl::own}) {
+    SCOPED_TRACE(impl_name(impl));
+    const auto c = missing_an_image(*net, kBatch, *b, *g, impl);
+    EXPECT_FALSE(c.ok);
+    for (const auto& p : nn::trainable_params(*net)) {
+      if (p.name.rfind("conv1.", 0) == 0) continue;
+      EXPECT_NE(c.summary.find(p.name + ":"), std::string::npos) << c.summary;
+    }
   }
 }
 
@@ -431,7 +483,7 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
   double largest = 0;
   for (const auto& m : g->magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
   const double grad_error = (1 + sgd.momentum) * nn::gradient_tolerance(*net, kBatch) * largest;
-  for (const auto impl : impls()) {
+  for (const auto impl : chain_impls()) {
     SCOPED_TRACE(impl_name(impl));
     nn::TrainStep step(*net, kBatch, sgd, impl);
     step.step(b->x.data(), b->labels.data());

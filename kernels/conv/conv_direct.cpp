@@ -194,9 +194,21 @@ void run_direct(DirectPlan& d, const ConvArgs& args) {
   }
 }
 
-}  // namespace
+// Weights [k][c][r][s] -> [k/8][c][r*s][8], zeros past k.
+void pack_weights(DirectPlan& d, const float* w) {
+  const ConvShape& p = d.p;
+  const std::int64_t taps = p.r * p.s;
+  for (std::int64_t kb = 0; kb < d.channel_blocks; ++kb)
+    for (std::int64_t c = 0; c < p.c; ++c)
+      for (std::int64_t t = 0; t < taps; ++t)
+        for (std::int64_t kk = 0; kk < kChannelBlock; ++kk) {
+          const std::int64_t k = kb * kChannelBlock + kk;
+          d.weights[static_cast<std::size_t>(((kb * p.c + c) * taps + t) * kChannelBlock + kk)] =
+              k < p.k ? w[(k * p.c + c) * taps + t] : 0.0f;
+        }
+}
 
-Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
+std::shared_ptr<DirectPlan> make_plan(const ConvArgs& args) {
   validate_conv_shape(args.shape);
   auto d = std::make_shared<DirectPlan>();
   const ConvShape& p = d->p = args.shape;
@@ -240,18 +252,6 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
       d->column_phases.push_back({first, (p.w - first + st - 1) / st, phase * d->plane + (first + p.pad) / st});
   }
 
-  // Weights [k][c][r][s] -> [k/8][c][r*s][8], zeros past k.
-  const std::int64_t taps = p.r * p.s;
-  d->weights = HostBuffer<float>(static_cast<std::size_t>(d->channel_blocks * p.c * taps * kChannelBlock));
-  for (std::int64_t kb = 0; kb < d->channel_blocks; ++kb)
-    for (std::int64_t c = 0; c < p.c; ++c)
-      for (std::int64_t t = 0; t < taps; ++t)
-        for (std::int64_t kk = 0; kk < kChannelBlock; ++kk) {
-          const std::int64_t k = kb * kChannelBlock + kk;
-          d->weights[static_cast<std::size_t>(((kb * p.c + c) * taps + t) * kChannelBlock + kk)] =
-              k < p.k ? args.w[(k * p.c + c) * taps + t] : 0.0f;
-        }
-
   d->scratch = std::make_unique<ThreadScratch>(d->image_floats());
   // Enough items for every thread twice over: split positions when images x
   // channel blocks are too few (batch 1).
@@ -260,7 +260,24 @@ Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
   if (per_position_part < wanted)
     d->position_parts = std::min((static_cast<std::int64_t>(d->vector_start.size()) + kVectors - 1) / kVectors,
                                  (wanted + per_position_part - 1) / per_position_part);
+  d->weights = HostBuffer<float>(static_cast<std::size_t>(d->channel_blocks * p.c * p.r * p.s * kChannelBlock));
+  return d;
+}
+
+}  // namespace
+
+Run prepare_conv_direct(const ConvArgs& args, const Exec&) {
+  auto d = make_plan(args);
+  pack_weights(*d, args.w);
   return [d, args] { run_direct(*d, args); };
+}
+
+Run prepare_conv_direct_live(const ConvArgs* args, const Exec&) {
+  auto d = make_plan(*args);
+  return [d, args] {
+    pack_weights(*d, args->w);
+    run_direct(*d, *args);
+  };
 }
 
 }  // namespace dlb

@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "kernels/common/error.h"
+#include "kernels/conv/conv.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/train.h"
 #include "kernels/nn/train_backend.h"
@@ -296,6 +297,7 @@ struct TrainStep::Impl {
   std::int64_t batch;
   Sgd sgd;
   TrainImpl lib;
+  TrainImpl gemm_lib;  // the GEMMs' library: Eigen's for TrainImpl::own (its fc layers)
   int threads = omp_get_max_threads();
   std::vector<TrainParam> params;
   std::vector<std::vector<float>> p, g, v;  // per parameter
@@ -318,14 +320,27 @@ struct TrainStep::Impl {
   std::vector<std::vector<float>> gbuf;  // backward's gradient buffers, shared by layers whose gradients do not overlap in time
   std::vector<std::vector<float>> col, dcol, zbuf, partial, dout;  // per thread
   std::vector<std::vector<double>> stats;                    // per thread: batch-norm's per-channel sums
+  // TrainImpl::own: every conv's forward, backward-data and backward-weights
+  // convolution on the own direct kernel (prepare_conv_direct_live), on
+  // buffers shared by the layers (backward runs one layer at a time): the
+  // masked output gradient dz [batch, k, oh, ow], it and the input
+  // transposed ([k, batch, oh, ow], [c, batch, h, w]), the weight gradient
+  // as that convolution leaves it [c, k, r, r], the rotated weights [c, k, r, r].
+  struct OwnConv {
+    ConvArgs forward, data, weights;  // the Runs read them at each call
+    Run run_forward, run_data, run_weights;
+  };
+  std::vector<std::unique_ptr<OwnConv>> own;  // per layer, null but for convs
+  std::vector<float> own_dz, own_dz_t, own_x_t, own_dw_t, own_w_rot;
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
 
   Impl(const Network& n, std::int64_t b, Sgd s, TrainImpl gemm_lib)
-      : net(n), batch(b), sgd(s), lib(gemm_lib), params(trainable_params(n)) {
+      : net(n), batch(b), sgd(s), lib(gemm_lib),
+        gemm_lib(gemm_lib == TrainImpl::own ? TrainImpl::eigen : gemm_lib), params(trainable_params(n)) {
 #if !DLB_HAVE_ONEDNN
-    if (lib != TrainImpl::eigen) throw Unsupported("training step: this build has no oneDNN");
+    if (lib != TrainImpl::eigen && lib != TrainImpl::own) throw Unsupported("training step: this build has no oneDNN");
 #endif
     DLB_REQUIRE(batch >= 1, "training step: batch " + std::to_string(batch) + " is not positive");
     const auto& ls = net.layers;
@@ -370,7 +385,9 @@ struct TrainStep::Impl {
         if (static_cast<std::int64_t>(s.running_var.size()) != l.k) s.running_var.assign(static_cast<std::size_t>(l.k), 1.0f);
       }
     }
+    if (lib == TrainImpl::own) col_floats = z_floats = partial_floats = out_floats = 0;  // the im2col step's
     assign_gradient_buffers();
+    if (lib == TrainImpl::own) prepare_own();
     log_probs.assign(static_cast<std::size_t>(batch * ls[logits_layer].out_size()), 0.0f);
     for (int t = 0; t < threads; ++t) {
       col.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
@@ -420,6 +437,59 @@ struct TrainStep::Impl {
         size[static_cast<std::size_t>(buf[u])] = std::max(size[static_cast<std::size_t>(buf[u])], batch * ls[u].out_size());
     }
     for (const auto sz : size) gbuf.emplace_back(static_cast<std::size_t>(sz), 0.0f);
+  }
+
+  // TrainImpl::own's three convolutions per conv layer, prepared once on the
+  // step's buffers. Refuses, naming the layer, what it does not do:
+  // batch-norm, residual joins, a stride above 1 (backward data as a
+  // convolution of the gradient needs stride 1), a pad above window - 1, an
+  // output that two layers read.
+  void prepare_own() {
+    const auto& ls = net.layers;
+    const auto refuse = [&](const Layer& l, const std::string& what) {
+      throw Unsupported("training step cpu_own: " + net.name + " layer " + l.name + ": " + what +
+                        " is not supported (chains of stride-1 convolutions only)");
+    };
+    std::int64_t out = 0, in = 0, wsize = 0;
+    for (std::size_t i = 0; i <= logits_layer; ++i) {
+      const Layer& l = ls[i];
+      if (l.kind != LayerKind::conv) continue;
+      if (layers[i].gamma >= 0) refuse(l, "batch-norm");
+      if (l.residual >= 0 || layers[i].add_to_input) refuse(l, "a join");
+      if (l.stride != 1) refuse(l, "stride " + std::to_string(l.stride));
+      if (l.pad > l.window - 1) refuse(l, "pad " + std::to_string(l.pad) + " above the window's " + std::to_string(l.window - 1));
+      out = std::max(out, batch * l.out_size());
+      in = std::max(in, batch * l.in_size());
+      wsize = std::max(wsize, l.k * l.c * l.window * l.window);
+    }
+    own_dz.assign(static_cast<std::size_t>(out), 0.0f);
+    own_dz_t.assign(static_cast<std::size_t>(out), 0.0f);
+    own_x_t.assign(static_cast<std::size_t>(in), 0.0f);
+    own_dw_t.assign(static_cast<std::size_t>(wsize), 0.0f);
+    own_w_rot.assign(static_cast<std::size_t>(wsize), 0.0f);
+    own.resize(ls.size());
+    const Exec exec;
+    for (std::size_t i = 0; i <= logits_layer; ++i) {
+      const Layer& l = ls[i];
+      if (l.kind != LayerKind::conv) continue;
+      auto o = std::make_unique<OwnConv>();
+      const std::int64_t r = l.window;
+      // y [n, k, oh, ow] = conv(x [n, c, h, w], W [k, c, r, r]), pad p.
+      o->forward = {ConvShape{batch, l.c, l.h, l.w, l.k, r, r, 1, l.pad}, nullptr,
+                    p[static_cast<std::size_t>(layers[i].weight)].data(), layers[i].out.data()};
+      // dx [n, c, h, w] = conv(dz [n, k, oh, ow], W rotated [c, k, r, r]),
+      // pad r - 1 - p: (oh + 2 (r - 1 - p) - r + 1) = h.
+      o->data = {ConvShape{batch, l.k, l.oh, l.ow, l.c, r, r, 1, r - 1 - l.pad}, own_dz.data(), own_w_rot.data(),
+                 l.input >= 0 ? grad_of(l.input) : nullptr};
+      // dW^T [c, k, r, r] = conv(x^T [c, n, h, w], dz^T [k, n, oh, ow]), pad
+      // p: images c, channels n, the window oh x ow, (h + 2 p - oh + 1) = r.
+      o->weights = {ConvShape{l.c, batch, l.h, l.w, l.k, l.oh, l.ow, 1, l.pad}, own_x_t.data(), own_dz_t.data(),
+                    own_dw_t.data()};
+      o->run_forward = prepare_conv_direct_live(&o->forward, exec);
+      if (o->data.y != nullptr) o->run_data = prepare_conv_direct_live(&o->data, exec);
+      o->run_weights = prepare_conv_direct_live(&o->weights, exec);
+      own[i] = std::move(o);
+    }
   }
 
   float* grad_of(int layer) {
@@ -492,7 +562,7 @@ struct TrainStep::Impl {
       float* cb = col[t].data();
       float* yb = zbuf[t].data();
       for (std::int64_t j = 0; j < cnt; ++j) im2col(l, in + (n0 + j) * l.in_size(), cb + j * plane, cols);
-      gemm(lib, false, false, l.k, cols, crr, w, crr, cb, cols, false, yb, cols);
+      gemm(gemm_lib, false, false, l.k, cols, crr, w, crr, cb, cols, false, yb, cols);
       for (std::int64_t n = n0; n < n0 + cnt; ++n) {
         float* yn = y + n * l.k * plane;
         for (std::int64_t k = 0; k < l.k; ++k) {
@@ -516,6 +586,27 @@ struct TrainStep::Impl {
       }
     }
     if (bn) batch_norm_forward(i);
+  }
+
+  // TrainImpl::own: y = conv(x, W) on the own kernel, then per image the
+  // bias and ReLU, and the pool where it runs inside the conv.
+  void conv_forward_own(std::size_t i) {
+    const Layer& l = net.layers[i];
+    PerLayer& s = layers[i];
+    OwnConv& o = *own[i];
+    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
+    PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
+    const float* bias = s.bias >= 0 ? p[static_cast<std::size_t>(s.bias)].data() : nullptr;
+    o.forward.x = input_of(i);  // the network's input moves between calls
+    o.run_forward();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t n = 0; n < batch; ++n) {
+      float* yn = s.out.data() + n * l.out_size();
+      epilogue(l, yn, bias, nullptr);
+      if (pool != nullptr)
+        pool_image(*pool, yn, pool_state->out.data() + n * pool->out_size(),
+                   pool_state->argmax.data() + n * pool->out_size());
+    }
   }
 
   // The batch's statistics from the threads' sums (in thread order), the
@@ -564,7 +655,7 @@ struct TrainStep::Impl {
 
   void fc_forward(const Layer& l, const PerLayer& s, const float* in, float* y) {
     Map out(y, batch, l.k);
-    gemm(lib, false, true, batch, l.k, l.in_size(), in, l.in_size(), p[static_cast<std::size_t>(s.weight)].data(),
+    gemm(gemm_lib, false, true, batch, l.k, l.in_size(), in, l.in_size(), p[static_cast<std::size_t>(s.weight)].data(),
          l.in_size(), false, y, l.k);
     out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(p[static_cast<std::size_t>(s.bias)].data(), l.k);
     if (l.relu) out = out.cwiseMax(0.0f);
@@ -592,7 +683,8 @@ struct TrainStep::Impl {
       float* y = s.out.data();
       switch (l.kind) {
         case LayerKind::conv:
-          conv_forward(i);
+          if (lib == TrainImpl::own) conv_forward_own(i);
+          else conv_forward(i);
           if (pooled(i)) ++i;  // the pool is done
           break;
         case LayerKind::fc: fc_forward(l, s, in, y); break;
@@ -728,11 +820,11 @@ struct TrainStep::Impl {
           }
           im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
         }
-        gemm(lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
+        gemm(gemm_lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
         if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
         if (dx != nullptr) {
           float* dcb = dcol[t].data();
-          gemm(lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
+          gemm(gemm_lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
           for (std::int64_t n = n0; n < n0 + cnt; ++n)
             col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
         }
@@ -740,6 +832,54 @@ struct TrainStep::Impl {
     }
     reduce(s.weight, l.k * crr, 0);
     if (has_bias) reduce(s.bias, l.k, l.k * crr);
+  }
+
+  // TrainImpl::own's backward: dz = the output gradient (through the pool
+  // run inside the conv) masked by the ReLU; dW from the own kernel on x and
+  // dz transposed (dW^T [c, k, r, r], transposed back), db = the sum of dz
+  // per channel (Eigen), dx from the own kernel on dz and the rotated weights.
+  void conv_backward_own(std::size_t i) {
+    const Layer& l = net.layers[i];
+    const PerLayer& s = layers[i];
+    OwnConv& o = *own[i];
+    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
+    const PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
+    const float* dy = grad_of(static_cast<int>(pool != nullptr ? i + 1 : i));
+    const float* in = input_of(i);
+    const std::int64_t plane = l.oh * l.ow, hw = l.h * l.w, r = l.window, rr = r * r;
+    float* dz = own_dz.data();
+    float* dz_t = own_dz_t.data();
+    float* x_t = own_x_t.data();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t n = 0; n < batch; ++n) {
+      float* dn = dz + n * l.out_size();
+      if (pool != nullptr) {
+        unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
+      } else {
+        std::copy(dy + n * l.out_size(), dy + (n + 1) * l.out_size(), dn);
+      }
+      mask_and_join(l, s, n, dn, nullptr);
+      for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, dz_t + (k * batch + n) * plane);
+      const float* xn = in + n * l.in_size();
+      for (std::int64_t c = 0; c < l.c; ++c) std::copy(xn + c * hw, xn + (c + 1) * hw, x_t + (c * batch + n) * hw);
+    }
+    o.run_weights();
+    float* dw = g[static_cast<std::size_t>(s.weight)].data();
+    for (std::int64_t k = 0; k < l.k; ++k)
+      for (std::int64_t c = 0; c < l.c; ++c)
+        std::copy(own_dw_t.data() + (c * l.k + k) * rr, own_dw_t.data() + (c * l.k + k + 1) * rr, dw + (k * l.c + c) * rr);
+    if (s.bias >= 0)
+      Eigen::Map<Vector>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = ConstMap(dz_t, l.k, batch * plane).rowwise().sum();
+    if (o.run_data) {
+      const float* w = p[static_cast<std::size_t>(s.weight)].data();
+      for (std::int64_t c = 0; c < l.c; ++c)
+        for (std::int64_t k = 0; k < l.k; ++k)
+          for (std::int64_t a = 0; a < r; ++a)
+            for (std::int64_t b = 0; b < r; ++b)
+              own_w_rot[static_cast<std::size_t>(((c * l.k + k) * r + a) * r + b)] =
+                  w[((k * l.c + c) * r + r - 1 - a) * r + r - 1 - b];
+      o.run_data();
+    }
   }
 
   // g[param] = the sum of the threads' partial sums at `offset`, in thread order.
@@ -755,11 +895,11 @@ struct TrainStep::Impl {
   void fc_backward(const Layer& l, const PerLayer& s, const float* in, float* dy, float* dx) {
     Map d(dy, batch, l.k);
     if (l.relu) d = (ConstMap(s.out.data(), batch, l.k).array() > 0.0f).select(d, 0.0f);
-    gemm(lib, true, false, l.k, l.in_size(), batch, dy, l.k, in, l.in_size(), false,
+    gemm(gemm_lib, true, false, l.k, l.in_size(), batch, dy, l.k, in, l.in_size(), false,
          g[static_cast<std::size_t>(s.weight)].data(), l.in_size());
     Eigen::Map<Eigen::RowVectorXf>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = d.colwise().sum();
     if (dx != nullptr) {
-      gemm(lib, false, false, batch, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
+      gemm(gemm_lib, false, false, batch, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
            l.in_size(), s.add_to_input, dx, l.in_size());
     }
   }
@@ -799,7 +939,10 @@ struct TrainStep::Impl {
       const PerLayer& s = layers[i];
       float* to = l.input >= 0 ? grad_of(l.input) : nullptr;
       switch (l.kind) {
-        case LayerKind::conv: conv_backward(i); break;
+        case LayerKind::conv:
+          if (lib == TrainImpl::own) conv_backward_own(i);
+          else conv_backward(i);
+          break;
         case LayerKind::fc: fc_backward(l, s, input_of(i), grad_of(static_cast<int>(i)), to); break;
         case LayerKind::max_pool:
           if (i > 0 && pooled(i - 1)) continue;  // done in its conv's backward, which reads its gradient
@@ -844,6 +987,7 @@ struct TrainStep::Impl {
     }
     m.activations += bytes(log_probs);
     for (const auto& d : gbuf) m.workspace += bytes(d);
+    for (const auto* vec : {&own_dz, &own_dz_t, &own_x_t, &own_dw_t, &own_w_rot}) m.workspace += bytes(*vec);
     for (int t = 0; t < threads; ++t) {
       const auto u = static_cast<std::size_t>(t);
       m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(zbuf[u]) + bytes(partial[u]) + bytes(dout[u]) + bytes(stats[u]);

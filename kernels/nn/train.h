@@ -142,8 +142,21 @@ struct TrainMemory {
 // oneDNN's sgemm (onednn_sgemm; its JIT kernels), or oneDNN's training
 // primitives for every layer (onednn: train_onednn.cpp; convolution,
 // inner product, pooling and eltwise forward_training and backward, in the
-// layouts they prefer). The oneDNN ones in builds with oneDNN only.
-enum class TrainImpl { eigen, onednn_sgemm, onednn };
+// layouts they prefer). The oneDNN ones in builds with oneDNN only. own:
+// this file's step with every convolution on the own direct kernel
+// (cpu_direct, prepare_conv_direct_live): forward y = conv(x, W); backward
+// data (stride 1) dx = conv(dz zero-padded by r - 1 - p, W rotated 180
+// degrees with its in and out channels swapped); backward weights dW^T =
+// conv(x viewed as [c, batch, h, w], "weights" dz viewed as [k, batch, oh,
+// ow]), pad p, images c, channels batch, the window oh x ow. Its fc GEMMs
+// stay on Eigen. Chains of stride-1 convolutions only: batch-norm, joins and
+// strides above 1 are refused by layer name (dlb::Unsupported). Its sums
+// fit gradient_chain_length's count as they are: the kernel accumulates
+// each output in one fp32 register lane, term after term (one FMA rounding
+// each), over c r r terms forward, k r r backward data (the padding's taps
+// add exact zeros) and batch oh ow backward weights, the lengths counted
+// for the im2col step; so no override.
+enum class TrainImpl { eigen, onednn_sgemm, onednn, own };
 
 // The bound for `impl`'s step: gradient_tolerance's but for TrainImpl::onednn,
 // whose batch-norm (oneDNN's batch_normalization primitives) sums in fp32,
