@@ -3,7 +3,7 @@
 // (scripts/train.py --epoch-reference), its loss curve beside PyTorch's,
 // window by window, and the test accuracy after it. Issue 35.
 //
-//   build/train_epoch [--network=mnist_cnn] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn] [--workers=N]
+//   build/train_epoch [--network=mnist_cnn] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn|cpu_own] [--workers=N]
 //                     [--window=50]
 //                     [--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]
 //
@@ -29,7 +29,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn] [--workers=N] "
+    "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn|cpu_own] [--workers=N] "
     "[--window=N] "
     "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]";
 
@@ -80,14 +80,15 @@ int run(int argc, char** argv) {
       throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + kUsage);
     }
   }
-  if (impl != "cpu_eigen" && impl != "cpu_onednn_sgemm" && impl != "cpu_onednn")
-    throw dlb::Error("--impl is cpu_eigen, cpu_onednn_sgemm or cpu_onednn, not '" + impl + "'");
+  if (impl != "cpu_eigen" && impl != "cpu_onednn_sgemm" && impl != "cpu_onednn" && impl != "cpu_own")
+    throw dlb::Error("--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not '" + impl + "'");
   if (window < 1) throw dlb::Error("--window needs at least 1 step");
   if (workers > 64) throw dlb::Error("--workers: " + std::to_string(workers) + " loader threads is too many (64 at most)");
   const dlb::nn::Network& net = dlb::nn::network(network);
   const dlb::nn::EpochReference ref = dlb::nn::load_epoch_reference(dlb::nn::epoch_reference_path(network));
   dlb::nn::EpochConfig config = ref.config;
-  config.impl = impl == "cpu_onednn"         ? dlb::nn::TrainImpl::onednn
+  config.impl = impl == "cpu_own"           ? dlb::nn::TrainImpl::own
+                : impl == "cpu_onednn"       ? dlb::nn::TrainImpl::onednn
                 : impl == "cpu_onednn_sgemm" ? dlb::nn::TrainImpl::onednn_sgemm
                                              : dlb::nn::TrainImpl::eigen;
   config.workers = static_cast<int>(workers);

@@ -46,7 +46,7 @@ class TrainEpoch(unittest.TestCase):
             ("--frobnicate",): "unknown argument '--frobnicate'",
             ("--network=vgg16",): "unknown network 'vgg16'",
             ("--network=resnet20",): "resnet20.epoch-reference.json' cannot be read",
-            ("--impl=blas",): "--impl is cpu_eigen, cpu_onednn_sgemm or cpu_onednn, not 'blas'",
+            ("--impl=blas",): "--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not 'blas'",
             ("--window=0",): "--window needs at least 1 step",
             ("--steps=-1",): "--steps needs a non-negative integer",
             ("--steps=938",): "938 steps, an epoch of batch 64 has 937",
