@@ -129,6 +129,8 @@ std::string memory_problem(const nn::TrainMemory& m, std::int64_t measured) {
   return out;
 }
 
+// cpu_own is not among them: its accounting leaves out the own direct
+// kernel's internal copies (docs/training.md), measured 1.33x of it.
 std::vector<nn::TrainImpl> impls() {
   return {nn::TrainImpl::eigen,
 #if DLB_HAVE_ONEDNN
@@ -156,7 +158,6 @@ TEST(TrainMemory, MeasuredPeakMatchesTheAccounting) {
   for (const char* network : {"mnist_cnn", "mnist_lenet", "resnet20"})
     for (const auto impl : impls()) {
       const Threads pinned(threads);
-      if (impl == nn::TrainImpl::onednn && std::string(network) == "resnet20") continue;  // no batch-norm there
       TrainCase c(network, 64, impl);
       const nn::TrainMemory m = c.step().memory();
       const std::int64_t measured = bench::measured_step_peak(c.network(), 64, impl, c.x(), c.labels());
