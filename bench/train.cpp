@@ -63,17 +63,6 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 // exits 2 naming it), as the network cases do.
 constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
 
-// The weights and the training set, or the message that says which is missing.
-std::string input_problem(std::string_view network) {
-  try {
-    nn::network(network);
-    nn::fashion_mnist_train();
-  } catch (const std::exception& e) {
-    return std::string(network) + ": " + e.what();
-  }
-  return "";
-}
-
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
     for (const auto& [impl, choice, label, chains_only] : kImpls)
@@ -81,7 +70,8 @@ void register_train(Config&) {
       if (chains_only && network == "resnet20") continue;
       const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
       add_case(name, Device::cpu, [network, batch, choice, label](benchmark::State& state) {
-        if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);
+        if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
+          return report_input_error(state, problem);
         auto* c = validated_case<TrainCase>(state, network, batch, choice);
         if (c == nullptr) return;
         nn::TrainStep& step = c->step();
@@ -132,7 +122,8 @@ void register_load(Config&) {
       for (const int threads : kLoaderThreads) {
         const auto name = case_name(std::string(network) + "_load", "cpu", {{"batch", batch}, {"threads", threads}});
         add_case(name, Device::cpu, [network, batch, threads](benchmark::State& state) {
-          if (const auto problem = input_problem(network); !problem.empty()) return report_input_error(state, problem);
+          if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
+          return report_input_error(state, problem);
           auto* c = validated_case<LoadCase>(state, network, batch, threads);
           if (c == nullptr) return;
           const MachineWatch watch;

@@ -53,16 +53,6 @@ constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet
 // unmeasured), rather than --gpu_min_time's handful.
 constexpr double kMinTime = 0.05;
 
-std::string input_problem(std::string_view network) {
-  try {
-    nn::network(network);
-    nn::fashion_mnist_train();
-  } catch (const std::exception& e) {
-    return std::string(network) + ": " + e.what();
-  }
-  return "";
-}
-
 void register_train_gpu(Config& config) {
   if (!config.gpu) return;
   for (const std::string_view network : kTrainable)
@@ -74,7 +64,7 @@ void register_train_gpu(Config& config) {
         add_case(
             name, Device::gpu,
             [network, batch, mode, launch = launch](benchmark::State& state) {
-              if (const auto problem = input_problem(network); !problem.empty())
+              if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
                 return report_input_error(state, problem);
               auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, launch);
               if (c == nullptr) return;

@@ -47,16 +47,6 @@ constexpr Impl kImpls[] = {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::string input_problem(std::string_view network) {
-  try {
-    nn::network(network);
-    nn::fashion_mnist_train();
-  } catch (const std::exception& e) {
-    return std::string(network) + ": " + e.what();
-  }
-  return "";
-}
-
 void register_train_loaded(Config&) {
   for (const std::string_view network : {std::string_view("mnist_cnn")})
     for (const auto& [impl, choice] : kImpls)
@@ -65,7 +55,7 @@ void register_train_loaded(Config&) {
           const auto name =
               case_name(std::string(network) + "_train", impl, {{"batch", batch}, {"workers", workers}});
           add_case(name, Device::cpu, [network, batch, choice, workers](benchmark::State& state) {
-            if (const auto problem = input_problem(network); !problem.empty())
+            if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
               return report_input_error(state, problem);
             auto* c = validated_case<LoadedTrainCase>(state, network, batch, choice, workers);
             if (c == nullptr) return;

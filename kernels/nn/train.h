@@ -49,6 +49,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/nn/network.h"
@@ -126,6 +127,11 @@ double gradient_tolerance(const Network& net, std::int64_t batch);
 // gradients and 2 x MACs for the input gradients of every conv and fc but
 // the first (the first layer's input gradient is not computed).
 double train_step_flops(const Network& net, std::int64_t batch);
+
+// What a training case needs before it can run, `network`'s weights and the
+// training set: "" when both load, else the message that says which is
+// missing (the training cases report it as an input error).
+std::string training_inputs_problem(std::string_view network);
 
 // The bytes a step holds, allocated once.
 struct TrainMemory {

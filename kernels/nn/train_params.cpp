@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/common/error.h"
+#include "kernels/nn/dataset.h"
 #include "kernels/nn/train.h"
 
 namespace dlb::nn {
@@ -121,6 +122,16 @@ double train_step_flops(const Network& net, std::int64_t batch) {
     first = false;
   }
   return 2.0 * macs * static_cast<double>(batch);
+}
+
+std::string training_inputs_problem(std::string_view network) {
+  try {
+    nn::network(network);
+    fashion_mnist_train();
+  } catch (const std::exception& e) {
+    return std::string(network) + ": " + e.what();
+  }
+  return "";
 }
 
 }  // namespace dlb::nn
