@@ -282,8 +282,13 @@ class GpuNetworkPeers(unittest.TestCase):
     """The GPU network peers' names, order, validation and time budget, without
     PyTorch or a GPU (the peers themselves run only where PyTorch sees one)."""
 
-    MODES = ("peer_torch_cuda", "peer_torch_cudnn_benchmark", "peer_torch_cuda_graph", "peer_torch_cuda_f16",
-             "peer_torch_cuda_graph_f16", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16")
+    MODES = ("peer_torch_cuda", "peer_torch_cudnn_benchmark", "peer_torch_cuda_graph", "peer_torch_cuda_graph_tf32",
+             "peer_torch_cuda_f16", "peer_torch_cuda_f16_cl", "peer_torch_cuda_graph_f16",
+             "peer_torch_cuda_graph_f16_cl", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16",
+             "peer_torch_cuda_compile_f16_cl")
+    PRECISION = {"peer_torch_cuda_graph_tf32": "tf32", "peer_torch_cuda_f16": "f16", "peer_torch_cuda_f16_cl": "f16",
+                 "peer_torch_cuda_graph_f16": "f16", "peer_torch_cuda_graph_f16_cl": "f16",
+                 "peer_torch_cuda_compile_f16": "f16", "peer_torch_cuda_compile_f16_cl": "f16"}
 
     def gpu_session(self, pattern="."):
         return harness.Session(harness.Selection(pattern), 1, 0.001, 1, gpu=True)
@@ -294,6 +299,7 @@ class GpuNetworkPeers(unittest.TestCase):
         for mode in self.MODES:
             gpu, precision, _ = networks.PEERS[mode]
             self.assertTrue(gpu, mode)
+            self.assertEqual(precision, self.PRECISION.get(mode, "f32"), mode)
             self.assertEqual(precision, precision_of(mode), mode)  # what the figures read off the name
             name, op, variant, args = parse_name(f"resnet20/{mode}/batch:1024/manual_time")
             self.assertEqual((op, variant, args), ("resnet20", mode, {"batch": 1024}))
@@ -308,7 +314,12 @@ class GpuNetworkPeers(unittest.TestCase):
         compiled = [p for p in pairs if p[1] in networks.COMPILED]
         self.assertEqual(pairs[-len(compiled):], compiled)  # every compiled peer after every other
         self.assertEqual(compiled, [(net, peer) for net in networks.NETWORK_NAMES
-                                    for peer in ("peer_torch_cuda_compile", "peer_torch_cuda_compile_f16")])
+                                    for peer in ("peer_torch_cuda_compile", "peer_torch_cuda_compile_f16",
+                                                 "peer_torch_cuda_compile_f16_cl")])
+        # every fp16 mode has its channels_last twin, a mode of its own
+        f16 = [m for m in self.MODES if m.endswith("_f16")]
+        self.assertEqual(len(f16), 3)
+        self.assertEqual([m for m in self.MODES if m.endswith("_f16_cl")], [m + "_cl" for m in f16])
         self.assertEqual(pairs[:3], [(net, "peer_torch_cuda") for net in networks.NETWORK_NAMES])
         self.assertEqual([b for net, p, b in cases if (net, p) == ("resnet20", "peer_torch_cuda")], [1, 1024])
         self.assertEqual(networks.wanted_cases(harness.Session(harness.Selection("cuda"), 1, 0.001, 1, gpu=False)),
@@ -403,6 +414,238 @@ class GpuNetworkPeers(unittest.TestCase):
             sys.path[:] = path  # reexec took scripts/ off it
 
 
+def fake_torch(precision_api: bool = True, conv_precision: str = "tf32"):
+    """The attributes of torch.backends the settings touch, at PyTorch's
+    defaults (TF32 allowed for cuDNN, cudnn.benchmark off), with or without
+    PyTorch 2.9's per-operator precisions, whose legacy setters write
+    'none' for conv (left as a plain attribute here: set_fp32_math must read
+    it back and set it itself where it still says 'tf32')."""
+    from types import SimpleNamespace
+    cudnn = SimpleNamespace(allow_tf32=True, benchmark=True, deterministic=False)
+    matmul = SimpleNamespace(allow_tf32=True, allow_fp16_reduced_precision_reduction=True)
+    if precision_api:
+        cudnn.conv = SimpleNamespace(fp32_precision=conv_precision)
+        matmul.fp32_precision = "tf32"
+    return SimpleNamespace(backends=SimpleNamespace(cudnn=cudnn, cuda=SimpleNamespace(matmul=matmul)))
+
+
+class Fp32Settings(unittest.TestCase):
+    """What the GPU peers pin (finding 8 of the H200 run, issue 44's tf32 mode),
+    on a fake torch: no PyTorch here."""
+
+    def assert_strict(self, torch):
+        self.assertIs(torch.backends.cudnn.allow_tf32, False)
+        self.assertIs(torch.backends.cuda.matmul.allow_tf32, False)
+        self.assertIs(torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction, False)
+        self.assertEqual(torch.backends.cudnn.conv.fp32_precision, "ieee")
+        self.assertEqual(torch.backends.cuda.matmul.fp32_precision, "ieee")
+
+    def test_training_peers_pin_strict_fp32_through_both_apis(self):
+        torch = fake_torch()
+        self.assertEqual(training._cuda_torch(torch), "TF32 off")
+        self.assert_strict(torch)
+        self.assertIs(torch.backends.cudnn.benchmark, False)
+        self.assertIs(torch.backends.cudnn.deterministic, False)  # PyTorch's default, kept (see _cuda_torch)
+        old = fake_torch(precision_api=False)  # a PyTorch before 2.9: the legacy flags alone
+        training._cuda_torch(old)
+        self.assertIs(old.backends.cudnn.allow_tf32, False)
+        self.assertIs(old.backends.cuda.matmul.allow_tf32, False)
+        self.assertFalse(hasattr(old.backends.cudnn, "conv"))
+
+    def test_network_peers_strict_and_tf32_modes(self):
+        torch = fake_torch()
+        self.assertEqual(networks._cuda_torch(torch, "f16"), "TF32 off")
+        self.assert_strict(torch)
+        words = networks._cuda_torch(torch, "tf32")  # PyTorch's defaults: TF32 for cuDNN's convolutions only
+        self.assertIn("TF32 on for convolutions", words)
+        self.assertIs(torch.backends.cudnn.allow_tf32, True)
+        self.assertEqual(torch.backends.cudnn.conv.fp32_precision, "tf32")
+        self.assertIs(torch.backends.cuda.matmul.allow_tf32, False)
+        self.assertEqual(torch.backends.cuda.matmul.fp32_precision, "ieee")
+        networks._cuda_torch(torch, "f32")  # back to strict after the tf32 mode: the settings are global
+        self.assert_strict(torch)
+        none = fake_torch(conv_precision="none")  # what the legacy setter leaves: deferring to 'ieee'
+        networks._cuda_torch(none)
+        self.assertEqual(none.backends.cudnn.conv.fp32_precision, "none")
+
+    def test_tf32_tolerance_from_a_10_bit_mantissa(self):
+        self.assertAlmostEqual(networks.tolerance_for("tf32", "resnet20"), math.sqrt(2 * 23) * 2.0 ** -10)
+        self.assertAlmostEqual(networks.tolerance_for("tf32", "mnist_cnn"), math.sqrt(2 * 6) * 2.0 ** -10)
+        self.assertAlmostEqual(networks.tolerance_for("tf32", "mnist_lenet"), math.sqrt(2 * 7) * 2.0 ** -10)
+        for net in networks.NETWORK_NAMES:
+            self.assertGreater(networks.tolerance_for("tf32", net), networks.tolerance_for("f32", net))
+            self.assertLess(networks.tolerance_for("tf32", net), 1e-2)  # a wrong layer (1e-1 or more) fails
+        # judged like the 16-bit rows: up to 1% of the test images may differ from PyTorch's fp32 answers
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((1000, 4)).astype(np.float32)
+        w = rng.standard_normal((4, 10))
+        logits = x.astype(np.float64) @ w
+        predictions = logits.argmax(1)
+        exact = networks.Peer(lambda b: (b.astype(np.float64) @ w).astype(np.float32), "exact")
+        ten = np.r_[(predictions[:10] + 1) % 10, predictions[10:]]
+        self.assertIsNone(networks._validate(exact, "tf32", x, predictions, logits[:64], ten, 1e-3)[0])
+        self.assertIsNotNone(networks._validate(exact, "f32", x, predictions, logits[:64], ten, 1e-3)[0])
+
+    def test_precision_read_off_the_new_names(self):
+        from dlbench.isa import is_fp32, precision_of
+        self.assertEqual(precision_of("peer_torch_cuda_graph_f16_cl"), "f16")
+        self.assertEqual(precision_of("peer_torch_cuda_compile_f16_cl"), "f16")
+        self.assertEqual(precision_of("peer_torch_cuda_graph_tf32"), "tf32")
+        self.assertEqual(precision_of("peer_torch_cuda_graph"), "f32")
+        self.assertEqual(precision_of("peer_torch_channels_last"), "f32")  # the CPU conv peer: fp32
+        self.assertFalse(is_fp32("peer_torch_cuda_graph_tf32"))  # not PyTorch's best fp32 mode
+
+
+class RecompileWatch(unittest.TestCase):
+    """Finding 9: a compiled peer that compiles inside its timed loop is refused, not timed."""
+
+    def counters(self):
+        from collections import Counter, defaultdict
+        c = defaultdict(Counter)
+        c["frames"]["total"], c["frames"]["ok"], c["stats"]["unique_graphs"] = 3, 3, 3
+        return c
+
+    def test_a_moved_counter_is_a_problem(self):
+        c = self.counters()
+        watch = harness.CompileWatch(c)
+        self.assertIsNone(watch.problem())  # calls that hit what was compiled move nothing
+        c["frames"]["total"] += 1  # a cache miss: dynamo converts the frame again
+        c["stats"]["unique_graphs"] += 1
+        problem = watch.problem()
+        self.assertIn("compiled inside the timed loop", problem)
+        self.assertIn("frames.total +1", problem)
+        self.assertIn("stats.unique_graphs +1", problem)
+        skips = self.counters()
+        watch = harness.CompileWatch(skips)
+        skips["inductor"]["cudagraph_skips"] += 1  # inductor gave up its CUDA graph: eager kernels
+        self.assertIn("inductor.cudagraph_skips +1", watch.problem())
+
+    def test_measure_refuses_what_the_watch_finds(self):
+        c = self.counters()
+        watch = harness.CompileWatch(c)
+
+        def run():  # converts a frame again, as a guard failure would
+            c["frames"]["total"] += 1
+        s = harness.Session(harness.Selection("."), 2, 0.001, 1, gpu=False)
+        s.measure("resnet20/peer_torch_compile/batch:1", harness.Prepared(run, lambda: None, "x", watch.problem))
+        self.assertEqual(len(s.entries), 1)
+        self.assertTrue(s.entries[0]["error_occurred"])
+        self.assertIn("frames.total +", s.entries[0]["error_message"])
+        clean = harness.CompileWatch(self.counters())
+        s.measure("resnet20/peer_torch_compile/batch:16", harness.Prepared(lambda: None, lambda: None, "x",
+                                                                          clean.problem))
+        self.assertEqual(len(s.entries), 3)  # the error, then two timed repetitions
+        self.assertFalse(s.entries[1].get("error_occurred"))
+
+    def test_recompile_limit_raised_and_made_an_error(self):
+        from types import SimpleNamespace
+        config = SimpleNamespace(recompile_limit=8, fail_on_recompile_limit_hit=False)
+        harness.no_recompile_limit(SimpleNamespace(_dynamo=SimpleNamespace(config=config)))
+        self.assertEqual((config.recompile_limit, config.fail_on_recompile_limit_hit), (64, True))
+        old = SimpleNamespace(cache_size_limit=8)  # before PyTorch 2.6
+        harness.no_recompile_limit(SimpleNamespace(_dynamo=SimpleNamespace(config=old)))
+        self.assertEqual(old.cache_size_limit, 64)
+
+
+class Descriptors(unittest.TestCase):
+    """Issue 42's descriptors in scripts/peers: bench's syntax, the family's case names."""
+
+    def test_parsed_and_repeated(self):
+        from dlbench.peers import descriptors
+        p = descriptors.problems(["rows:4/cols:8", "cols:16/rows:2", "rows:4/cols:8"], ["m:3/n:5/k:7"],
+                                 ["resnet20/batch:32", "resnet20/batch:1", "mnist_cnn_train/batch:16"])
+        self.assertEqual(p.softmax, [(4, 8), (2, 16)])  # fields in any order; a repeat adds nothing
+        self.assertEqual(p.gemm, [(3, 5, 7)])
+        self.assertEqual(p.networks, {"resnet20": [32, 1]})
+        self.assertEqual(p.training, {"mnist_cnn": [16]})
+        self.assertTrue(p.given)
+        self.assertFalse(descriptors.problems().given)
+
+    def test_bad_descriptors_name_the_field(self):
+        from dlbench.peers import descriptors
+        for flag, text, expected in (
+                ("softmax", "rows:4", "missing field 'cols'"),
+                ("softmax", "rows:4/cols:x", "field 'cols': 'x' is not a positive integer"),
+                ("softmax", "rows:-1/cols:3", "field 'rows': '-1' is not a positive integer"),
+                ("softmax", "rows:4/cols:\u00b2", "is not a positive integer"),
+                ("softmax", "rows:65536/cols:65536", "rows x cols is 4,294,967,296 elements"),
+                ("gemm", "m:1/n:0/k:3", "field 'n' must be between 1 and 65,536 (got 0)"),
+                ("gemm", "m:1/q:2/n:1/k:1", "unknown field 'q' (fields: m, n, k)"),
+                ("gemm", "m:65536/n:65536/k:1", "m x n (C) is 4,294,967,296 elements"),
+                ("gemm", "m:1/m:2/n:1/k:1", "field 'm' given twice"),
+                ("gemm", "m:1/n:1/k:1/", "'' is not a name:value field"),
+                ("net", "foo/batch:3", "unknown network 'foo'"),
+                ("net", "resnet20", "missing field 'batch'"),
+                ("net", "resnet20/batch", "'batch' is not a name:value field"),
+                ("net", "resnet20/batch:0", "field 'batch' must be between 1 and 65,536 (got 0)"),
+                ("net", "resnet20_train/batch:64/workers:2", "unknown field 'workers'")):
+            with self.subTest(flag=flag, text=text):
+                with self.assertRaises(descriptors.DescriptorError) as raised:
+                    descriptors.problems(**{flag: [text]})
+                self.assertIn(f"--{flag}={text}: ", str(raised.exception))
+                self.assertIn(expected, str(raised.exception))
+
+    def test_a_descriptor_runs_its_problem_alone(self):
+        from dlbench.peers import descriptors
+        given = descriptors.problems(net=["resnet20/batch:32", "mnist_lenet_train/batch:8"])
+        gpu = harness.Session(harness.Selection("."), 1, 0.001, 1, gpu=True, problems=given)
+        cases = networks.wanted_cases(gpu)
+        self.assertEqual({(net, b) for net, _, b in cases}, {("resnet20", 32)})
+        self.assertEqual(len(cases), len(networks.PEERS))  # every peer, CPU and GPU, at that batch
+        self.assertEqual({(net, b) for net, _, b in training.wanted_cases(gpu)}, {("mnist_lenet", 8)})
+        self.assertEqual(len(training.wanted_cases(gpu)), 1 + len(training.GPU_PEERS))
+        default = harness.Session(harness.Selection("."), 1, 0.001, 1, gpu=False)
+        self.assertEqual({b for _, _, b in networks.wanted_cases(default)}, set(networks.CPU_BATCHES))
+
+
+@unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
+class DescriptorCommandLine(unittest.TestCase):
+    def test_listed_under_the_families_names(self):
+        p = peers("--benchmark_list_tests", "--list_gpu", "--softmax=rows:4/cols:8", "--softmax=rows:2/cols:3",
+                  "--gemm=m:3/n:5/k:7", "--net=mnist_cnn/batch:32", "--net=resnet20_train/batch:16", venv="system")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        listed = p.stdout.split()
+        self.assertIn("softmax/peer_numpy/rows:4/cols:8/real_time", listed)
+        self.assertIn("log_softmax/peer_torch_cuda/rows:2/cols:3/manual_time", listed)
+        self.assertIn("gemm/peer_torch_cuda_tf32/m:3/n:5/k:7/manual_time", listed)
+        self.assertIn("mnist_cnn/peer_torch_cuda_graph_f16_cl/batch:32/manual_time", listed)
+        self.assertIn("resnet20_train/peer_torch_cuda_compile/batch:16/manual_time", listed)
+        shapes = {"/".join(n.split("/")[2:-1]) for n in listed}
+        self.assertEqual(shapes, {"rows:4/cols:8", "rows:2/cols:3", "m:3/n:5/k:7", "batch:32", "batch:16"})
+        self.assertEqual({n.split("/")[0] for n in listed},
+                         {"softmax", "log_softmax", "gemm", "mnist_cnn", "resnet20_train"})  # nothing else
+
+    def test_numpy_peers_run_at_the_given_shape(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "p.json"
+            p = peers("--softmax=rows:20/cols:7", "--gemm=m:3/n:5/k:7", "--benchmark_filter=peer_numpy",
+                      "--benchmark_repetitions=1", "--benchmark_min_time=0.01", f"--benchmark_out={out}")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            results = load(out)
+            self.assertEqual(sorted(results.cases), ["gemm/peer_numpy_f32/m:3/n:5/k:7",
+                                                     "log_softmax/peer_numpy/rows:20/cols:7",
+                                                     "softmax/peer_numpy/rows:20/cols:7"])
+            for case in results.cases.values():
+                self.assertIsNone(case.error, case.name)
+
+    def test_bad_descriptor_is_one_line_and_exit_2(self):
+        for args, expected in ((["--gemm=m:64/n:0/k:8"], "--gemm=m:64/n:0/k:8: field 'n' must be between"),
+                               (["--softmax=rows:4", "--benchmark_list_tests"], "missing field 'cols'"),
+                               (["--net=alexnet/batch:1"], "unknown network 'alexnet'"),
+                               (["--net"], "expected one argument")):
+            p = peers(*args)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(expected, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+
+    def test_help_names_every_training_network_and_the_descriptors(self):
+        p = peers("--help")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("training step of resnet20, mnist_cnn and mnist_lenet", " ".join(p.stdout.split()))
+        for flag in ("--softmax=rows:R/cols:C", "--gemm=m:M/n:N/k:K", "--net=NET/batch:B"):
+            self.assertIn(flag, p.stdout)
+
+
 @unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
 class CommandLine(unittest.TestCase):
     FILTER = ("^daxpy/peer_(numpy|torch)/n:1024$|^softmax/peer_(numpy|torch)/rows:1/|^log_softmax/peer_numpy/rows:128/"
@@ -487,9 +730,13 @@ class CommandLine(unittest.TestCase):
         p = peers("--benchmark_list_tests", "--list_gpu", f"--benchmark_filter={kit}", venv="system")
         self.assertEqual(p.returncode, 0, p.stderr)
         listed = p.stdout.split()
-        self.assertEqual(len(listed), 63)
+        self.assertEqual(len(listed), 99)  # 3 networks x 11 modes x 3 batches
         self.assertEqual(listed[0], "resnet20/peer_torch_cuda/batch:1/manual_time")
-        self.assertEqual(listed[-1], "mnist_lenet/peer_torch_cuda_compile_f16/batch:1024/manual_time")
+        self.assertEqual(listed[-1], "mnist_lenet/peer_torch_cuda_compile_f16_cl/batch:1024/manual_time")
+        self.assertIn("resnet20/peer_torch_cuda_graph_tf32/batch:64/manual_time", listed)
+        self.assertIn("mnist_cnn/peer_torch_cuda_graph_f16_cl/batch:1024/manual_time", listed)
+        kit_script = (ROOT / "scripts" / "gpu-kit").read_text()  # the kit's count: these and the training step's 18
+        self.assertIn(f"peers_cases={len(listed) + 18}\n", kit_script)
         self.assertEqual({n.split("/")[1] for n in listed}, set(GpuNetworkPeers.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered

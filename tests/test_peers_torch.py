@@ -10,7 +10,13 @@ not, as in CI: scripts/test does not install the few GB it takes.
   operator peer with a wrong result are refused, with an error entry and
   no time: the validation can fail;
 - the training peers' memory counters (step_memory) on a small model whose
-  saved tensors are known."""
+  saved tensors are known;
+- the fp32 settings of the GPU peers on the installed PyTorch (strict fp32
+  and the tf32 mode, read back through both of its APIs), and the watch
+  that refuses a compiled peer compiling inside its timed loop, on dynamo's
+  real counters;
+- the problem descriptors (--softmax, --net) running PyTorch's peers at
+  the given shape, validated."""
 
 import json
 import os
@@ -79,6 +85,34 @@ print(json.dumps(step_memory(model, opt, x, y, torch.nn.functional.cross_entropy
 """
 
 
+# Runs in .venv-peers: set_fp32_math on the installed PyTorch (the legacy
+# getters must not raise on a mix of the two APIs), and CompileWatch on
+# dynamo's own counters (backend "eager": dynamo's guards and caches without
+# inductor's compilation, seconds instead of minutes).
+SETTINGS_AND_WATCH = r"""
+import sys
+sys.path.append(sys.argv[1])
+import torch
+from dlbench.peers import harness, networks, training
+def state():
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    return (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32,
+            getattr(conv, "fp32_precision", None) == "tf32")
+print("strict:", training._cuda_torch(torch), state())
+print("tf32:", networks._cuda_torch(torch, "tf32"), state())
+print("f16:", networks._cuda_torch(torch, "f16"), state())
+harness.no_recompile_limit(torch)
+f = torch.compile(lambda t: (t * 2).sum(), backend="eager", dynamic=False)
+f(torch.ones(4))
+watch = harness.compile_watch(torch)
+for _ in range(3):
+    f(torch.ones(4))
+print("same shape:", watch.problem())
+f(torch.ones(5))
+print("new shape:", watch.problem())
+"""
+
+
 class TorchPeers(unittest.TestCase):
     def test_peers_validate_and_agree_with_the_reference(self):
         with tempfile.TemporaryDirectory() as d:
@@ -113,6 +147,33 @@ class TorchPeers(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertRegex(p.stdout, r"network: max_rel_err \S+ against PyTorch's reference logits")
         self.assertIn("operator: None 1 True", p.stdout)
+
+    def test_fp32_settings_and_the_recompile_watch_on_real_torch(self):
+        p = subprocess.run([str(PEERS_PYTHON), "-c", SETTINGS_AND_WATCH, str(ROOT / "scripts")], capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("strict: TF32 off (False, False, False)", p.stdout)
+        self.assertIn("tf32: TF32 on for convolutions (PyTorch's default), off for matrix products (True, False, ",
+                      p.stdout)
+        self.assertIn("f16: TF32 off (False, False, False)", p.stdout)
+        self.assertIn("same shape: None", p.stdout)
+        self.assertRegex(p.stdout, r"new shape: torch.compile compiled inside the timed loop .*frames.total \+1")
+
+    def test_descriptors_run_the_torch_peers_at_the_given_shape(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "p.json"
+            p = subprocess.run([str(PEERS_PYTHON), str(ROOT / "scripts" / "peers"), "--softmax=rows:20/cols:7",
+                                "--net=mnist_lenet/batch:3", "--benchmark_filter=/peer_torch/",
+                                "--benchmark_repetitions=1", "--benchmark_min_time=0.01", f"--benchmark_out={out}"],
+                               capture_output=True, text=True, env=dict(os.environ, DLB_BENCH=BENCH), timeout=900)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            entries = json.loads(out.read_text())["benchmarks"]
+            self.assertEqual({e["name"] for e in entries}, {"softmax/peer_torch/rows:20/cols:7/real_time",
+                                                            "log_softmax/peer_torch/rows:20/cols:7/real_time",
+                                                            "mnist_lenet/peer_torch/batch:3/real_time"})
+            for e in entries:
+                self.assertFalse(e.get("error_occurred"), e)
+                self.assertLessEqual(e["max_rel_err"], 1e-5, e["name"])
 
     def test_step_memory_counts_the_saved_tensors_once(self):
         p = subprocess.run([str(PEERS_PYTHON), "-c", STEP_MEMORY, str(ROOT / "scripts")], capture_output=True,

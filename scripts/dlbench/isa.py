@@ -19,7 +19,10 @@ import re
 
 from dlbench.results import Case
 
-REDUCED = re.compile(r"_(s8|bf16|f16)$")
+# The precision is the variant's last part, or the one before a layout
+# suffix (_cl: channels_last, e.g. peer_torch_cuda_graph_f16_cl); tf32:
+# fp32 data with TF32 tensor-core products (peer_torch_cuda_graph_tf32).
+REDUCED = re.compile(r"_(s8|bf16|f16|tf32)(?:_cl)?$")
 
 # (ISA, peak MACs/cycle over fp32 FMA) by what the row's label or name says.
 ISA_PEAKS = {
@@ -31,7 +34,7 @@ ISA_PEAKS = {
 
 
 def is_fp32(variant: str) -> bool:
-    """An fp32 row: not int8/bf16/f16, and not fp32 simulating int8 (fakequant)."""
+    """An fp32 row: not int8/bf16/f16/tf32, and not fp32 simulating int8 (fakequant)."""
     return not REDUCED.search(variant) and "fakequant" not in variant
 
 
@@ -56,7 +59,7 @@ def isa_of(case: Case, context: dict) -> tuple[str, float | None]:
             if "_mma_" in case.variant:
                 return "GPU int8 tensor cores (mma.sync)", None
             return "GPU dp4a", None
-        if precision in ("f16", "bf16"):
+        if precision in ("f16", "bf16", "tf32"):
             return f"GPU {precision} tensor cores", None
         return precision, None
     if precision == "s8":

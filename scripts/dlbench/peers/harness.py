@@ -33,6 +33,8 @@ from typing import Callable
 
 import numpy as np
 
+from dlbench.peers.descriptors import Problems
+
 WARMUP_CALLS = 3
 WARMUP_SECONDS = 0.3
 NOISY_CONTENTION = 0.05  # bench/machine_state.h kNoisyContention
@@ -205,6 +207,87 @@ def l2_flusher():
     return lambda: scratch.fill_(1)
 
 
+# ---- framework settings ---------------------------------------------------------------------------------
+
+
+def set_fp32_math(torch, tf32: bool) -> str:
+    """Pins what PyTorch may do with fp32 convolutions and matrix products on
+    the GPU, and says what is in effect (for the label). tf32=False: strict
+    fp32, TF32 off for cuDNN's convolutions (forward and both backward
+    passes) and for cuBLAS; tf32=True: PyTorch's defaults as it ships them,
+    TF32 allowed for cuDNN's convolutions, not for matrix products
+    (torch.backends.cuda.matmul.allow_tf32 is False by default). In both,
+    fp16 products accumulate in fp32 (no reduced-precision reduction).
+
+    PyTorch 2.9 added per-operator precisions (torch.backends.cudnn.conv.
+    fp32_precision, torch.backends.cuda.matmul.fp32_precision: 'ieee',
+    'tf32', or 'none', which defers to the backend's setting). The legacy
+    flags set them too (allow_tf32 = False writes 'none' for conv, not
+    'ieee'), so they are read back, and a 'tf32' left where strict fp32 was
+    asked for (or the reverse) is set outright: the mode computes what its
+    name says whichever API the installed PyTorch reads."""
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    matmul = torch.backends.cuda.matmul
+    if conv is not None and hasattr(conv, "fp32_precision") and (conv.fp32_precision == "tf32") != tf32:
+        conv.fp32_precision = "tf32" if tf32 else "ieee"
+    if getattr(matmul, "fp32_precision", "ieee") == "tf32":
+        matmul.fp32_precision = "ieee"
+    return "TF32 on for convolutions (PyTorch's default), off for matrix products" if tf32 else "TF32 off"
+
+
+# Where torch.compile keeps its counts (torch._dynamo.utils.counters): a
+# frame it converts (a cache miss: the first call of a shape, a
+# recompilation, a graph break's frame, one that hit the recompile limit
+# and runs eager from then on), the graphs it made, and inductor's skipped
+# CUDA graphs. None of them moves on a call that hits a compiled entry.
+COMPILE_COUNTS = (("frames", "total"), ("frames", "ok"), ("stats", "unique_graphs"), ("recompiles", "total"),
+                  ("inductor", "cudagraph_skips"))
+
+
+class CompileWatch:
+    """torch.compile's counters taken before a timed loop and compared after
+    it: a compiled peer is timed only where every call hit what was compiled
+    before the loop (its warm-up at the exact input shape). counters: the
+    mapping torch._dynamo.utils.counters is (group -> name -> count)."""
+
+    def __init__(self, counters):
+        self.counters = counters
+        self.before = self.snapshot()
+
+    def snapshot(self) -> dict[str, int]:
+        return {f"{group}.{name}": int((self.counters.get(group) or {}).get(name, 0))
+                for group, name in COMPILE_COUNTS}
+
+    def problem(self) -> str | None:
+        after = self.snapshot()
+        moved = {k: after[k] - self.before[k] for k in after if after[k] != self.before[k]}
+        if not moved:
+            return None
+        return ("torch.compile compiled inside the timed loop (a recompilation, or a fallback to eager: "
+                + ", ".join(f"{k} +{v}" for k, v in moved.items()) + "): not a compiled peer's time, refused")
+
+
+def compile_watch(torch) -> CompileWatch:
+    return CompileWatch(torch._dynamo.utils.counters)
+
+
+def no_recompile_limit(torch, at_least: int = 64) -> None:
+    """Raises dynamo's limit on compiled entries per function (recompile_limit,
+    cache_size_limit before PyTorch 2.6; 8 by default) so that a peer's
+    batch sizes never push a function past it (past it, dynamo runs it eager
+    without a word); and makes a limit hit an error where PyTorch has the
+    switch (fail_on_recompile_limit_hit)."""
+    config = torch._dynamo.config
+    for key in ("recompile_limit", "cache_size_limit"):
+        if hasattr(config, key):
+            setattr(config, key, max(int(getattr(config, key)), at_least))
+    if hasattr(config, "fail_on_recompile_limit_hit"):
+        config.fail_on_recompile_limit_hit = True
+
+
 # ---- the run ----------------------------------------------------------------------------------------------
 
 
@@ -217,6 +300,10 @@ class Prepared:
     run: Callable[[], object]
     result: Callable[[], np.ndarray]
     label: str
+    # Asked once the case is timed: a problem found then (a recompilation
+    # inside the timed loop: CompileWatch) refuses the case instead of
+    # recording its times; None: nothing to ask.
+    verify: Callable[[], str | None] | None = None
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -227,8 +314,11 @@ class Session:
     """Collects the entries of one scripts/peers run and prints a line per case."""
 
     def __init__(self, selection: Selection, repetitions: int, min_time: float, threads: int, gpu: bool,
-                 budget: float | None = None):
+                 budget: float | None = None, problems: Problems | None = None):
         self.selection = selection
+        # the descriptors' shapes (--softmax, --gemm, --net): with any given,
+        # the families run those alone; else their default shapes
+        self.problems = problems or Problems()
         self.repetitions = repetitions
         self.min_time = min_time
         self.threads = threads
@@ -312,6 +402,10 @@ class Session:
             reps = time_gpu(prepared.run, self.repetitions, self.min_time, flush)
         else:
             reps = time_cpu(prepared.run, self.repetitions, self.min_time)
+        problem = prepared.verify() if prepared.verify is not None else None
+        if problem:
+            self.fail(name, problem, gpu)
+            return
         full = f"{name}/{self.suffix(gpu)}"
         shown = []
         for index, rep in enumerate(reps):

@@ -14,27 +14,34 @@ modules of dlbench.nets (the ONNX and OpenVINO models exported from them):
     <net>/peer_torch_cuda/batch:<b>           eager
     <net>/peer_torch_cudnn_benchmark/batch:<b>  eager with the cuDNN autotuner
     <net>/peer_torch_cuda_graph/batch:<b>     the eager pass captured in a CUDA graph, replayed
+    <net>/peer_torch_cuda_graph_tf32/batch:<b>  the same with PyTorch's defaults: TF32 allowed
+                                              for cuDNN's convolutions (not for matmul, as it ships)
     <net>/peer_torch_cuda_compile/batch:<b>   torch.compile(mode="reduce-overhead", dynamic=False):
                                               inductor's kernels in CUDA graphs (cudagraph trees)
     <net>/peer_ort_cuda/batch:<b>             ONNX Runtime's CUDA EP where installed (host in/out)
   and in fp16 (weights and activations; the pass takes the fp32 input and
   gives fp32 logits, casting inside it, as bench's gpu_cudnn_f16 does; fp32
-  accumulation: reduced-precision reductions off):
-    <net>/peer_torch_cuda_f16/batch:<b>          eager
-    <net>/peer_torch_cuda_graph_f16/batch:<b>    CUDA graph of the eager pass
-    <net>/peer_torch_cuda_compile_f16/batch:<b>  torch.compile(mode="reduce-overhead")
-  (peer_torch_cuda_compile and the three fp16 modes are unverified on
-  hardware until the next device run). A compiled peer is compiled once per
-  batch size it runs (dynamic=False, as a server with fixed batches) and
-  validated at the largest batch it is timed at, so that validation compiles
-  no shape of its own; the compiled peers run after the others
+  accumulation: reduced-precision reductions off), each also in
+  channels_last (weights and input, NHWC in memory: the layout PyTorch's
+  tensor-core convolutions want), a mode of its own whose name ends in _cl:
+    <net>/peer_torch_cuda_f16[_cl]/batch:<b>          eager
+    <net>/peer_torch_cuda_graph_f16[_cl]/batch:<b>    CUDA graph of the eager pass
+    <net>/peer_torch_cuda_compile_f16[_cl]/batch:<b>  torch.compile(mode="reduce-overhead")
+  (the compiled, channels_last and tf32 modes are unverified on hardware
+  until the next device run). A compiled peer has a compiled module per
+  batch size it runs (dynamic=False, as a server with fixed batches),
+  compiled and warmed up at that shape before its timed loop, and is
+  validated at the largest batch it is timed at, so that validation
+  compiles no shape of its own; a compilation inside the timed loop (dynamo's
+  counters move) refuses the case; the compiled peers run after the others
   (wanted_cases).
 
 Validation, as bench's network cases: the outputs for PyTorch's 256
 reference images against the committed reference logits (max_rel_err; fp32
 bound 1e-5, bf16 1e-2, fp16 the bound of bench's 16-bit rows, see
 tolerance_for), then top-1 over the 10,000 test images against PyTorch's
-committed predictions (fp32: at most 5 differ; bf16 and fp16: at most 1%).
+committed predictions (fp32: at most 5 differ; bf16, fp16 and tf32: at most
+1%; tf32's logit bound: tolerance_for).
 A peer that fails gets an error entry, no time. Counters: items_per_second,
 flops, accuracy, accuracy_drop, torch_disagreements, max_rel_err, and at
 batch 1 latency_p50_us/p90/p99. GPU peers time the pass on device-resident
@@ -50,7 +57,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dlbench.peers.harness import PeerUnavailable, Prepared, Session
+from dlbench.peers.harness import (PeerUnavailable, Prepared, Session, compile_watch, no_recompile_limit,
+                                   set_fp32_math)
 
 ROOT = Path(__file__).resolve().parents[3]
 # bench's $DLB_MODELS_DIR (the GPU kit sets it to the models it carries), else the committed ones
@@ -73,6 +81,9 @@ LAYERS = {"resnet20": 23, "mnist_cnn": 6, "mnist_lenet": 7}
 # bench's GPU 16-bit rows (see tolerance_for).
 F16_ROUNDINGS_PER_LAYER = 3
 F16_SIGNIFICANT_BITS = 11
+# tf32 peers: each convolution reads both operands at TF32 (see tolerance_for)
+TF32_ROUNDINGS_PER_LAYER = 2
+TF32_SIGNIFICANT_BITS = 10
 
 
 def sixteen_bit_tolerance(roundings_per_layer: int, significant_bits: int, layers: int) -> float:
@@ -107,9 +118,27 @@ def tolerance_for(precision: str, network: str) -> float:
     3.2e-3; a wrong layer moves the logits by 1e-1 or more. As for bench's
     16-bit rows, the top-1 check (at most 1% of the test images differ from
     PyTorch's fp32 answers) is what holds the row; the bound catches gross
-    errors. Unmeasured for the peers until the next device run."""
+    errors. Unmeasured for the peers until the next device run.
+
+    Error analysis of the tf32 peers (PyTorch's defaults: cuDNN may run fp32
+    convolutions on TF32 tensor cores; matrix products stay fp32). A TF32
+    convolution reads each operand, the activation and the weight, with a
+    10-bit mantissa: 11 significant bits where the hardware rounds to
+    nearest, 10 where it drops the rest of the mantissa (PyTorch's notes say
+    "only the first 10 bits of the input mantissa are read"), so the bound
+    takes u = 2^-10, the worse of the two. That is 2 roundings per layer
+    (k = 2); the products are exact in the fp32 accumulator, and the sum,
+    batch norm, shortcut add and fc are fp32 (2^-24: nothing at this
+    scale). Counting every layer of L as a convolution over-counts (pooling,
+    the fc and log-softmax read nothing at TF32), which keeps the bound an
+    upper one: resnet20 sqrt(46) 2^-10 = 6.6e-3, mnist_cnn 3.4e-3,
+    mnist_lenet 3.7e-3, all under the 1e-2 that a wrong layer exceeds. As
+    for the 16-bit rows, top-1 on the test images (at most 1% differing)
+    holds the row. Unmeasured on hardware until the next device run."""
     if precision == "f16":
         return sixteen_bit_tolerance(F16_ROUNDINGS_PER_LAYER, F16_SIGNIFICANT_BITS, LAYERS[network])
+    if precision == "tf32":
+        return sixteen_bit_tolerance(TF32_ROUNDINGS_PER_LAYER, TF32_SIGNIFICANT_BITS, LAYERS[network])
     return TOLERANCE[precision]
 
 
@@ -119,11 +148,12 @@ class Peer:
     static_shapes: each batch size costs a compilation, so the peer is
     validated at a batch size it is timed at (not at 64 and 100)."""
 
-    def __init__(self, predict, label: str, timed=None, static_shapes: bool = False):
+    def __init__(self, predict, label: str, timed=None, static_shapes: bool = False, watch=None):
         self.predict = predict
         self.label = label
         self._timed = timed
         self.static_shapes = static_shapes
+        self.watch = watch  # a compiled peer: () -> a CompileWatch taken just before its timed loop
 
     def timed(self, x: np.ndarray):
         return self._timed(x) if self._timed else (lambda: self.predict(x))
@@ -169,13 +199,24 @@ def make_torch_compile(model, example, threads):
     import torch
 
     torch._dynamo.reset()
+    no_recompile_limit(torch)
     compiled = torch.compile(model, dynamic=False)  # a graph per batch size, as a server with fixed batches
 
     def predict(x):
         with torch.inference_mode():
             return compiled(torch.from_numpy(x)).numpy()
 
-    return Peer(predict, f"torch {_torch_version(torch)} torch.compile (inductor, default mode, dynamic=False), fp32")
+    def timed(x):
+        xt = torch.from_numpy(x)
+
+        def run():
+            with torch.inference_mode():
+                compiled(xt)
+        run()  # compiled at this shape before its timed loop
+        return run
+
+    return Peer(predict, f"torch {_torch_version(torch)} torch.compile (inductor, default mode, dynamic=False), fp32",
+                timed, watch=lambda: compile_watch(torch))
 
 
 def make_ort(model, example, threads, provider="CPUExecutionProvider"):
@@ -237,19 +278,24 @@ def _make_openvino(precision: str):
     return make
 
 
-def _cuda_torch(torch):
-    torch.backends.cudnn.allow_tf32 = False  # strict fp32, as bench's gpu rows
-    torch.backends.cuda.matmul.allow_tf32 = False
-    # fp16: cuBLAS accumulates in fp32 throughout, as bench's 16-bit rows (no split-K in fp16)
-    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+def _cuda_torch(torch, precision: str = "f32") -> str:
+    """Strict fp32 (TF32 off, as bench's GPU rows) except in the tf32 modes
+    (PyTorch's defaults); fp16 products accumulate in fp32 throughout, as
+    bench's 16-bit rows (set_fp32_math)."""
+    return set_fp32_math(torch, tf32=precision == "tf32")
 
 
-def _on_gpu(model, f16: bool):
+def _on_gpu(model, f16: bool, channels_last: bool = False):
     """The module on the GPU; in fp16, wrapped so that it takes the fp32 input
-    and gives fp32 logits (the casts inside the pass, as bench's f16 rows)."""
+    and gives fp32 logits (the casts inside the pass, as bench's f16 rows);
+    channels_last: its 4-d weights in channels_last (NHWC in memory), the
+    layout PyTorch's tensor-core convolutions want (the input is made
+    channels_last by _device_input, and x.half() keeps its layout)."""
     import torch
 
     gpu_model = model.to("cuda")
+    if channels_last:
+        gpu_model = gpu_model.to(memory_format=torch.channels_last)
     if not f16:
         return gpu_model
 
@@ -264,24 +310,35 @@ def _on_gpu(model, f16: bool):
     return Half(gpu_model).eval()
 
 
-def _precision_words(f16: bool) -> str:
-    return "fp16 (fp32 in and out, fp32 accumulation)" if f16 else "TF32 off, fp32"
+def _device_input(torch, x: np.ndarray, channels_last: bool = False):
+    """x on the GPU, in channels_last where the mode runs in it (a user's
+    channels_last pipeline hands the network its input in that layout)."""
+    xd = torch.from_numpy(x).to("cuda")
+    return xd.contiguous(memory_format=torch.channels_last) if channels_last else xd
 
 
-def _make_torch_cuda(benchmark: bool, f16: bool = False):
+def _precision_words(precision: str, channels_last: bool = False, math: str = "TF32 off") -> str:
+    words = {"f16": "fp16 (fp32 in and out, fp32 accumulation)", "f32": f"{math}, fp32",
+             "tf32": f"fp32 with {math}"}[precision]
+    return words + (", channels_last" if channels_last else "")
+
+
+def _make_torch_cuda(benchmark: bool, precision: str = "f32", channels_last: bool = False):
+    f16 = precision == "f16"
+
     def make(model, example, threads):
         import torch
 
-        _cuda_torch(torch)
+        math = _cuda_torch(torch, precision)
         torch.backends.cudnn.benchmark = benchmark
-        gpu_model = _on_gpu(model, f16)
+        gpu_model = _on_gpu(model, f16, channels_last)
 
         def predict(x):
             with torch.inference_mode():
-                return gpu_model(torch.from_numpy(x).to("cuda")).cpu().numpy()
+                return gpu_model(_device_input(torch, x, channels_last)).cpu().numpy()
 
         def timed(x):
-            xd = torch.from_numpy(x).to("cuda")
+            xd = _device_input(torch, x, channels_last)
 
             def run():
                 with torch.inference_mode():
@@ -289,25 +346,30 @@ def _make_torch_cuda(benchmark: bool, f16: bool = False):
             return run
 
         how = "cudnn.benchmark on (autotuner)" if benchmark else "cudnn.benchmark off"
-        return Peer(predict, f"torch {_torch_version(torch)} eager on the GPU, {how}, {_precision_words(f16)}", timed)
+        return Peer(predict, f"torch {_torch_version(torch)} eager on the GPU, {how}, "
+                             f"{_precision_words(precision, channels_last, math)}", timed)
     return make
 
 
-def _make_torch_cuda_graph(f16: bool = False):
+def _make_torch_cuda_graph(precision: str = "f32", channels_last: bool = False):
+    f16 = precision == "f16"
+
     def make(model, example, threads):
         """The eager pass captured once per batch size into a CUDA graph (static
         input and output buffers), replayed: what removing per-layer launch
         overhead buys, as bench's gpu_cudnn_graph."""
         import torch
 
-        _cuda_torch(torch)
+        math = _cuda_torch(torch, precision)
         torch.backends.cudnn.benchmark = False
-        gpu_model = _on_gpu(model, f16)
+        gpu_model = _on_gpu(model, f16, channels_last)
         graphs = {}
 
         def graph_for(batch):
             if batch not in graphs:
                 static_x = torch.zeros((batch, *example.shape[1:]), device="cuda")
+                if channels_last:  # copy_ into it keeps this layout
+                    static_x = static_x.contiguous(memory_format=torch.channels_last)
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side), torch.inference_mode():
@@ -332,43 +394,69 @@ def _make_torch_cuda_graph(f16: bool = False):
             return graph.replay
 
         return Peer(predict, f"torch {_torch_version(torch)} CUDA graph of the eager pass, replayed, "
-                             f"{_precision_words(f16)}", timed)
+                             f"{_precision_words(precision, channels_last, math)}", timed)
     return make
 
 
-def _make_torch_cuda_compile(f16: bool = False):
+# Calls of a compiled pass at its timed shape before the timed loop: the
+# first compiles (where validation did not), cudagraph trees record the CUDA
+# graph on a later one (the first runs warm), then it replays.
+COMPILE_WARMUP_CALLS = 3
+
+
+def _make_torch_cuda_compile(precision: str = "f32", channels_last: bool = False):
+    f16 = precision == "f16"
+
     def make(model, example, threads):
         """torch.compile(mode="reduce-overhead"): inductor's fused kernels
         (convolutions through cuDNN, the rest generated in Triton), the pass
-        recorded in CUDA graphs by cudagraph trees and replayed; a graph per
-        batch size (dynamic=False). The compilation happens on the first call
-        of each batch size, before timing (validation, warm-up)."""
+        recorded in CUDA graphs by cudagraph trees and replayed. One compiled
+        module per batch size (dynamic=False: static shapes, no symbolic
+        batch), compiled and warmed up at that batch's exact input shape
+        before its timed loop (validation uses the largest batch's module);
+        dynamo's recompile limit raised above any count of batch sizes, so
+        none falls back to eager; and a compilation inside the timed loop
+        refuses the case (harness.CompileWatch) instead of timing it."""
         import torch
 
-        _cuda_torch(torch)
+        math = _cuda_torch(torch, precision)
         torch.backends.cudnn.benchmark = False
         torch._dynamo.reset()
-        compiled = torch.compile(_on_gpu(model, f16), mode="reduce-overhead", dynamic=False)
+        no_recompile_limit(torch)
+        gpu_model = _on_gpu(model, f16, channels_last)
+        compiled = {}
+
+        def module_for(batch):
+            if batch not in compiled:
+                compiled[batch] = torch.compile(gpu_model, mode="reduce-overhead", dynamic=False)
+            return compiled[batch]
 
         def predict(x):
             with torch.inference_mode():
-                return compiled(torch.from_numpy(x).to("cuda")).cpu().numpy()
+                return module_for(len(x))(_device_input(torch, x, channels_last)).cpu().numpy()
 
         def timed(x):
-            xd = torch.from_numpy(x).to("cuda")
+            xd = _device_input(torch, x, channels_last)
+            module = module_for(len(x))
 
             def run():
                 with torch.inference_mode():
-                    compiled(xd)
+                    module(xd)
+            for _ in range(COMPILE_WARMUP_CALLS):
+                run()
+            torch.cuda.synchronize()
             return run
 
         return Peer(predict, f"torch {_torch_version(torch)} torch.compile(mode=reduce-overhead, dynamic=False) "
-                             f"on the GPU (inductor, CUDA graphs), cudnn.benchmark off, {_precision_words(f16)}",
-                    timed, static_shapes=True)
+                             f"on the GPU (inductor, CUDA graphs), a compiled module per batch size, "
+                             f"cudnn.benchmark off, {_precision_words(precision, channels_last, math)}",
+                    timed, static_shapes=True, watch=lambda: compile_watch(torch))
     return make
 
 
-# peer -> (gpu, precision, make); the order is the order they run in
+# peer -> (gpu, precision, make); the order is the order they run in (the
+# GPU's cheap modes first, the autotuner's and ONNX Runtime's after them,
+# the compiled ones last: see _run_order)
 PEERS = {
     "peer_torch": (False, "f32", make_torch),
     "peer_torchscript": (False, "f32", make_torchscript),
@@ -379,11 +467,15 @@ PEERS = {
     "peer_torch_cuda": (True, "f32", _make_torch_cuda(False)),
     "peer_torch_cudnn_benchmark": (True, "f32", _make_torch_cuda(True)),
     "peer_torch_cuda_graph": (True, "f32", _make_torch_cuda_graph()),
-    "peer_torch_cuda_f16": (True, "f16", _make_torch_cuda(False, f16=True)),
-    "peer_torch_cuda_graph_f16": (True, "f16", _make_torch_cuda_graph(f16=True)),
+    "peer_torch_cuda_graph_tf32": (True, "tf32", _make_torch_cuda_graph("tf32")),
+    "peer_torch_cuda_f16": (True, "f16", _make_torch_cuda(False, "f16")),
+    "peer_torch_cuda_f16_cl": (True, "f16", _make_torch_cuda(False, "f16", channels_last=True)),
+    "peer_torch_cuda_graph_f16": (True, "f16", _make_torch_cuda_graph("f16")),
+    "peer_torch_cuda_graph_f16_cl": (True, "f16", _make_torch_cuda_graph("f16", channels_last=True)),
     "peer_ort_cuda": (True, "f32", lambda m, e, t: make_ort(m, e, t, "CUDAExecutionProvider")),
     "peer_torch_cuda_compile": (True, "f32", _make_torch_cuda_compile()),
-    "peer_torch_cuda_compile_f16": (True, "f16", _make_torch_cuda_compile(f16=True)),
+    "peer_torch_cuda_compile_f16": (True, "f16", _make_torch_cuda_compile("f16")),
+    "peer_torch_cuda_compile_f16_cl": (True, "f16", _make_torch_cuda_compile("f16", channels_last=True)),
 }
 
 
@@ -446,7 +538,8 @@ def _validate(peer: Peer, precision: str, test_x, labels, ref_logits, ref_predic
 
 
 # Seconds of compilation per batch size each: they run after the others.
-COMPILED = ("peer_torch_compile", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16")
+COMPILED = ("peer_torch_compile", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16",
+            "peer_torch_cuda_compile_f16_cl")
 
 
 def _run_order(case: tuple[str, str, int]) -> tuple:
@@ -461,9 +554,11 @@ def wanted_cases(session: Session) -> list[tuple[str, str, int]]:
     peers network by network (resnet20's in fp32 and fp16, then mnist_cnn's,
     then mnist_lenet's), so that a time budget that runs out leaves out the
     costliest cases of the least important network first."""
+    given = session.problems
     cases = [(net, p, b) for p, (gpu, _, _) in PEERS.items() for net in NETWORK_NAMES
-             for b in (GPU_BATCHES if gpu else CPU_BATCHES) if session.selected(f"{net}/{p}/batch:{b}", gpu)]
-    return sorted(cases, key=_run_order)  # stable: the batches in order
+             for b in (given.networks.get(net, []) if given.given else GPU_BATCHES if gpu else CPU_BATCHES)
+             if session.selected(f"{net}/{p}/batch:{b}", gpu)]
+    return sorted(cases, key=_run_order)  # stable: the batches in order (a descriptor's: as given)
 
 
 def networks(session: Session, compiled: bool | None = None) -> None:
@@ -523,6 +618,10 @@ def networks(session: Session, compiled: bool | None = None) -> None:
                 session.fail(name, problem, gpu)
                 continue
             x = np.ascontiguousarray(test_x[np.arange(b) % len(test_x)])
-            session.measure(name, Prepared(peer.timed(x), lambda: None, peer.label), gpu=gpu,
+            if session.out_of_time([name], gpu):
+                continue
+            run = peer.timed(x)  # a compiled peer compiles and warms up at this shape here, before the watch
+            verify = peer.watch().problem if peer.watch else None
+            session.measure(name, Prepared(run, lambda: None, peer.label, verify), gpu=gpu,
                             items_per_call=float(b), flops_per_call=flops * b, counters=counters,
                             latency=b == 1)

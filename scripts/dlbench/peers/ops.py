@@ -102,6 +102,8 @@ DAXPY_PEERS = {"peer_numpy": (False, _daxpy_numpy), "peer_torch": (False, _daxpy
 
 
 def daxpy(session: Session) -> None:
+    if session.problems.given:  # no daxpy descriptor: a descriptor given runs its problem alone
+        return
     for log2n in range(10, 27):
         n = 1 << log2n
         wanted = {p: spec for p, spec in DAXPY_PEERS.items() if session.selected(f"daxpy/{p}/n:{n}", spec[0])}
@@ -256,9 +258,10 @@ SOFTMAX_PEERS = {
 
 
 def softmax(session: Session) -> None:
+    shapes = session.problems.softmax if session.problems.given else softmax_shapes()
     for op in ("softmax", "log_softmax"):
         log = op == "log_softmax"
-        for rows, cols in softmax_shapes():
+        for rows, cols in shapes:
             wanted = {p: spec for p, spec in SOFTMAX_PEERS.items()
                       if op in spec[2] and session.selected(f"{op}/{p}/rows:{rows}/cols:{cols}", spec[0])}
             if not wanted:
@@ -346,6 +349,8 @@ CONV_PEERS = {
 
 
 def conv(session: Session) -> None:
+    if session.problems.given:  # bench's --conv= is not taken here (yet): a descriptor runs its problem alone
+        return
     for origin, shape in conv_shapes():
         args = "/".join(f"{k}:{v}" for k, v in shape.items())
         wanted = {p: spec for p, spec in CONV_PEERS.items() if session.selected(f"conv/{p}/{args}", spec[0])}
@@ -424,7 +429,7 @@ GEMM_PEERS = {
 
 
 def gemm(session: Session) -> None:
-    for m, n, k in GEMM_SHAPES:
+    for m, n, k in (session.problems.gemm if session.problems.given else GEMM_SHAPES):
         wanted = {p: spec for p, spec in GEMM_PEERS.items()
                   if session.selected(f"gemm/{p}/m:{m}/n:{n}/k:{k}", spec[0])}
         if not wanted:
@@ -487,6 +492,8 @@ COPY_PEERS = {"peer_torch_pinned": _copy_torch(True), "peer_torch_pageable": _co
 
 
 def copy(session: Session) -> None:
+    if session.problems.given:
+        return
     for nbytes in COPY_SIZES:
         for peer, make in COPY_PEERS.items():
             name = f"copy/{peer}/bytes:{nbytes}"
