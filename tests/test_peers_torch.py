@@ -110,6 +110,20 @@ for _ in range(3):
 print("same shape:", watch.problem())
 f(torch.ones(5))
 print("new shape:", watch.problem())
+import copy
+# the refused training step's diagnosis (on the CPU here: cuDNN off changes nothing, the logic is the same)
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten(), torch.nn.Linear(2 * 4 * 4, 3))
+x, y = torch.randn(4, 1, 6, 6), torch.tensor([0, 1, 2, 1])
+def fresh(dtype=torch.float32, device="cpu"):  # a new model each time, as training()'s
+    return copy.deepcopy(net).to(device=device, dtype=dtype)
+loss = torch.nn.functional.cross_entropy
+model = fresh(torch.float64)
+loss(model(x.double()), y).backward()
+exact = {k: p.grad.detach().numpy() for k, p in model.named_parameters()}
+print("loose:", training.diagnosis(torch, fresh, x, y, loss, exact, 1e-3, device="cpu"))
+print("strict:", training.diagnosis(torch, fresh, x, y, loss, exact, 1e-30, device="cpu"))
+print("no device:", training.diagnosis(torch, fresh, x, y, loss, exact, 1e-3, device="nonesuch"))
 """
 
 
@@ -158,6 +172,10 @@ class TorchPeers(unittest.TestCase):
         self.assertIn("f16: TF32 off (False, False, False)", p.stdout)
         self.assertIn("same shape: None", p.stdout)
         self.assertRegex(p.stdout, r"new shape: torch.compile compiled inside the timed loop .*frames.total \+1")
+        self.assertRegex(p.stdout, r"loose:  \[cudnn.allow_tf32=False, matmul.allow_tf32=False.*; with cuDNN off: "
+                                   r"within the bound \(\S+\): cuDNN's algorithm choice, not TF32\]")
+        self.assertRegex(p.stdout, r"strict:  \[.*with cuDNN off: also off \(0.weight: \S+; 0.bias: ")
+        self.assertIn("no device:  [no diagnosis: ", p.stdout)
 
     def test_descriptors_run_the_torch_peers_at_the_given_shape(self):
         with tempfile.TemporaryDirectory() as d:
