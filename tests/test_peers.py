@@ -494,6 +494,17 @@ class Fp32Settings(unittest.TestCase):
         self.assertEqual(precision_of("peer_torch_cuda_graph"), "f32")
         self.assertEqual(precision_of("peer_torch_channels_last"), "f32")  # the CPU conv peer: fp32
         self.assertFalse(is_fp32("peer_torch_cuda_graph_tf32"))  # not PyTorch's best fp32 mode
+        # the GPU targets' best PyTorch mode per precision: channels_last counts as fp16, tf32 not as fp32
+        from dlbench.figures import gpu_targets
+        from dlbench.results import Case, parse_name
+        cases = []
+        for variant, rate in (("peer_torch_cuda_graph", 100.0), ("peer_torch_cuda_graph_tf32", 300.0),
+                              ("peer_torch_cuda_graph_f16", 400.0), ("peer_torch_cuda_graph_f16_cl", 500.0)):
+            name, op, v, args = parse_name(f"resnet20/{variant}/batch:64/manual_time")
+            cases.append(Case(name, op, v, args, [_entry(name, items_per_second=rate)]))
+        self.assertEqual(gpu_targets.best(cases, 64, True, ("f32",))[1].variant, "peer_torch_cuda_graph")
+        self.assertEqual(gpu_targets.best(cases, 64, True, ("f16", "bf16"))[1].variant, "peer_torch_cuda_graph_f16_cl")
+        self.assertEqual(gpu_targets.best(cases, 64, True, ("tf32",))[1].variant, "peer_torch_cuda_graph_tf32")
 
 
 class RecompileWatch(unittest.TestCase):
