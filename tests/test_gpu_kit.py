@@ -105,6 +105,23 @@ class Families(unittest.TestCase):
         self.assertEqual(repaired["context"]["machine"], "nvidia-h200")
         self.assertTrue((self.dir / "fused.json.cut").exists())
 
+    def test_the_command_counts_the_familys_cases_in_the_suites_listing(self):
+        cut = self.dir / "fused.json"
+        cut.write_bytes((DATA / "fused-cut.json").read_bytes())
+        listing = self.dir / "list.txt"
+        listing.write_text("bench: suite gpu-quick\n"
+                           "resnet20/gpu_cudnn/batch:1/min_time:0.050/manual_time\n"
+                           "resnet20/gpu_cudnn_fused/batch:1/min_time:0.050/manual_time\n"
+                           "resnet20/gpu_cudnn_fused/batch:64/min_time:0.002/manual_time\n"
+                           "mnist_cnn/gpu_cudnn_fused_f16/batch:64/min_time:0.002/manual_time\n")
+        p = subprocess.run(KIT + ["family", "fused", str(cut), "124", "30", "31", "--listing", str(listing),
+                                  "--filter", "^(resnet20|mnist_cnn|mnist_lenet)/gpu_cudnn_fused"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "FAIL: bench fused: over its 30s limit: 2 cases kept (cut: repaired to its 14 "
+                                   "complete records), 1 of 3 listed lost (first: "
+                                   "mnist_cnn/gpu_cudnn_fused_f16/batch:64/min_time:0.002/manual_time)\n")
+
     def test_a_torn_last_record_is_dropped(self):
         text = (DATA / "fused-cut.json").read_text()
         torn = self.dir / "torn.json"

@@ -165,7 +165,9 @@ def read_bench_json(path: Path) -> tuple[dict | None, str]:
     except ValueError:
         return None, "its context is cut: nothing to keep"
     objects, end = _decode_objects(text, m.end())
-    torn = len(text[end:].strip().lstrip(",").strip()) > 0 and text[end:].strip() not in ("]", "]}", "]\n}")
+    # What follows the last whole record: nothing (cut between records), or
+    # the start of a record the time-out tore.
+    torn = re.fullmatch(r"[\s,\]}]*", text[end:]) is None
     return ({"context": context, "benchmarks": objects},
             f"cut: repaired to its {len(objects)} complete records" + (" (a torn last record dropped)" if torn else ""))
 
