@@ -11,9 +11,12 @@
 //   gpu-quick  the GPU families at their telling sizes (the ceilings; daxpy
 //              and softmax at DRAM size and one cache size; gemm at 4096 and
 //              the networks' shapes; every conv algorithm at the ResNet20
-//              batch-64 shapes; copies at 1 MiB, 256 MiB, 1 GiB and the
-//              64 MiB pipeline; every GPU network backend at batch 1, 64 and
-//              1024; resnet20's GPU layers at batch 64; the streamed test set;
+//              batch-64 shapes; copies at 1 MiB, 256 MiB, 1 GiB (pinned,
+//              registered and write-combined: the 1 GiB pageable copies are
+//              left out) and the 64 MiB pipeline; every GPU network backend
+//              at batch 1, 64 and 1024 (but gpu_hybrid_first_conv, gpu_own
+//              and fp32 gpu_cudnn_fused at 1024); resnet20's GPU layers at
+//              batch 64; the streamed test set;
 //              the GPU training steps at batch 64 and 256, every copy mode):
 //              what the GPU kit runs on a GPU machine (scripts/gpu-kit)
 //
