@@ -89,9 +89,10 @@ class WholeRun(unittest.TestCase):
         self.assertEqual([k for k, _ in kinds[3:]], ["aggregate"] * (len(kinds) - 3))
         self.assertIn(("aggregate", "mean"), kinds)
         self.assertEqual({b["run_name"] for b in got["benchmarks"]}, set(cases))
-        # The display reporter (TallyingReporter) still reports and tallies.
+        # The display reporter (TallyingReporter) still reports and tallies
+        # the case's repetitions (a tally of none says "not watched").
         self.assertIn("daxpy/cpu_loop/n:1024", p.stdout)
-        self.assertIn("bench: ", p.stderr)
+        self.assertIn("bench: machine during the run: largest contention", p.stderr)
 
     def test_other_formats_keep_google_benchmarks_reporter(self):
         with tempfile.TemporaryDirectory() as d:
