@@ -288,7 +288,7 @@ namespace {
 // The pass as the benchmark times it, run() (for the graph rows one CUDA
 // graph launch, where the layer timer issues the layer calls one by one),
 // between two events on the stream, held until the pass is enqueued as the
-// layer timer holds it: one span on the stream.
+// layer timer holds it: one "layer", the whole pass.
 PassTimes timed_pass(NetCase& c) {
   const auto stream = c.context().exec().stream;
   const Event start, stop;
@@ -325,7 +325,7 @@ void write_trace(const nn::NetVariant& variant, std::string_view network, std::i
   TraceWriter trace(origin);
   trace.process(1, "first pass: prepare (primitive creation, algorithm search, tuning trials), cold pass", gpu);
   trace.process(2, "steady passes", gpu);
-  if (gpu) trace.process(3, "the pass as the benchmark times it (run(): the graph rows' one CUDA graph launch)", gpu);
+  if (gpu) trace.process(3, "the pass as the benchmark times it (run(): for the graph rows one CUDA graph launch)", gpu);
   PassTimes first;
   NetCase c(variant, network, batch, [&](NetCase& fresh) { first = LayerTimer(fresh).pass(); });
   const auto [prepare_start, prepare_end] = c.prepare_span();
@@ -343,7 +343,11 @@ void write_trace(const nn::NetVariant& variant, std::string_view network, std::i
 #if DLB_HAVE_CUDA
   if (gpu) {
     c.reload_input();
-    trace.pass(3, {{"pass (as timed)", c.report().implementation, "pass"}}, timed_pass(c), kTracePasses + 1, gpu);
+    const PassTimes t = timed_pass(c);
+    const nlohmann::json args = {{"implementation", c.report().implementation}};
+    trace.span(3, TraceWriter::kHost, "run()", "launch", t.begin_s, t.host_s[0], args);
+    trace.span(3, TraceWriter::kStream, "pass (as timed)", "timed pass", t.begin_s + t.device_origin_s,
+               t.layer_s[0], args);
   }
 #endif
   trace.write(trace_path(), {{"case", case_name},
