@@ -608,8 +608,8 @@ struct BackendParam {
 // LayerCallsTest, AccuracyTest), which then share its plans through the
 // process-wide cache (cudnn_plan_cache.h) and prepare once. What the other
 // batches would add for them is cuDNN's own engine at that batch, which the
-// benchmark validates against PyTorch before it times any case (batch 1,
-// 64, 1024); their buffers, strides and epilogues are batch 3's code.
+// benchmark validates against PyTorch before it times any case (batch 1
+// to 1024); their buffers, strides and epilogues are batch 3's code.
 bool prepares_per_batch(const nn::NetVariant& v) { return v.name == "gpu_cudnn_fused" || v.name == "gpu_cudnn_fused_f16"; }
 constexpr std::int64_t kPreparedOnceBatch = 3;
 std::vector<std::int64_t> test_batches(const nn::NetVariant& v) {
