@@ -11,6 +11,7 @@
 #include "bench/alloc_counter.h"
 #include "bench/build_info.h"
 #include "bench/harness.h"
+#include "bench/json_out.h"
 #include "bench/suites.h"
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/gpu.h"
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help") std::atexit(print_own_flags);
   const bool display_aggregates_only = dlb::bench::take_display_aggregates_only(argc, argv);
+  const bool json_out = dlb::bench::json_out_requested(argc, argv);  // before Initialize takes the flags
   benchmark::Initialize(&argc, argv);  // takes --benchmark_* flags, leaves the rest; exits for --help
 
   dlb::bench::Config config;
@@ -135,7 +137,9 @@ int main(int argc, char** argv) {
   }
 
   dlb::bench::TallyingReporter reporter(display_aggregates_only);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  // A JSON --benchmark_out is written after every case (json_out.h).
+  dlb::bench::IncrementalJsonReporter json_file;
+  benchmark::RunSpecifiedBenchmarks(&reporter, json_out ? &json_file : nullptr);
   benchmark::Shutdown();
   std::fprintf(stderr, "bench: %s\n", reporter.summary().c_str());
   if (!dlb::bench::input_errors().empty()) {

@@ -29,10 +29,12 @@
 //
 // --trace=FILE.json: the network or layer case the filter selects (the first
 // one, if several) also writes a Chrome trace-event file (Perfetto,
-// chrome://tracing): the construction (prepare) and first pass as one
-// process, kTracePasses steady passes as another; tracks: the host thread
-// (layers on the CPU, their issuing on the GPU), the GPU stream (layer spans
-// from the events), the input copy.
+// chrome://tracing; the format in trace.h): the construction (prepare) and
+// first pass as one process, kTracePasses steady passes as another, and on
+// a GPU the pass as the benchmark times it (run()) as a third; tracks: the
+// host thread (layers on the CPU, their issuing on the GPU), the GPU stream
+// (the device's own timeline: each layer from its start event to the next
+// layer's, CUDA events recorded between the layer calls), the input copy.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -262,6 +264,7 @@ PassTimes LayerTimer::pass() {
       t.start_s[i] = static_cast<double>(events_[i].elapsed_ms_since(events_[0])) * 1e-3;
       t.layer_s[i] = static_cast<double>(events_[i + 1].elapsed_ms_since(events_[i])) * 1e-3;
     }
+    t.device_end_s = static_cast<double>(events_[n].elapsed_ms_since(events_[0])) * 1e-3;
     return t;
   }
 #endif
@@ -277,60 +280,41 @@ PassTimes LayerTimer::pass() {
   return t;
 }
 
+bool tracing() { return !trace_path().empty(); }
+
 namespace {
 
-// Chrome's trace-event format: complete events ("X") with microsecond
-// timestamps from the trace's start, names on the process and thread tracks.
-class Trace {
- public:
-  enum Track { kHost = 1, kStream = 2, kCopy = 3 };
-  explicit Trace(double origin_s) : origin_s_(origin_s) {}
-  void process(int pid, const std::string& name, bool gpu) {
-    meta(pid, 0, "process_name", name);
-    meta(pid, kHost, "thread_name", gpu ? "host thread (issuing)" : "host thread");
-    if (gpu) {
-      meta(pid, kStream, "thread_name", "GPU stream");
-      meta(pid, kCopy, "thread_name", "copies");
-    }
-  }
-  void span(int pid, int tid, const std::string& name, const std::string& cat, double start_s, double dur_s,
-            nlohmann::json args = nlohmann::json::object()) {
-    events_.push_back({{"name", name}, {"cat", cat}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
-                       {"ts", (start_s - origin_s_) * 1e6}, {"dur", std::max(dur_s, 0.0) * 1e6}, {"args", args}});
-  }
-  // One pass's layers: host slices, and on the GPU the stream's.
-  void pass(int pid, const nn::Network& net, const PassTimes& t, int index, bool gpu) {
-    double end = t.begin_s;
-    for (std::size_t i = 0; i < t.layer_s.size(); ++i) {
-      const nn::Layer& l = net.layers[i];
-      const nlohmann::json args = {{"label", l.label()}, {"op", l.op()}, {"layer", i}, {"pass", index}};
-      span(pid, kHost, l.name, gpu ? "launch" : "layer", t.begin_s + t.host_start_s[i], t.host_s[i], args);
-      if (gpu) {
-        span(pid, kStream, l.name, "layer", t.begin_s + t.device_origin_s + t.start_s[i], t.layer_s[i], args);
-        end = std::max(end, t.begin_s + t.device_origin_s + t.start_s[i] + t.layer_s[i]);
-      } else {
-        end = std::max(end, t.begin_s + t.host_start_s[i] + t.host_s[i]);
-      }
-    }
-    span(pid, kHost, "pass " + std::to_string(index), "pass", t.begin_s, end - t.begin_s, {{"pass", index}});
-  }
-  void write(const std::string& path, const nlohmann::json& other) const {
-    std::ofstream out(path);
-    out << nlohmann::json{{"traceEvents", events_}, {"displayTimeUnit", "ms"}, {"otherData", other}}.dump(1) << "\n";
-    if (!out) throw Error("--trace: cannot write " + path);
-  }
-
- private:
-  void meta(int pid, int tid, const char* what, const std::string& name) {
-    events_.push_back({{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
-  }
-  double origin_s_;
-  nlohmann::json events_ = nlohmann::json::array();
-};
+#if DLB_HAVE_CUDA
+// The pass as the benchmark times it, run() (for the graph rows one CUDA
+// graph launch, where the layer timer issues the layer calls one by one),
+// between two events on the stream, held until the pass is enqueued as the
+// layer timer holds it: one "layer", the whole pass.
+PassTimes timed_pass(NetCase& c) {
+  const auto stream = c.context().exec().stream;
+  const Event start, stop;
+  PassTimes t;
+  const bool hold = !c.report().synchronizes;
+  std::optional<StreamHold> held;
+  if (hold) held.emplace(stream);
+  t.begin_s = now_s();
+  start.record(stream);
+  c.run();
+  stop.record(stream);
+  t.host_start_s = {0.0};
+  t.host_s = {now_s() - t.begin_s};
+  t.device_origin_s = hold ? t.host_s[0] : 0.0;
+  if (held) held->release();
+  stop.synchronize();
+  c.context().synchronize();
+  if (held && held->timed_out()) throw Error("the trace's hold timed out: issuing one pass took over a second");
+  t.start_s = {0.0};
+  t.layer_s = {static_cast<double>(stop.elapsed_ms_since(start)) * 1e-3};
+  t.device_end_s = t.layer_s[0];
+  return t;
+}
+#endif
 
 }  // namespace
-
-bool tracing() { return !trace_path().empty(); }
 
 void write_trace(const nn::NetVariant& variant, std::string_view network, std::int64_t batch,
                  const std::string& case_name) {
@@ -338,21 +322,34 @@ void write_trace(const nn::NetVariant& variant, std::string_view network, std::i
   trace_written() = true;
   const bool gpu = variant.device == Device::gpu;
   const double origin = now_s();
-  Trace trace(origin);
+  TraceWriter trace(origin);
   trace.process(1, "first pass: prepare (primitive creation, algorithm search, tuning trials), cold pass", gpu);
   trace.process(2, "steady passes", gpu);
+  if (gpu) trace.process(3, "the pass as the benchmark times it (run(): for the graph rows one CUDA graph launch)", gpu);
   PassTimes first;
   NetCase c(variant, network, batch, [&](NetCase& fresh) { first = LayerTimer(fresh).pass(); });
   const auto [prepare_start, prepare_end] = c.prepare_span();
-  trace.span(1, Trace::kHost, "prepare", "prepare", prepare_start, prepare_end - prepare_start);
-  trace.pass(1, c.network(), first, 0, gpu);
+  trace.span(1, TraceWriter::kHost, "prepare", "prepare", prepare_start, prepare_end - prepare_start);
+  std::vector<TraceLayer> layers;
+  for (const nn::Layer& l : c.network().layers) layers.push_back({l.name, l.label(), l.op()});
+  trace.pass(1, layers, first, 0, gpu);
   LayerTimer timer(c);
   for (int p = 1; p <= kTracePasses; ++p) {
     const double copy_start = now_s();
     c.reload_input();  // the input, as a loader hands it over (synchronous copy on the GPU)
-    if (gpu) trace.span(2, Trace::kCopy, "input h2d", "copy", copy_start, now_s() - copy_start);
-    trace.pass(2, c.network(), timer.pass(), p, gpu);
+    if (gpu) trace.span(2, TraceWriter::kCopy, "input h2d", "copy", copy_start, now_s() - copy_start);
+    trace.pass(2, layers, timer.pass(), p, gpu);
   }
+#if DLB_HAVE_CUDA
+  if (gpu) {
+    c.reload_input();
+    const PassTimes t = timed_pass(c);
+    const nlohmann::json args = {{"implementation", c.report().implementation}};
+    trace.span(3, TraceWriter::kHost, "run()", "launch", t.begin_s, t.host_s[0], args);
+    trace.span(3, TraceWriter::kStream, "pass (as timed)", "timed pass", t.begin_s + t.device_origin_s,
+               t.layer_s[0], args);
+  }
+#endif
   trace.write(trace_path(), {{"case", case_name},
                              {"implementation", c.report().implementation},
                              {"batch", batch},

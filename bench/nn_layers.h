@@ -8,21 +8,12 @@
 #include <vector>
 
 #include "bench/cases/nn_case.h"
+#include "bench/trace.h"
 #if DLB_HAVE_CUDA
 #include "kernels/common/cuda_resources.h"
 #endif
 
 namespace dlb::bench {
-
-// One instrumented pass. Times in seconds; offsets from begin_s.
-struct PassTimes {
-  double begin_s = 0;                // steady clock at the pass's start
-  std::vector<double> layer_s;       // each layer's time (CPU: clock; GPU: between its events)
-  std::vector<double> start_s;       // each layer's start on the device's timeline (CPU: = host_start_s)
-  std::vector<double> host_s;        // the host's time in each layer call (GPU: issuing it)
-  std::vector<double> host_start_s;  // when the host began each call
-  double device_origin_s = 0;        // GPU: when its timeline starts (the hold's release)
-};
 
 // Runs the layer calls of a prepared case one by one, timing each the way
 // the device allows (nn_layers.cpp says how). The case outlives the timer.

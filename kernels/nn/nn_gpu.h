@@ -56,6 +56,13 @@ void launch_global_avg_pool_nhwc16(NhwcType type, const Layer& l, std::int64_t b
 // else the first that did not. Built with cuDNN only.
 std::string fused_graph_parts_check(const FusedConvPlan& plan, NhwcType type);
 
+// The fused rows' process-wide plan cache (cudnn_plan_cache.h): lookups that
+// reused a plan, and plans built. Built with cuDNN only.
+struct PlanCacheCounts {
+  std::size_t hits = 0, misses = 0;
+};
+PlanCacheCounts fused_plan_cache_counts();
+
 // gpu_own_s8's kernels: one thread per element of s8_direct_math.h's
 // element functions.
 void launch_s8_quantize(const s8::Quantize& p, CUstream_st* stream);

@@ -21,12 +21,16 @@
 // one choice per layer shape. A layer no allowed engine runs fused is the
 // conv alone (a graph of one op) and the own epilogue; the counters
 // fused_layers and layers say how many fused. The whole pass is captured
-// once into a CUDA graph. Unverified on a GPU: written from cuDNN's
-// documentation, compiled for sm_80 and sm_90, never run.
+// once into a CUDA graph. The plans (with their runtime-compiled engines and
+// timed choice) are built once per process for each layer shape, precision,
+// batch and device, and reused by every later backend instance
+// (cudnn_plan_cache.h), on one cuDNN handle per device that builds and runs
+// them all.
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +41,7 @@
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/gemm/quant.h"
 #include "kernels/nn/cudnn_fused_plan.h"
+#include "kernels/nn/cudnn_plan_cache.h"
 #include "kernels/nn/layers.h"
 #include "kernels/nn/nn_gpu.h"
 #include "kernels/nn/walk.h"
@@ -300,9 +305,9 @@ CudnnBackendDesc variant_pack(const std::vector<std::int64_t>& uids, const std::
 // uids and pointers), or null where no allowed engine finalises and runs.
 // Timed as the benchmark times: after two untimed calls, the median of
 // cudnn_median_seconds's calls between CUDA events on the stream.
-std::shared_ptr<GraphEngine> fastest_engine(cudnnHandle_t handle, cudaStream_t stream, const OpGraph& g, bool fp32,
-                                            const std::vector<std::int64_t>& uids,
-                                            const std::vector<void*>& pointers) {
+std::shared_ptr<const GraphEngine> fastest_engine(cudnnHandle_t handle, cudaStream_t stream, const OpGraph& g,
+                                                  bool fp32, const std::vector<std::int64_t>& uids,
+                                                  const std::vector<void*>& pointers) {
   if (g.graph == nullptr) return nullptr;
   std::vector<GraphEngine> engines = graph_engines(handle, *g.graph, CUDNN_HEUR_MODE_A, fp32);
   if (engines.empty()) engines = graph_engines(handle, *g.graph, CUDNN_HEUR_MODE_FALLBACK, fp32);
@@ -324,6 +329,46 @@ std::shared_ptr<GraphEngine> fastest_engine(cudnnHandle_t handle, cudaStream_t s
   return best;
 }
 
+// The cuDNN handle of the fused rows' plans on one device: every plan in
+// the cache is built with it (a plan is made for a handle, and a handle for
+// the device current when it was created) and run with it, its stream set
+// to the caller's under `mutex`, since a handle is not for concurrent use.
+struct PlanHandle {
+  std::mutex mutex;
+  CudnnHandle handle{nullptr};
+  cudaStream_t stream = nullptr;  // the handle's
+  // The handle, on `s`; call with `mutex` held. A pass's calls set the
+  // stream only when it changes: they are captured into a CUDA graph right
+  // after they ran eagerly on the same stream, so the capture sees no
+  // cudnnSetStream. Prepare sets it always (`always`): a new stream may have
+  // the address of a destroyed one.
+  cudnnHandle_t on(cudaStream_t s, bool always = false) {
+    if (always || s != stream) {
+      DLB_CUDNN_CHECK(cudnnSetStream(handle.get(), s));
+      stream = s;
+    }
+    return handle.get();
+  }
+};
+
+// Kept for the life of the process, as the plans, and never destroyed:
+// cuDNN objects destroyed at exit, after the CUDA runtime has been torn
+// down, fail.
+PlanHandle& plan_handle(int device) {
+  static auto* handles = new std::map<int, std::unique_ptr<PlanHandle>>;
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  auto& h = (*handles)[device];
+  if (h == nullptr) h = std::make_unique<PlanHandle>();  // on `device`, the current one
+  return *h;
+}
+
+// The engine chosen per plan key (null: no allowed engine runs the graph).
+PlanCache<std::shared_ptr<const GraphEngine>>& plan_cache() {
+  static auto* cache = new PlanCache<std::shared_ptr<const GraphEngine>>;
+  return *cache;
+}
+
 struct Options {
   const char* row;
   NhwcType type;
@@ -337,7 +382,8 @@ struct Options {
 struct FusedConvStep {
   DeviceBuffer<unsigned char> weight;
   DeviceBuffer<float> bias;
-  std::shared_ptr<GraphEngine> engine;
+  PlanHandle* handle = nullptr;  // the plan's
+  std::shared_ptr<const GraphEngine> engine;
   DeviceBuffer<unsigned char> workspace;
   std::unique_ptr<CudnnBackendDesc> pack;
   bool fused = false;  // false: the conv alone, the own epilogue after it
@@ -538,6 +584,14 @@ class Cudnn16Layers final : public GraphBackend<Tensor16> {
     const void* x = from_input ? b_->input.data() : io.x.y16;
     const void* residual = io.residual == nullptr ? nullptr : io.residual->y16;
     void* y = out.y16;
+    int device = 0;
+    DLB_CUDA_CHECK(cudaGetDevice(&device));
+    f->handle = &plan_handle(device);
+    {
+      const std::lock_guard lock(f->handle->mutex);
+      f->handle->on(sh_->stream, true);
+    }
+    const char* io_type = o_.type == NhwcType::f32 ? "f32" : o_.type == NhwcType::f16 ? "f16" : "bf16";
     std::string key;
     for (const bool fused : {true, false}) {
       const FusedConvPlan plan = fused_conv_plan(net_, io.index, n_, fused);
@@ -554,14 +608,15 @@ class Cudnn16Layers final : public GraphBackend<Tensor16> {
         pointers.push_back(const_cast<void*>(p));
       }
       key = plan.key();
-      auto found = engines_.find(key);
-      if (found == engines_.end()) {
-        const OpGraph g = op_graph(sh_->cudnn.get(), plan, dt_);
-        found = engines_.emplace(key, fastest_engine(sh_->cudnn.get(), sh_->stream, g, o_.type == NhwcType::f32,
-                                                     uids, pointers)).first;
-      }
-      if (found->second == nullptr) continue;
-      f->engine = found->second;
+      std::shared_ptr<const GraphEngine> engine =
+          plan_cache().get(fused_plan_key(device, io_type, plan), [&]() -> std::shared_ptr<const GraphEngine> {
+            const std::lock_guard lock(f->handle->mutex);
+            const cudnnHandle_t handle = f->handle->on(sh_->stream);
+            const OpGraph g = op_graph(handle, plan, dt_);
+            return fastest_engine(handle, sh_->stream, g, o_.type == NhwcType::f32, uids, pointers);
+          });
+      if (engine == nullptr) continue;
+      f->engine = std::move(engine);
       f->fused = fused;
       f->workspace = DeviceBuffer<unsigned char>(static_cast<std::size_t>(f->engine->workspace_bytes));
       f->pack = std::make_unique<CudnnBackendDesc>(variant_pack(uids, pointers, f->workspace.data()));
@@ -577,7 +632,10 @@ class Cudnn16Layers final : public GraphBackend<Tensor16> {
     return {out.tensor, [sh = sh_, b = b_, f, &l, &net = net_, n = n_, type = o_.type, convert = from_input,
                          in = args_.x, residual, y] {
               if (convert) launch_to_nhwc16(type, in, n, net.c, net.h * net.w, b->input.data(), sh->stream);
-              DLB_CUDNN_CHECK(cudnnBackendExecute(sh->cudnn.get(), f->engine->plan->get(), f->pack->get()));
+              {
+                const std::lock_guard lock(f->handle->mutex);
+                DLB_CUDNN_CHECK(cudnnBackendExecute(f->handle->on(sh->stream), f->engine->plan->get(), f->pack->get()));
+              }
               if (!f->fused)
                 launch_epilogue16(type, n, l.k, l.oh * l.ow, nullptr, f->bias.data(), residual, l.relu, y, sh->stream);
             }};
@@ -592,9 +650,7 @@ class Cudnn16Layers final : public GraphBackend<Tensor16> {
   const cudaDataType_t blas_type_;
   const cublasComputeType_t blas_compute_;
   const std::size_t element_bytes_;
-  // The fused rows: the engine chosen per graph key (null: none runs it),
-  // the engines used, how many convs fused.
-  std::map<std::string, std::shared_ptr<GraphEngine>> engines_;
+  // The fused rows: the engines used, how many convs fused.
   std::set<std::string> engine_names_;
   int fused_layers_ = 0, conv_layers_ = 0;
   std::shared_ptr<Shared> sh_;
@@ -608,6 +664,8 @@ Run prepare_16bit(const NetArgs& args, const Exec& exec, const Options& o) {
 }
 
 }  // namespace
+
+PlanCacheCounts fused_plan_cache_counts() { return {plan_cache().hits(), plan_cache().misses()}; }
 
 std::string fused_graph_parts_check(const FusedConvPlan& plan, NhwcType type) {
   const cudnnDataType_t io = type == NhwcType::f16    ? CUDNN_DATA_HALF
