@@ -9,8 +9,8 @@ namespace dlb::bench {
 namespace {
 
 DLB_BENCH_FLAG(suite, "suite", "full|default|gpu-quick", "--suite=gpu-quick",
-               "the set of cases to register (default: full, every case; scripts/bench runs 'default'); "
-               "--benchmark_filter narrows it further");
+               "the set of cases to register (default: full, every case, but with descriptors only theirs; "
+               "scripts/bench runs 'default'); --benchmark_filter narrows it further");
 
 // The GPU families at their telling sizes: in the default suite and alone as
 // gpu-quick.

@@ -26,7 +26,7 @@ DLB_BENCH_FLAG(gemm, "gemm", "m:M/n:N/k:K", "--gemm=m:64/n:128/k:9216",
                "gemm cases, every precision, for this shape (m, n, k 1 to 2^31-1); repeatable");
 DLB_BENCH_FLAG(daxpy, "daxpy", "n:N", "--daxpy=n:1M", "daxpy cases for n elements (1 to 2^31-1; suffix K M G); repeatable");
 DLB_BENCH_FLAG(copy, "copy", "bytes:B", "--copy=bytes:64M",
-               "copy cases (GPU only) for B bytes (1 to 1T; suffix K M G); repeatable");
+               "copy cases (GPU only) for B bytes (1 to 1024G; suffix K M G); repeatable");
 DLB_BENCH_FLAG(net, "net", "NETWORK/batch:B", "--net=resnet20/batch:8",
                "network cases at batch B: resnet20, mnist_cnn, mnist_lenet (inference, B <= 10000) or "
                "resnet20_train, mnist_cnn_train, mnist_lenet_train (training step, B <= 60000); repeatable");
