@@ -240,7 +240,11 @@ Descriptors parse_shapes_file(std::string_view text, std::string_view origin) {
   if (!bad.empty()) {
     std::string message = std::string(origin) + ": " + std::to_string(bad.size()) + " bad line" +
                           (bad.size() == 1 ? "" : "s") + ", nothing run:";
-    for (const auto& b : bad) message.append("\n  ").append(b);
+    // Every bad line, up to a thousand (a file that is no batch file at all
+    // would otherwise make a message as large as itself).
+    constexpr std::size_t kMaxListed = 1000;
+    for (std::size_t i = 0; i < bad.size() && i < kMaxListed; ++i) message.append("\n  ").append(bad[i]);
+    if (bad.size() > kMaxListed) message.append("\n  ... and " + std::to_string(bad.size() - kMaxListed) + " more");
     throw Error(message);
   }
   return out;

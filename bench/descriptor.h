@@ -132,9 +132,9 @@ inline constexpr std::string_view kDescriptorFamilies[] = {"conv", "softmax", "g
 void add_descriptor(std::string_view family, std::string_view text, Descriptors& into);
 
 // A batch file: one "<family> <descriptor>" a line; '#' starts a comment,
-// blank lines are skipped. Every line is parsed: a dlb::Error lists every
-// bad line as "<origin>:<line>: <problem>", and so does a file with no
-// descriptor at all.
+// blank lines are skipped. Every line is parsed: a dlb::Error counts the
+// bad lines and lists each as "<origin>:<line>: <problem>" (the first
+// thousand); a file with no descriptor at all is an error too.
 Descriptors parse_shapes_file(std::string_view text, std::string_view origin);
 
 }  // namespace dlb::bench

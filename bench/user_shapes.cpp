@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "bench/suites.h"
@@ -40,13 +40,24 @@ Descriptors& shapes() {
 }
 bool g_own_shapes = true;
 
+// A batch file of a million lines is some 30 MB; past this it is not one
+// (and /dev/zero must not be read forever).
+constexpr std::size_t kMaxShapesFileBytes = std::size_t{64} << 20;
+
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error("--shapes=" + path + ": a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("--shapes=" + path + ": cannot read it (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxShapesFileBytes)
+      throw Error("--shapes=" + path + ": larger than 64 MiB, not a batch file of descriptors");
+  }
   if (in.bad()) throw Error("--shapes=" + path + ": cannot read it");
-  return text.str();
+  return text;
 }
 
 double host_memory_bytes() {

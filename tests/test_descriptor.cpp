@@ -174,6 +174,16 @@ TEST(ShapesFile, ListsEveryBadLineWithItsNumber) {
   EXPECT_EQ(message.find("my.txt:8:"), std::string::npos) << message;
 }
 
+TEST(ShapesFile, ListsTheFirstThousandBadLinesAndCountsAll) {
+  std::string text;
+  for (int i = 0; i < 1500; ++i) text += "gemm m:0/n:1/k:1\n";
+  const std::string message = error_of([&] { parse_shapes_file(text, "big.txt"); });
+  EXPECT_NE(message.find("big.txt: 1500 bad lines, nothing run:"), std::string::npos);
+  EXPECT_NE(message.find("big.txt:1000: gemm"), std::string::npos);
+  EXPECT_EQ(message.find("big.txt:1001:"), std::string::npos);
+  EXPECT_NE(message.find("\n  ... and 500 more"), std::string::npos);
+}
+
 TEST(ShapesFile, EmptyFileIsAnError) {
   EXPECT_NE(error_of([] { parse_shapes_file("# only a comment\n\n", "e.txt"); }).find("e.txt: no descriptor in the file"),
             std::string::npos);

@@ -117,6 +117,8 @@ class BadInputExits2NamingTheField(unittest.TestCase):
             "--softmax=": "--softmax= needs a value, e.g. --softmax=rows:128/cols:1024",
             "--shapes=": "--shapes= needs a value",
             "--shapes=/nonexistent/shapes.txt": "--shapes=/nonexistent/shapes.txt: cannot read it",
+            "--shapes=shapes": "--shapes=shapes: a directory, not a file",
+            "--shapes=/dev/zero": "--shapes=/dev/zero: larger than 64 MiB, not a batch file of descriptors",
             # Memory that would not fit: 2^31-1 squared, 16 bytes each.
             "--softmax=rows:2147483647/cols:2147483647": "needs at least",
         }
