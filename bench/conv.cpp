@@ -2,49 +2,54 @@
 // convolution variant on the default shapes (ResNet20 and MNIST CNN layers
 // at batch 1 and 64, see conv_default_shapes), or, with
 //     bench --conv=n64c16h32w32k16r3s3stride1pad1[,more descriptors]
-// (the flag may also be repeated) on those shapes instead of the defaults.
+// (the flag may also be repeated, or the shapes come from --shapes=FILE:
+// bench/user_shapes.h) on those shapes alone; with --suite given too, on
+// those and the suite's.
 // flops counts 2*n*k*oh*ow*c*r*s for every algorithm, so a Winograd or FFT
 // variant that does fewer multiplications shows a higher rate. The label
 // names the shape's origin and the implementation the library picked;
 // cuDNN cases add workspace_bytes, gpu_cudnn_find its search_seconds.
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/cases/conv_case.h"
 #include "bench/harness.h"
 #include "bench/suites.h"
+#include "bench/user_shapes.h"
 #include "kernels/common/error.h"
 
 namespace dlb::bench {
 namespace {
 
-DLB_BENCH_FLAG(conv, "conv", "DESCRIPTOR[,DESCRIPTOR...]", "--conv=n64c16h32w32k16r3s3stride1pad1",
-               "conv cases for these shapes instead of the default ones (fields n c h w k r s stride pad; "
-               "required n c h k r); repeatable");
-
-std::vector<NamedConvShape> shapes_from_flags(Config& config) {
-  std::vector<NamedConvShape> shapes;
-  for (std::string value = take_flag(config, "conv"); !value.empty(); value = take_flag(config, "conv"))
-    for (const auto& shape : parse_conv_descriptors(value)) shapes.push_back({"command line", shape});
+// The user's shapes (bench/user_shapes.h) first, registered whatever the
+// suite; then the default ones, where wanted, but those the user gave.
+std::vector<std::pair<NamedConvShape, bool>> shapes_to_register() {
+  std::vector<std::pair<NamedConvShape, bool>> shapes;
+  const auto& user = user_shapes().conv;
+  for (const ConvShape& shape : user) shapes.push_back({{"command line", shape}, true});
+  if (own_shapes_wanted())
+    for (const NamedConvShape& named : conv_default_shapes())
+      if (std::none_of(user.begin(), user.end(),
+                       [&](const ConvShape& s) { return s.descriptor() == named.shape.descriptor(); }))
+        shapes.push_back({named, false});
   return shapes;
 }
 
 void register_conv(Config& config) {
-  auto shapes = shapes_from_flags(config);
-  // Shapes the user named are registered whatever the suite.
-  std::optional<SuiteBypass> bypass;
-  if (!shapes.empty()) bypass.emplace();
-  if (shapes.empty()) shapes = conv_default_shapes();
   // Shape by shape, so that each shape's reference is computed once.
-  for (const auto& named : shapes) {
+  for (const auto& [named, user] : shapes_to_register()) {
+    std::optional<SuiteBypass> bypass;
+    if (user) bypass.emplace();
     const ConvShape& p = named.shape;
     for (const ConvVariant* variant : variants_to_run(conv_variants(), config)) {
       if (!variant->accepts_problem(ConvArgs{p})) continue;
       const auto name = case_name("conv", variant->name,
                                   {{"n", p.n}, {"c", p.c}, {"h", p.h}, {"w", p.w}, {"k", p.k}, {"r", p.r},
                                    {"s", p.s}, {"stride", p.stride}, {"pad", p.pad}});
-      add_case(name, variant->device, [variant, named](benchmark::State& state) {
+      add_case(name, variant->device, [variant, named = named](benchmark::State& state) {
         auto* c = validated_case<ConvCase>(state, *variant, named.shape);
         if (c == nullptr) return;
         // Compute-bound: no L2 flush between GPU calls.

@@ -27,12 +27,19 @@
 // pageable, n 4 MiB, 64 MiB, 1 GiB: the chunk pipeline, events on the
 // case's stream that it forks from and joins into. bytes_per_second counts
 // the bytes copied, n in and n out; overlap_fraction: see PipelineCase.
+//
+// With --copy=bytes:B (bench/user_shapes.h): B alone (with --suite given
+// too: B and the suite's sizes), every single-copy variant (gpu_d2d too),
+// the register cost and, where B is a multiple of 4 (fp32 elements), the
+// pipeline cases.
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "bench/cases/copy_case.h"
 #include "bench/harness.h"
+#include "bench/suites.h"
+#include "bench/user_shapes.h"
 
 namespace dlb::bench {
 namespace {
@@ -100,8 +107,27 @@ void add_pipeline(const HostKind& host, int streams, std::int64_t bytes) {
   });
 }
 
+// The user's sizes, registered whatever the suite (without a GPU the user
+// is told: user_shapes.cpp).
+void register_user_copies() {
+  const SuiteBypass bypass;
+  for (const CopyShape& shape : user_shapes().copy) {
+    const std::int64_t bytes = shape.bytes;
+    for (const CopyVariant& variant : copy_variants())
+      if (variant.usable()) add_copy(variant, bytes);
+    if (host_register_supported()) add_register_cost(bytes);
+    if (bytes % 4 != 0) continue;
+    for (const char* kind : {"pageable", "pinned"})
+      for (const int streams : {1, 2, 4}) add_pipeline(host_kind(kind), streams, bytes);
+  }
+}
+
+bool user_size(std::int64_t bytes) { return is_user_shape(user_shapes().copy, CopyShape{bytes}); }
+
 void register_copy(Config& config) {
   if (!config.gpu) return;
+  register_user_copies();
+  if (!own_shapes_wanted()) return;
   const auto sizes = geometric(4 * kKiB, kGiB, 4);
   // gpu_d2d from 1 MiB: below that a device copy measures launch latency, not
   // a ceiling, and each of its iterations (a few microseconds) would pay the
@@ -109,14 +135,17 @@ void register_copy(Config& config) {
   const auto d2d_sizes = geometric(kMiB, kGiB, 4);
   for (const CopyVariant& variant : copy_variants()) {
     if (!variant.usable()) continue;
-    for (const auto bytes : variant.direction == Direction::d2d ? d2d_sizes : sizes) add_copy(variant, bytes);
+    for (const auto bytes : variant.direction == Direction::d2d ? d2d_sizes : sizes)
+      if (!user_size(bytes)) add_copy(variant, bytes);
   }
   if (host_register_supported()) {
-    for (const auto bytes : sizes) add_register_cost(bytes);
+    for (const auto bytes : sizes)
+      if (!user_size(bytes)) add_register_cost(bytes);
   }
   for (const char* kind : {"pageable", "pinned"}) {
     for (const int streams : {1, 2, 4}) {
-      for (const auto bytes : geometric(4 * kMiB, kGiB, 16)) add_pipeline(host_kind(kind), streams, bytes);
+      for (const auto bytes : geometric(4 * kMiB, kGiB, 16))
+        if (!user_size(bytes)) add_pipeline(host_kind(kind), streams, bytes);
     }
   }
 }

@@ -4,19 +4,24 @@
 // multiply-adds counted the same), max_rel_err against the reference of the
 // inputs the variant was given, and err_vs_f32 against the fp32 problem for
 // every variant that is not fp32. The label names oneDNN's implementation
-// (e.g. brg:avx512_core_amx_int8).
+// (e.g. brg:avx512_core_amx_int8). With --gemm=m:M/n:N/k:K
+// (bench/user_shapes.h): that shape alone, every variant (with --suite given
+// too: that shape and the suite's).
+#include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "bench/cases/gemm_case.h"
 #include "bench/harness.h"
+#include "bench/suites.h"
+#include "bench/user_shapes.h"
 
 namespace dlb::bench {
 namespace {
 
-struct Shape {
-  std::int64_t m, n, k;
-  double macs() const { return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
-};
+using Shape = GemmShape;
+double macs(const Shape& s) { return static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k); }
 
 constexpr Shape kShapes[] = {
     // Square.
@@ -40,7 +45,8 @@ constexpr Shape kShapes[] = {
 };
 
 // The plain-loop variants (cpu_naive_f32, cpu_ref_s8: one thread, for
-// scale) take seconds per call beyond 1024^3; the default suite stops there.
+// scale) take seconds per call beyond 1024^3; the default suite stops there,
+// and so do the user's shapes (their own variants run every shape).
 constexpr double kPlainLoopMaxMacs = 1024.0 * 1024.0 * 1024.0;
 
 bool plain_loops(std::string_view variant) {
@@ -51,15 +57,29 @@ bool plain_loops(std::string_view variant) {
 // arrive from DRAM in inference): below 64 flops per byte of fp32 A, B and C.
 bool memory_bound(const Shape& s) {
   const double bytes = 4.0 * static_cast<double>(s.m * s.k + s.k * s.n + s.m * s.n);
-  return 2.0 * s.macs() / bytes < 64.0;
+  return 2.0 * macs(s) / bytes < 64.0;
+}
+
+// The user's shapes (registered whatever the suite), then the family's own
+// where wanted, but those the user gave.
+std::vector<std::pair<Shape, bool>> shapes() {
+  std::vector<std::pair<Shape, bool>> out;
+  const auto& user = user_shapes().gemm;
+  for (const Shape& s : user) out.emplace_back(s, true);
+  if (own_shapes_wanted())
+    for (const Shape& s : kShapes)
+      if (!is_user_shape(user, s)) out.emplace_back(s, false);
+  return out;
 }
 
 void register_gemm(Config& config) {
   for (const GemmVariant* variant : variants_to_run(gemm_variants(), config)) {
-    for (const Shape& s : kShapes) {
-      if (plain_loops(variant->name) && s.macs() > kPlainLoopMaxMacs) continue;
+    for (const auto& [s, user] : shapes()) {
+      if (plain_loops(variant->name) && macs(s) > kPlainLoopMaxMacs) continue;
+      std::optional<SuiteBypass> bypass;
+      if (user) bypass.emplace();
       add_case(case_name("gemm", variant->name, {{"m", s.m}, {"n", s.n}, {"k", s.k}}), variant->device,
-               [variant, s](benchmark::State& state) {
+               [variant, s = s](benchmark::State& state) {
                  auto* c = validated_case<GemmCase>(state, *variant, s.m, s.n, s.k);
                  if (c == nullptr) return;
                  time_run(state, [c] { c->run(); }, c->context(), Timing{.flush_l2 = memory_bound(s)});

@@ -13,6 +13,7 @@
 #include "bench/harness.h"
 #include "bench/json_out.h"
 #include "bench/suites.h"
+#include "bench/user_shapes.h"
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/gpu.h"
 
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) config.flags.emplace_back(argv[i]);
 
   try {
+    dlb::bench::take_user_shapes(config);  // descriptors and --shapes, before --suite (user_shapes.h)
     // The suite and the GPU time per repetition, before any family registers
     // a case; the last --suite given wins (scripts/bench puts its default
     // first, the user's arguments after it).

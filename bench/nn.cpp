@@ -1,7 +1,9 @@
 // <network>/<backend>/batch:<b>: a whole forward pass of resnet20,
 // mnist_cnn and mnist_lenet with the committed Fashion-MNIST weights, on the
 // real test images, for every backend of the network table (kernels/nn/nn.h),
-// at batch 1, 16, 64 and 256 (GPU backends also 1024).
+// at batch 1, 16, 64 and 256 (GPU backends also 1024), or, with
+// --net=<network>/batch:B (bench/user_shapes.h), at batch B alone (with
+// --suite given too: B and the suite's batches), every backend.
 //
 // Before timing, each case runs its backend over PyTorch's 256 reference
 // images and compares the outputs with PyTorch's logits (max_rel_err); once
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +32,8 @@
 #include "bench/cases/nn_case.h"
 #include "bench/harness.h"
 #include "bench/nn_layers.h"
+#include "bench/suites.h"
+#include "bench/user_shapes.h"
 
 namespace dlb::bench {
 namespace {
@@ -52,6 +57,7 @@ const NetAccuracy& accuracy_of(const nn::NetVariant& variant, std::string_view n
 
 void register_nn(Config& config) {
   for (const std::string_view network : nn::network_names()) {
+    if (!own_shapes_wanted() && net_batches(network, {}).empty()) continue;  // not asked for: its files unread
     // The network, to ask each row whether it runs it; a file that cannot be
     // read lets every row register, and each case reports the error.
     const nn::Network* net = nullptr;
@@ -65,9 +71,11 @@ void register_nn(Config& config) {
       if (net != nullptr && !variant->accepts_problem(nn::NetArgs{net})) continue;
       const std::span<const std::int64_t> batches =
           variant->device == Device::gpu ? std::span<const std::int64_t>(kGpuBatches) : kBatches;
-      for (const std::int64_t batch : batches) {
+      for (const auto& [batch, user] : net_batches(network, batches)) {
+        std::optional<SuiteBypass> bypass;
+        if (user) bypass.emplace();
         const auto name = case_name(network, variant->name, {{"batch", batch}});
-        add_case(name, variant->device, [variant, network, batch, name, load_error](benchmark::State& state) {
+        add_case(name, variant->device, [variant, network, batch = batch, name, load_error](benchmark::State& state) {
           if (!load_error.empty()) return report_input_error(state, load_error);
           auto* c = validated_case<NetCase>(state, *variant, network, batch);
           if (c == nullptr) return;

@@ -23,8 +23,9 @@
 // A suite is a list of patterns (regular expressions searched in the case
 // name without its time suffix), kept in suites.cpp next to each other so
 // that what a suite holds is read in one place; --benchmark_filter then
-// narrows the suite further. Shapes given on the command line (--conv=...)
-// are always registered.
+// narrows the suite further. Shapes given on the command line (--conv=...,
+// --shapes=FILE: bench/user_shapes.h) are always registered; given without
+// --suite, they are all that is (the suite "descriptors").
 #pragma once
 
 #include <string>
@@ -46,6 +47,10 @@ void select_suite(std::string_view name);
 const Suite& selected_suite();
 // Whether the selected suite holds the case `name` ("<op>/<variant>/...").
 bool suite_includes(std::string_view name);
+// Descriptors given without --suite (user_shapes.h): from now on only the
+// cases registered under a SuiteBypass are in; selected_suite() is then
+// "descriptors".
+void select_user_shapes_only();
 // For cases the user asked for by shape (--conv=...): always registered.
 class SuiteBypass {
  public:

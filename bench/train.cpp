@@ -24,13 +24,22 @@
 // they stood, while a fresh step is built and runs two steps:
 // measured_step_peak) and allocated_bytes_per_step (host heap, the whole
 // process, alloc_counter.h); neither in sanitizer builds.
+//
+// With --net=<network>_train/batch:B (bench/user_shapes.h): the step at
+// batch B alone (with --suite given too: B and the suite's batches), every
+// impl; the GPU's are train_gpu.cpp's.
 #include <chrono>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/alloc_counter.h"
 #include "bench/cases/train_case.h"
 #include "bench/harness.h"
+#include "bench/suites.h"
 #include "bench/train_memory.h"
+#include "bench/user_shapes.h"
 #include "kernels/nn/dataset.h"
 
 namespace dlb::bench {
@@ -66,10 +75,12 @@ constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
     for (const auto& [impl, choice, label, chains_only] : kImpls)
-    for (const std::int64_t batch : kTrainBatches) {
+    for (const auto& [batch, user] : net_batches(std::string(network) + "_train", kTrainBatches)) {
       if (chains_only && network == "resnet20") continue;
+      std::optional<SuiteBypass> bypass;
+      if (user) bypass.emplace();
       const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
-      add_case(name, Device::cpu, [network, batch, choice, label](benchmark::State& state) {
+      add_case(name, Device::cpu, [network, batch = batch, choice = choice, label = label](benchmark::State& state) {
         if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
           return report_input_error(state, problem);
         auto* c = validated_case<TrainCase>(state, network, batch, choice);

@@ -10,7 +10,9 @@
 // (from pageable memory, before the step), h2d:pinned (from page-locked
 // memory, before the step), h2d:overlap (page-locked, the next batch on a
 // second stream while the step runs). GPU only: nothing is registered
-// without a device.
+// without a device. With --net=<network>_train/batch:B
+// (bench/user_shapes.h): batch B alone (with --suite given too: B and the
+// suite's batches), every impl and copy mode.
 //
 // Validated before timing (gradients against the double reference, the
 // loss against its fp32 bound). Each iteration is one step, timed by CUDA
@@ -31,10 +33,13 @@
 // before setting the case up and after its validation step: the same and
 // the cuDNN and cuBLAS handles' allocations). The label names the cuDNN
 // algorithms chosen.
+#include <optional>
 #include <string>
 
 #include "bench/cases/train_gpu_case.h"
 #include "bench/harness.h"
+#include "bench/suites.h"
+#include "bench/user_shapes.h"
 #include "kernels/nn/dataset.h"
 
 namespace dlb::bench {
@@ -57,13 +62,15 @@ void register_train_gpu(Config& config) {
   if (!config.gpu) return;
   for (const std::string_view network : kTrainable)
     for (const auto& [impl, launch] : kImpls)
-    for (const std::int64_t batch : kBatches)
+    for (const auto& [batch, user] : net_batches(std::string(network) + "_train", kBatches))
       for (const H2d mode : kModes) {
+        std::optional<SuiteBypass> bypass;
+        if (user) bypass.emplace();
         const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}}) + "/h2d:" +
                           h2d_name(mode);
         add_case(
             name, Device::gpu,
-            [network, batch, mode, launch = launch](benchmark::State& state) {
+            [network, batch = batch, mode, launch = launch](benchmark::State& state) {
               if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
                 return report_input_error(state, problem);
               auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, launch);
