@@ -13,6 +13,7 @@
 
 #include "kernels/common/buffer.h"
 #include "kernels/common/cpu_info.h"
+#include "kernels/common/device_bytes.h"
 #include "kernels/common/error.h"
 #include "kernels/common/random.h"
 #include "kernels/roofline/roofline.h"
@@ -235,6 +236,74 @@ TEST(GpuCeilings, DatasheetPeakFromLanesPerSm) {
   EXPECT_EQ(gpu_fp32_lanes_per_sm(7, 0), 64);
   EXPECT_EQ(gpu_fp32_lanes_per_sm(8, 6), 128);
   EXPECT_EQ(gpu_fp32_lanes_per_sm(10, 0), 128);
+}
+
+// The device byte count (kernels/common/device_bytes.h) that measures a GPU
+// training step's memory, fed by hand: DeviceMemory feeds the process's
+// one the same way on a GPU. Each allocation must raise the live bytes,
+// each free lower them by that allocation's size, and a watch's peak must
+// keep what a temporary allocation raised.
+TEST(DeviceByteCount, CountsLiveBytesAndEachWatchsPeak) {
+  DeviceByteCount count;
+  int a = 0, b = 0, c = 0, d = 0;
+  count.allocated(&a, 1000);  // before any watch: not part of its rise
+  DeviceBytePeak outer(count);
+  EXPECT_EQ(outer.start_bytes(), 1000);
+  count.allocated(&b, 300);
+  EXPECT_EQ(count.live_bytes(), 1300);
+  {
+    DeviceBytePeak inner(count);
+    count.allocated(&c, 5000);  // a search's temporary workspace
+    EXPECT_TRUE(count.freed(&c));
+    EXPECT_EQ(inner.rise(), 5000);
+  }
+  count.allocated(&d, 200);
+  EXPECT_EQ(count.live_bytes(), 1500);
+  EXPECT_EQ(count.allocations(), 3);
+  EXPECT_EQ(outer.peak_bytes(), 6300);
+  EXPECT_EQ(outer.rise(), 5300);
+  // A watch started now sees only what comes after it.
+  DeviceBytePeak later(count);
+  EXPECT_EQ(later.rise(), 0);
+  EXPECT_TRUE(count.freed(&b));
+  EXPECT_TRUE(count.freed(&d));
+  EXPECT_TRUE(count.freed(&a));
+  EXPECT_EQ(count.live_bytes(), 0);
+  EXPECT_EQ(count.allocations(), 0);
+  EXPECT_EQ(later.rise(), 0);
+  EXPECT_EQ(outer.rise(), 5300);  // a peak does not fall with the frees
+}
+
+TEST(DeviceByteCount, IgnoresWhatItDidNotCount) {
+  DeviceByteCount count;
+  int a = 0, stranger = 0;
+  count.allocated(nullptr, 64);  // cudaMalloc of 0 bytes may give null
+  count.allocated(&a, 64);
+  EXPECT_FALSE(count.freed(&stranger));
+  EXPECT_FALSE(count.freed(nullptr));
+  EXPECT_EQ(count.live_bytes(), 64);
+  EXPECT_TRUE(count.freed(&a));
+  EXPECT_FALSE(count.freed(&a));  // twice: the second changes nothing
+  EXPECT_EQ(count.live_bytes(), 0);
+}
+
+// Several threads allocating and freeing at once (the count is shared by
+// the process): every byte comes back, and the peak is at least what one
+// thread held at once.
+TEST(DeviceByteCount, IsExactAcrossThreads) {
+  DeviceByteCount count;
+  DeviceBytePeak watch(count);
+  constexpr int kThreads = 4, kEach = 2000;
+  std::vector<std::vector<char>> slots(kThreads, std::vector<char>(kEach));
+#pragma omp parallel for num_threads(kThreads)
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kEach; ++i) count.allocated(&slots[t][i], 16);
+    for (int i = 0; i < kEach; ++i) count.freed(&slots[t][i]);
+  }
+  EXPECT_EQ(count.live_bytes(), 0);
+  EXPECT_EQ(count.allocations(), 0);
+  EXPECT_GE(watch.rise(), 16 * kEach);
+  EXPECT_LE(watch.rise(), 16 * kEach * kThreads);
 }
 
 }  // namespace

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/cudnn_resources.h"
+#include "kernels/common/device_bytes.h"
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/nn/train_gpu_kernels.h"
 #include "kernels/nn/train_plan.h"
@@ -188,17 +190,11 @@ struct PhaseGraphs {
   }
 };
 
-std::int64_t free_device_bytes() {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return static_cast<std::int64_t>(free_bytes);
-}
-
 }  // namespace
 
 struct GpuTrainStep::Impl final : TrainOps {
   Impl(const Network& net, std::int64_t batch, Sgd s, cudaStream_t st, GpuLaunch how)
-      : free_before(free_device_bytes()), plan(net, batch), sgd(s), stream(st), launch(how), cudnn(st), cublas(st) {
+      : watch(std::make_unique<DeviceBytePeak>()), plan(net, batch), sgd(s), stream(st), launch(how), cudnn(st), cublas(st) {
     DLB_REQUIRE(stream != nullptr, "GPU training step: no CUDA stream");
     DLB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));
     const auto p = static_cast<std::size_t>(plan.param_floats());
@@ -225,7 +221,11 @@ struct GpuTrainStep::Impl final : TrainOps {
               dbuf.data(), bn.data(), running.data()};
     choose_algorithms();
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    measured = std::max<std::int64_t>(0, free_before - free_device_bytes());
+    // The peak of this process's own device allocations over the
+    // constructor (device_bytes.h): the buffers, the largest workspace, and
+    // the search's temporary ones, whatever other processes on the GPU do.
+    measured = watch->rise();
+    watch.reset();
   }
 
   // Every conv's three algorithms, timed on the step's buffers (a random-free
@@ -399,7 +399,7 @@ struct GpuTrainStep::Impl final : TrainOps {
     return out;
   }
 
-  std::int64_t free_before;
+  std::unique_ptr<DeviceBytePeak> watch;  // first: it sees every allocation below
   TrainPlan plan;
   Sgd sgd;
   cudaStream_t stream;
