@@ -7,16 +7,20 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <limits>
 #include <vector>
 
+#include "bench/cases/daxpy_case.h"
+#include "bench/cases/softmax_case.h"
 #include "kernels/common/buffer.h"
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/device_bytes.h"
 #include "kernels/common/error.h"
 #include "kernels/common/random.h"
 #include "kernels/roofline/roofline.h"
+#include "kernels/roofline/roofline_memory.h"
 #include "reference/compare.h"
 
 namespace dlb {
@@ -304,6 +308,73 @@ TEST(DeviceByteCount, IsExactAcrossThreads) {
   EXPECT_EQ(count.allocations(), 0);
   EXPECT_GE(watch.rise(), 16 * kEach);
   EXPECT_LE(watch.rise(), 16 * kEach * kThreads);
+}
+
+// The GPU memory ceiling (kernels/roofline/roofline_memory.h): the fastest
+// of its parts, each part's bytes counted as the cases count theirs.
+TEST(GpuMemoryCeiling, IsTheFastestPart) {
+  // The H200 (2026-11-27), TB/s as 1.5 GB in that many seconds: the old
+  // ceilings (memcpy 4.24, the grid-stride triad 4.09) and a part with
+  // daxpy gpu_naive's shape (4.34, what gpu_naive ran at).
+  const double bytes = 1.5e12;
+  std::vector<MemoryTiming> parts = {{bytes, {1.5e12 / 4.24e12 * 1.01, 1.5e12 / 4.24e12, 1.5e12 / 4.24e12 * 1.2}},
+                                     {bytes, {1.5e12 / 4.09e12}},
+                                     {bytes, {1.5e12 / 4.34e12, 1.5e12 / 4.34e12 * 0.99, 1.5e12 / 4.34e12 * 1.5}},
+                                     {bytes, {}}};  // not timed
+  EXPECT_EQ(best_memory_part(parts), 2);
+  // Rates, not times: a part that moves more bytes in more time can win.
+  parts.push_back({3 * bytes, {2 * 1.5e12 / 4.34e12}});
+  EXPECT_EQ(best_memory_part(parts), 4);
+  EXPECT_EQ(best_memory_part(std::vector<MemoryTiming>{{bytes, {}}}), -1);
+  EXPECT_DOUBLE_EQ(median_seconds(std::vector<double>{3, 1, 2}), 2);
+}
+
+TEST(GpuMemoryCeiling, CountsBytesAsTheCasesDo) {
+  // daxpy: 24 bytes per element (read x, read y, write y), as the update and
+  // the triad count theirs.
+  for (const DaxpyVariant* v : usable_variants(daxpy_variants(), Device::cpu)) {
+    const DaxpyCase c(*v, 1000);
+    EXPECT_EQ(static_cast<double>(c.bytes_per_call()) / 1000, memory_bytes_per_element(MemoryPattern::update, 8));
+    EXPECT_EQ(static_cast<double>(c.bytes_per_call()) / 1000, memory_bytes_per_element(MemoryPattern::triad, 8));
+    break;
+  }
+  // softmax: one read and one write of each float, as the copy counts.
+  for (const SoftmaxVariant* v : usable_variants(softmax_variants(SoftmaxKind::softmax), Device::cpu)) {
+    const SoftmaxCase c(*v, SoftmaxKind::softmax, 10, 100);
+    EXPECT_EQ(c.bytes_per_call() / 1000, memory_bytes_per_element(MemoryPattern::copy, sizeof(float)));
+    break;
+  }
+  // Every part moves the same bytes a call (to within one element pair), so
+  // the ceiling's time compares between runs whichever part wins.
+  const double bytes = 3.0 * (1 << 29);
+  for (const MemoryPart& p : kGpuMemoryParts) {
+    const auto n = memory_part_elements(p.pattern, sizeof(double), bytes);
+    EXPECT_EQ(n % 2, 0) << p.name;
+    const double moved = memory_bytes_per_element(p.pattern, sizeof(double)) * static_cast<double>(n);
+    EXPECT_LE(moved, bytes) << p.name;
+    EXPECT_GT(moved, bytes - 2 * memory_bytes_per_element(p.pattern, sizeof(double))) << p.name;
+  }
+}
+
+// The parts cover what the memory-bound GPU cases do: a copy, two reads to
+// one write into a third array and in place, each in both launch shapes,
+// and daxpy's own kernels' shapes (gpu_naive: one double a thread over a
+// full grid; gpu_vec: double2 in a grid-stride loop). The ceiling the H200
+// run read below gpu_naive had only the memcpy and the grid-stride triad.
+TEST(GpuMemoryCeiling, HasAPartShapedAsEachStreamingKernel) {
+  const auto has = [](MemoryPattern pattern, int access, bool stride) {
+    return std::any_of(std::begin(kGpuMemoryParts), std::end(kGpuMemoryParts), [&](const MemoryPart& p) {
+      return p.pattern == pattern && p.access_bytes == access && p.grid_stride == stride;
+    });
+  };
+  EXPECT_TRUE(has(MemoryPattern::update, 8, false));   // daxpy gpu_naive
+  EXPECT_TRUE(has(MemoryPattern::update, 16, true));   // daxpy gpu_vec
+  for (MemoryPattern p : {MemoryPattern::copy, MemoryPattern::triad, MemoryPattern::update}) {
+    EXPECT_TRUE(has(p, 16, false));
+  }
+  EXPECT_TRUE(has(MemoryPattern::copy, 16, true));
+  EXPECT_TRUE(has(MemoryPattern::triad, 16, true));
+  EXPECT_EQ(kGpuMemoryParts[0].name, "memcpy");
 }
 
 }  // namespace
