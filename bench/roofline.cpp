@@ -37,6 +37,9 @@ void add_stream(StreamCase::Kind kind, const char* name) {
     if (c == nullptr) return;
     time_run(state, [c] { c->run(); }, c->context());
     set_bytes(state, c->bytes_per_call());
+    // Whether the destination was read for ownership (plain stores), which
+    // the counted bytes leave out.
+    state.SetLabel(stream_store_kind());
   });
 }
 

@@ -25,6 +25,10 @@ namespace dlb {
 
 void stream_copy(const double* a, double* c, std::int64_t n);
 void stream_triad(double* a, const double* b, const double* c, double s, std::int64_t n);
+// How this build's stream_copy and stream_triad store: "AVX-512 streaming
+// stores", "AVX2 streaming stores" or "plain stores" (which pay a read for
+// ownership of the destination that the counted bytes leave out).
+const char* stream_store_kind();
 
 // FMA peak: every thread runs `iterations` rounds of x = x*a + b on
 // kFmaChains independent vector accumulators starting at 0 with a = b = 0.5.
