@@ -1,6 +1,7 @@
 #include "kernels/common/stream_hold.h"
 
 #include <atomic>
+#include <mutex>
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/error.h"
@@ -44,6 +45,9 @@ HoldFlags& flags() {
 }  // namespace
 
 double time_held_call(cudaStream_t stream, const std::function<void()>& call) {
+  // One pair of flags per process: one held call at a time.
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
   HoldFlags& f = flags();
   std::atomic_ref<int>(f.host_[0]).store(0, std::memory_order_release);
   std::atomic_ref<int>(f.host_[1]).store(0, std::memory_order_release);
