@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -124,6 +125,32 @@ TEST(ConvCudnn, HeuristicAndImplicitGemmRun) {
     ConvCase c(*v, parse_conv_descriptor("n8c16h32w32k16r3s3stride1pad1"));
     const auto result = c.validate();
     EXPECT_TRUE(result.ok) << v->name << ": " << result.summary();
+  }
+}
+
+// gpu_cudnn_find's search, on a resnet20 batch-64 shape of the H200 run:
+// it ran, its log names the heuristic's pick and the chosen one, and the
+// chosen one is the algorithm the case runs. Printed, so that the next GPU
+// run shows every candidate's median (the speed target, within 3% of the
+// heuristic, is the bench's to show: the kit runs test binaries side by
+// side on one GPU).
+TEST(ConvCudnn, FindLogsItsSearch) {
+  if (test::kDevice != Device::gpu) GTEST_SKIP() << "GPU variants";
+  for (const auto* v : variants()) {
+    if (v->name != "gpu_cudnn_find") continue;
+    ConvCase c(*v, parse_conv_descriptor("n64c32h16w16k32r3s3stride1pad1"));
+    const auto result = c.validate();
+    EXPECT_TRUE(result.ok) << result.summary();
+    const ConvReport& r = c.report();
+    EXPECT_NE(r.search_log.find("(heuristic)"), std::string::npos) << r.search_log;
+    const std::string prefix = "CUDNN_CONVOLUTION_FWD_ALGO_";
+    ASSERT_EQ(r.implementation.rfind(prefix, 0), 0u) << r.implementation;
+    const std::string chosen = r.implementation.substr(prefix.size());
+    const auto at = r.search_log.find(" chosen");
+    ASSERT_NE(at, std::string::npos) << r.search_log;
+    const auto start = r.search_log.rfind("; ", at);
+    EXPECT_EQ(r.search_log.substr(start == std::string::npos ? 0 : start + 2, chosen.size()), chosen) << r.search_log;
+    std::printf("gpu_cudnn_find n64c32h16w16k32: %s\n  search: %s\n", r.implementation.c_str(), r.search_log.c_str());
   }
 }
 #endif
