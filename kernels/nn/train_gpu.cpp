@@ -44,26 +44,6 @@ bool tensor_op(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// Calls of each candidate the search times, after two untimed ones (as
-// cudnn_search_fp32_algorithm).
-constexpr int kSearchCalls = 7;
-
-// The median time of kSearchCalls calls of `call` between events on `stream`.
-double median_seconds(cudaStream_t stream, const std::function<cudnnStatus_t()>& call) {
-  std::vector<Event> marks(kSearchCalls + 1);
-  marks[0].record(stream);
-  for (int i = 0; i < kSearchCalls; ++i) {
-    DLB_CUDNN_CHECK(call());
-    marks[static_cast<std::size_t>(i) + 1].record(stream);
-  }
-  marks.back().synchronize();
-  std::vector<double> seconds;
-  for (int i = 0; i < kSearchCalls; ++i)
-    seconds.push_back(1e-3 * marks[static_cast<std::size_t>(i) + 1].elapsed_ms_since(marks[static_cast<std::size_t>(i)]));
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
-}
-
 // One candidate of a backward search, as cuDNN's heuristic lists it.
 struct Candidate {
   int algo;
@@ -97,7 +77,9 @@ int search_backward_among(const char* what, const std::vector<Candidate>& listed
     if (not_supported(first)) continue;
     detail::check_cudnn(first, what, __FILE__, __LINE__);
     DLB_CUDNN_CHECK(call());
-    const double seconds = median_seconds(stream, call);
+    // Timed as a case times a call (the stream held while it is enqueued),
+    // as the forward search times its candidates.
+    const double seconds = cudnn_median_seconds(stream, call);
     if (!found || seconds < best_seconds) found = true, best = c.algo, best_seconds = seconds;
   }
   if (!found)
