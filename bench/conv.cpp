@@ -8,7 +8,8 @@
 // flops counts 2*n*k*oh*ow*c*r*s for every algorithm, so a Winograd or FFT
 // variant that does fewer multiplications shows a higher rate. The label
 // names the shape's origin and the implementation the library picked;
-// cuDNN cases add workspace_bytes, gpu_cudnn_find its search_seconds.
+// cuDNN cases add workspace_bytes, gpu_cudnn_find its search_seconds (and
+// its search's log in the label: each candidate's median or skip reason).
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -58,6 +59,9 @@ void register_conv(Config& config) {
         const ConvReport& report = c->report();
         std::string label = named.name;
         if (!report.implementation.empty()) label.append("; ").append(report.implementation);
+        // gpu_cudnn_find: every candidate's median as its search timed it, or
+        // why it was not timed, so one GPU run shows why it chose what it did.
+        if (!report.search_log.empty()) label.append("; search: ").append(report.search_log);
         state.SetLabel(label);
         if (report.workspace_bytes >= 0) state.counters["workspace_bytes"] = report.workspace_bytes;
         if (report.search_seconds >= 0) state.counters["search_seconds"] = report.search_seconds;

@@ -29,9 +29,10 @@
 // for backward, pool routes, log-probabilities, per-row losses, batch-norm's
 // statistics), gradients_bytes, optimizer_bytes (momentum), workspace_bytes
 // (backward's gradient buffers and the largest cuDNN workspace), input_bytes (one
-// device batch, two for overlap); measured_device_bytes (cudaMemGetInfo
-// before setting the case up and after its validation step: the same and
-// the cuDNN and cuBLAS handles' allocations). The label names the cuDNN
+// device batch, two for overlap); measured_device_bytes (the peak of the
+// process's own device allocations from setting the case up to the end of
+// its validation step, kernels/common/device_bytes.h: the same and the
+// search's temporary workspaces; not the library handles' insides). The label names the cuDNN
 // algorithms chosen.
 #include <optional>
 #include <string>

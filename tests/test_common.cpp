@@ -7,15 +7,20 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <limits>
 #include <vector>
 
+#include "bench/cases/daxpy_case.h"
+#include "bench/cases/softmax_case.h"
 #include "kernels/common/buffer.h"
 #include "kernels/common/cpu_info.h"
+#include "kernels/common/device_bytes.h"
 #include "kernels/common/error.h"
 #include "kernels/common/random.h"
 #include "kernels/roofline/roofline.h"
+#include "kernels/roofline/roofline_memory.h"
 #include "reference/compare.h"
 
 namespace dlb {
@@ -235,6 +240,169 @@ TEST(GpuCeilings, DatasheetPeakFromLanesPerSm) {
   EXPECT_EQ(gpu_fp32_lanes_per_sm(7, 0), 64);
   EXPECT_EQ(gpu_fp32_lanes_per_sm(8, 6), 128);
   EXPECT_EQ(gpu_fp32_lanes_per_sm(10, 0), 128);
+}
+
+// The device byte count (kernels/common/device_bytes.h) that measures a GPU
+// training step's memory, fed by hand: DeviceMemory feeds the process's
+// one the same way on a GPU. Each allocation must raise the live bytes,
+// each free lower them by that allocation's size, and a watch's peak must
+// keep what a temporary allocation raised.
+TEST(DeviceByteCount, CountsLiveBytesAndEachWatchsPeak) {
+  DeviceByteCount count;
+  int a = 0, b = 0, c = 0, d = 0;
+  count.allocated(&a, 1000);  // before any watch: not part of its rise
+  DeviceBytePeak outer(count);
+  EXPECT_EQ(outer.start_bytes(), 1000);
+  count.allocated(&b, 300);
+  EXPECT_EQ(count.live_bytes(), 1300);
+  {
+    DeviceBytePeak inner(count);
+    count.allocated(&c, 5000);  // a search's temporary workspace
+    EXPECT_TRUE(count.freed(&c));
+    EXPECT_EQ(inner.rise(), 5000);
+  }
+  count.allocated(&d, 200);
+  EXPECT_EQ(count.live_bytes(), 1500);
+  EXPECT_EQ(count.allocations(), 3);
+  EXPECT_EQ(outer.peak_bytes(), 6300);
+  EXPECT_EQ(outer.rise(), 5300);
+  // A watch started now sees only what comes after it.
+  DeviceBytePeak later(count);
+  EXPECT_EQ(later.rise(), 0);
+  EXPECT_TRUE(count.freed(&b));
+  EXPECT_TRUE(count.freed(&d));
+  EXPECT_TRUE(count.freed(&a));
+  EXPECT_EQ(count.live_bytes(), 0);
+  EXPECT_EQ(count.allocations(), 0);
+  EXPECT_EQ(later.rise(), 0);
+  EXPECT_EQ(outer.rise(), 5300);  // a peak does not fall with the frees
+}
+
+TEST(DeviceByteCount, IgnoresWhatItDidNotCount) {
+  DeviceByteCount count;
+  int a = 0, stranger = 0;
+  count.allocated(nullptr, 64);  // cudaMalloc of 0 bytes may give null
+  count.allocated(&a, 64);
+  EXPECT_FALSE(count.freed(&stranger));
+  EXPECT_FALSE(count.freed(nullptr));
+  EXPECT_EQ(count.live_bytes(), 64);
+  EXPECT_TRUE(count.freed(&a));
+  EXPECT_FALSE(count.freed(&a));  // twice: the second changes nothing
+  EXPECT_EQ(count.live_bytes(), 0);
+}
+
+// Several threads allocating and freeing at once (the count is shared by
+// the process): every byte comes back, and the peak is at least what one
+// thread held at once.
+TEST(DeviceByteCount, IsExactAcrossThreads) {
+  DeviceByteCount count;
+  DeviceBytePeak watch(count);
+  constexpr int kThreads = 4, kEach = 2000;
+  std::vector<std::vector<char>> slots(kThreads, std::vector<char>(kEach));
+#pragma omp parallel for num_threads(kThreads)
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kEach; ++i) count.allocated(&slots[t][i], 16);
+    for (int i = 0; i < kEach; ++i) count.freed(&slots[t][i]);
+  }
+  EXPECT_EQ(count.live_bytes(), 0);
+  EXPECT_EQ(count.allocations(), 0);
+  EXPECT_GE(watch.rise(), 16 * kEach);
+  EXPECT_LE(watch.rise(), 16 * kEach * kThreads);
+}
+
+// The GPU memory ceiling (kernels/roofline/roofline_memory.h): the fastest
+// of its parts, each part's bytes counted as the cases count theirs.
+TEST(GpuMemoryCeiling, IsTheFastestPart) {
+  // The H200 (2026-11-27), TB/s as 1.5 GB in that many seconds: the old
+  // ceilings (memcpy 4.24, the grid-stride triad 4.09) and a part with
+  // daxpy gpu_naive's shape (4.34, what gpu_naive ran at).
+  const double bytes = 1.5e12;
+  std::vector<MemoryTiming> parts = {{bytes, {1.5e12 / 4.24e12 * 1.01, 1.5e12 / 4.24e12, 1.5e12 / 4.24e12 * 1.2}},
+                                     {bytes, {1.5e12 / 4.09e12}},
+                                     {bytes, {1.5e12 / 4.34e12, 1.5e12 / 4.34e12 * 0.99, 1.5e12 / 4.34e12 * 1.5}},
+                                     {bytes, {}}};  // not timed
+  EXPECT_EQ(best_memory_part(parts), 2);
+  // Rates, not times: a part that moves more bytes in more time can win.
+  parts.push_back({3 * bytes, {2 * 1.5e12 / 4.34e12}});
+  EXPECT_EQ(best_memory_part(parts), 4);
+  EXPECT_EQ(best_memory_part(std::vector<MemoryTiming>{{bytes, {}}}), -1);
+  EXPECT_DOUBLE_EQ(median_seconds(std::vector<double>{3, 1, 2}), 2);
+}
+
+TEST(GpuMemoryCeiling, CountsBytesAsTheCasesDo) {
+  // daxpy: 24 bytes per element (read x, read y, write y), as the update and
+  // the triad count theirs.
+  for (const DaxpyVariant* v : usable_variants(daxpy_variants(), Device::cpu)) {
+    const DaxpyCase c(*v, 1000);
+    EXPECT_EQ(static_cast<double>(c.bytes_per_call()) / 1000, memory_bytes_per_element(MemoryPattern::update, 8));
+    EXPECT_EQ(static_cast<double>(c.bytes_per_call()) / 1000, memory_bytes_per_element(MemoryPattern::triad, 8));
+    break;
+  }
+  // softmax: one read and one write of each float, as the copy counts.
+  for (const SoftmaxVariant* v : usable_variants(softmax_variants(SoftmaxKind::softmax), Device::cpu)) {
+    const SoftmaxCase c(*v, SoftmaxKind::softmax, 10, 100);
+    EXPECT_EQ(c.bytes_per_call() / 1000, memory_bytes_per_element(MemoryPattern::copy, sizeof(float)));
+    break;
+  }
+  // Every part moves the same bytes a call (to within one element pair), so
+  // the ceiling's time compares between runs whichever part wins.
+  const double bytes = 3.0 * (1 << 29);
+  for (const MemoryPart& p : kGpuMemoryParts) {
+    const auto n = memory_part_elements(p.pattern, sizeof(double), bytes);
+    EXPECT_EQ(n % 2, 0) << p.name;
+    const double moved = memory_bytes_per_element(p.pattern, sizeof(double)) * static_cast<double>(n);
+    EXPECT_LE(moved, bytes) << p.name;
+    EXPECT_GT(moved, bytes - 2 * memory_bytes_per_element(p.pattern, sizeof(double))) << p.name;
+  }
+}
+
+// The parts cover what the memory-bound GPU cases do: a copy, two reads to
+// one write into a third array and in place, each in both launch shapes,
+// and daxpy's own kernels' shapes (gpu_naive: one double a thread over a
+// full grid; gpu_vec: double2 in a grid-stride loop). The ceiling the H200
+// run read below gpu_naive had only the memcpy and the grid-stride triad.
+TEST(GpuMemoryCeiling, HasAPartShapedAsEachStreamingKernel) {
+  const auto has = [](MemoryPattern pattern, int access, bool stride) {
+    return std::any_of(std::begin(kGpuMemoryParts), std::end(kGpuMemoryParts), [&](const MemoryPart& p) {
+      return p.pattern == pattern && p.access_bytes == access && p.grid_stride == stride;
+    });
+  };
+  EXPECT_TRUE(has(MemoryPattern::update, 8, false));   // daxpy gpu_naive
+  EXPECT_TRUE(has(MemoryPattern::update, 16, true));   // daxpy gpu_vec
+  for (MemoryPattern p : {MemoryPattern::copy, MemoryPattern::triad, MemoryPattern::update}) {
+    EXPECT_TRUE(has(p, 16, false));
+  }
+  EXPECT_TRUE(has(MemoryPattern::copy, 16, true));
+  EXPECT_TRUE(has(MemoryPattern::triad, 16, true));
+  EXPECT_EQ(kGpuMemoryParts[0].name, "memcpy");
+}
+
+// The CPU STREAM kernels: exact on aligned destinations (the streaming-store
+// path) and on unaligned ones (the plain loop), with a tail; and they stream
+// wherever the build has AVX2 or AVX-512 (plain stores read each
+// destination line for ownership, bytes the ceiling does not count: the
+// Zen 3 VM's triad did, and daxpy read 1.28-1.40 of it).
+TEST(StreamKernels, AreExactAndStreamWhereTheCpuCan) {
+  constexpr std::int64_t n = 1003;
+  HostBuffer<double> a(n + 1), b(n + 1), c(n + 1);
+  fill_random(a.span(), 1);
+  fill_random(b.span(), 2);
+  fill_random(c.span(), 3);
+  for (std::int64_t offset : {0, 1}) {
+    HostBuffer<double> out(n + 1);
+    stream_copy(a.data(), out.data() + offset, n);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(out[static_cast<std::size_t>(i + offset)], a[static_cast<std::size_t>(i)]);
+    stream_triad(out.data() + offset, b.data(), c.data(), 3.0, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto j = static_cast<std::size_t>(i);
+      ASSERT_EQ(out[j + static_cast<std::size_t>(offset)], std::fma(3.0, c[j], b[j]));
+    }
+  }
+#if defined(__AVX512F__) || defined(__AVX2__)
+  EXPECT_STRNE(stream_store_kind(), "plain stores");
+#else
+  EXPECT_STREQ(stream_store_kind(), "plain stores");
+#endif
 }
 
 }  // namespace

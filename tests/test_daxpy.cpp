@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <string>
 #include <tuple>
 
 #include "bench/cases/daxpy_case.h"
+#include "bench/cases/roofline_case.h"
 #include "kernels/common/error.h"
+#include "kernels/roofline/roofline_memory.h"
 #include "tests/test_device.h"
 
 namespace dlb {
@@ -72,6 +77,29 @@ TEST(DaxpyBadInput, NegativeLengthIsAClearError) {
     }
   }
 }
+
+#if DLB_TEST_GPU
+// The GPU memory ceiling daxpy is read against (roofline/gpu_memory): every
+// part exact over all of its output (validate() stops at the first that is
+// not), and the part chosen the fastest of the choice. A sixth of the
+// bench's 1.5 GiB a call; no timing is asserted (the GPU kit runs its test
+// binaries side by side on one GPU). Unverified on hardware until the next
+// GPU run.
+TEST(GpuMemoryCeilingCase, EveryPartIsExactAndTheFastestIsChosen) {
+  GpuMemoryCase c(static_cast<double>(std::int64_t{1} << 28));
+  const auto result = c.validate();
+  ASSERT_TRUE(result.ok) << result.summary();
+  const auto& rates = c.part_rates();
+  ASSERT_EQ(rates.size(), std::size(kGpuMemoryParts));
+  const auto best = std::max_element(rates.begin(), rates.end()) - rates.begin();
+  EXPECT_EQ(c.chosen(), kGpuMemoryParts[static_cast<std::size_t>(best)].name);
+  for (std::size_t p = 0; p < rates.size(); ++p) EXPECT_GT(rates[p], 0.0) << kGpuMemoryParts[p].name;
+  std::printf("gpu memory ceiling: %s", std::string(c.chosen()).c_str());
+  for (std::size_t p = 0; p < rates.size(); ++p)
+    std::printf("; %s %.0f GB/s", std::string(kGpuMemoryParts[p].name).c_str(), rates[p] * 1e-9);
+  std::printf("\n");
+}
+#endif
 
 }  // namespace
 }  // namespace dlb

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from dlbench.figures import daxpy  # noqa: E402
+from dlbench.figures import daxpy, softmax  # noqa: E402
 from dlbench.results import load  # noqa: E402
 
 GBS = 1e9
@@ -46,6 +46,46 @@ class GpuDaxpy(unittest.TestCase):
             path = Path(d) / "synthetic.json"
             path.write_text(json.dumps(doc))
             self.assertNotIn("GPU", daxpy.table(load(path)))
+
+    def test_table_reads_gpu_daxpy_against_the_memory_ceiling_first(self):
+        # The H200 run's figures (2026-11-27): daxpy gpu_naive above both the
+        # copy and the triad; the memory ceiling, the fastest of its parts, above it.
+        n = 1 << 26
+        doc = {"context": {"machine": "synthetic-gpu", "note": "made up by tests/test_gpu_figures.py"},
+               "benchmarks": [entry("roofline/gpu_copy/n:134217728", 4.24e12),
+                              entry("roofline/gpu_triad/n:67108864", 4.09e12),
+                              entry("roofline/gpu_memory/bytes:1610612736", 4.36e12),
+                              entry(f"daxpy/gpu_naive/n:{n}", 4.34e12)]}
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "synthetic.json"
+            path.write_text(json.dumps(doc))
+            text = daxpy.table(load(path))
+        self.assertIn("1.00 of `roofline/gpu_memory` (4360.0 GB/s); 1.06 of `roofline/gpu_triad`", text)
+
+
+class GpuSoftmax(unittest.TestCase):
+    def table(self, ceilings):
+        rows, cols = 65536, 1024  # x = 256 MiB: the DRAM regime
+        doc = {"context": {"machine": "synthetic-gpu", "note": "made up by tests/test_gpu_figures.py"},
+               "benchmarks": [entry(name, value) for name, value in ceilings] +
+                             [entry(f"softmax/gpu_fused/rows:{rows}/cols:{cols}", 4.20e12),
+                              entry(f"softmax/gpu_naive/rows:{rows}/cols:{cols}", 2.0e12)]}
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "synthetic.json"
+            path.write_text(json.dumps(doc))
+            return softmax.table(load(path))
+
+    def test_reads_gpu_softmax_against_the_memory_ceiling(self):
+        text = self.table([("roofline/gpu_copy/n:134217728", 4.24e12),
+                           ("roofline/gpu_memory/bytes:1610612736", 4.36e12)])
+        self.assertIn("`roofline/gpu_memory` 4360.0 GB/s", text)
+        self.assertIn("fused/gpu_memory", text)
+        self.assertIn("| 0.96 |", text)
+
+    def test_older_runs_read_it_against_the_copy(self):
+        text = self.table([("roofline/gpu_copy/n:134217728", 4.24e12)])
+        self.assertIn("`roofline/gpu_copy` 4240.0 GB/s", text)
+        self.assertIn("| 0.99 |", text)
 
 
 if __name__ == "__main__":

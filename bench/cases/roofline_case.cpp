@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "bench/cases/checked_run.h"
 #include "kernels/common/random.h"
 #include "kernels/roofline/roofline.h"
+#include "kernels/roofline/roofline_memory.h"
 #include "reference/gemm.h"
 
 #if DLB_HAVE_CUDA
 #include "kernels/common/cuda_resources.h"
+#include "kernels/common/stream_hold.h"
 #endif
 
 namespace dlb {
@@ -201,6 +204,120 @@ void GpuCopyCase::run() {
 ref::Comparison GpuCopyCase::validate() {
   const std::vector<double> expected(src_.host().begin(), src_.host().end());
   return checked_run([this] { run(); }, ctx_, dst_, expected, 0.0);
+}
+
+// ---------------------------------------------------------------- GPU memory ceiling
+
+namespace {
+constexpr int kMemoryWarmupRounds = 2;
+constexpr int kMemoryRounds = 5;
+constexpr std::size_t kParts = std::size(kGpuMemoryParts);
+
+std::int64_t largest_part_elements(double bytes) {
+  std::int64_t n = 0;
+  for (const MemoryPart& p : kGpuMemoryParts) n = std::max(n, memory_part_elements(p.pattern, sizeof(double), bytes));
+  return n;
+}
+}  // namespace
+
+GpuMemoryCase::GpuMemoryCase(double bytes)
+    : n_max_(largest_part_elements(bytes)),
+      a_(static_cast<std::size_t>(n_max_), Device::gpu),
+      b_(static_cast<std::size_t>(n_max_), Device::gpu),
+      c_(static_cast<std::size_t>(n_max_), Device::gpu),
+      rates_(kParts, 0.0) {
+  DLB_REQUIRE(n_max_ >= 2, "gpu memory ceiling: too few bytes per call");
+  for (const MemoryPart& p : kGpuMemoryParts) {
+    n_.push_back(memory_part_elements(p.pattern, sizeof(double), bytes));
+    bytes_.push_back(memory_bytes_per_element(p.pattern, sizeof(double)) * static_cast<double>(n_.back()));
+  }
+  fill_random(b_.host(), 22);
+  fill_random(c_.host(), 23);
+  b_.upload();
+  c_.upload();
+#if DLB_HAVE_CUDA
+  int device = 0, l2 = 0;
+  DLB_CUDA_CHECK(cudaGetDevice(&device));
+  DLB_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  flush_ = DeviceBuffer<unsigned char>(2 * static_cast<std::size_t>(l2 > 0 ? l2 : 1 << 20));
+  sink_ = DeviceBuffer<int>(1);
+  DLB_CUDA_CHECK(cudaMemsetAsync(flush_.data(), 0, flush_.bytes(), ctx_.exec().stream));
+  ctx_.synchronize();
+#endif
+}
+
+void GpuMemoryCase::run_part(std::size_t part) {
+#if DLB_HAVE_CUDA
+  launch_gpu_memory_part(kGpuMemoryParts[part], a_.data(), b_.data(), c_.data(), kTriadScalar, n_[part],
+                         ctx_.exec().stream);
+#else
+  (void)part;
+#endif
+}
+
+void GpuMemoryCase::run() { run_part(static_cast<std::size_t>(chosen_)); }
+
+std::string_view GpuMemoryCase::chosen() const { return kGpuMemoryParts[static_cast<std::size_t>(chosen_)].name; }
+
+ref::Comparison GpuMemoryCase::validate() {
+  // Every part bit-exact over all of its output (a copy, or one fma per
+  // element). The update changes its input b: b is put back after it.
+  ref::Comparison all;
+  std::vector<double> fma_expected;  // b + s*c over the longest triad or update
+  std::vector<double> b_saved;
+  for (std::size_t p = 0; p < kParts; ++p) {
+    const MemoryPart& part = kGpuMemoryParts[p];
+    const auto n = static_cast<std::size_t>(n_[p]);
+    if (part.pattern != MemoryPattern::copy && fma_expected.size() < n) {
+      fma_expected.resize(n);
+      for (std::size_t i = 0; i < n; ++i) fma_expected[i] = std::fma(kTriadScalar, c_.host()[i], b_.host()[i]);
+    }
+    Operand<double>& out = part.pattern == MemoryPattern::update ? b_ : a_;
+    if (part.pattern == MemoryPattern::update) {
+      if (b_saved.empty()) b_saved.assign(b_.host().begin(), b_.host().end());
+    } else {
+#if DLB_HAVE_CUDA
+      // Poisoned on the device (all bits set: a NaN), which is far quicker
+      // than a pageable upload of up to 768 MiB per part.
+      DLB_CUDA_CHECK(cudaMemsetAsync(a_.data(), 0xff, static_cast<std::size_t>(n_max_) * sizeof(double),
+                                     ctx_.exec().stream));
+#endif
+    }
+    run_part(p);
+    ctx_.synchronize();
+    out.download();
+    const std::span<const double> expected =
+        part.pattern == MemoryPattern::copy ? std::span<const double>(c_.host().data(), n)
+                                            : std::span<const double>(fma_expected.data(), n);
+    auto c = ref::compare(std::span<const double>(out.host().data(), n), expected, 0.0);
+    if (part.pattern == MemoryPattern::update) {
+      std::copy(b_saved.begin(), b_saved.end(), b_.host().begin());
+      b_.upload();
+    }
+    if (!c.ok) {
+      c.first = std::string(part.name) + ": " + c.first;
+      return c;
+    }
+    all = c;
+  }
+#if DLB_HAVE_CUDA
+  // The choice: every part timed as a case is, round by round, so that a
+  // drift during the choice falls on all of them alike.
+  std::vector<MemoryTiming> timings(kParts);
+  for (std::size_t p = 0; p < kParts; ++p) timings[p].bytes = bytes_[p];
+  const cudaStream_t stream = ctx_.exec().stream;
+  for (int round = 0; round < kMemoryWarmupRounds + kMemoryRounds; ++round) {
+    for (std::size_t p = 0; p < kParts; ++p) {
+      launch_gpu_read_through(flush_.data(), flush_.bytes(), sink_.data(), stream);
+      const double s = time_held_call(stream, [&] { run_part(p); });
+      if (round >= kMemoryWarmupRounds) timings[p].seconds.push_back(s);
+    }
+  }
+  for (std::size_t p = 0; p < kParts; ++p) rates_[p] = bytes_[p] / median_seconds(timings[p].seconds);
+  chosen_ = best_memory_part(timings);
+  DLB_REQUIRE(chosen_ >= 0, "gpu memory ceiling: no part was timed");
+#endif
+  return all;
 }
 
 }  // namespace dlb

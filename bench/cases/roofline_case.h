@@ -6,10 +6,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "kernels/common/gpu.h"
 #include "kernels/common/operand.h"
 #include "reference/compare.h"
+#if DLB_HAVE_CUDA
+#include "kernels/common/cuda_resources.h"
+#endif
 
 namespace dlb {
 
@@ -87,6 +92,39 @@ class GpuTriadCase {
   std::int64_t n_;
   ExecContext ctx_{Device::gpu};
   Operand<double> a_, b_, c_;
+};
+
+// The GPU memory ceiling: the fastest of kGpuMemoryParts (roofline_memory.h),
+// each moving `bytes` per call over fp64 arrays. validate() checks every
+// part (bit-exact) and then times each, round by round (2 untimed rounds,
+// then kMemoryRounds), each call as the benchmark times a GPU case: an L2
+// read-through before it, the stream held while it is enqueued, two events
+// around it (time_held_call); run() is the fastest part, which the case
+// then times as every case is timed.
+class GpuMemoryCase {
+ public:
+  explicit GpuMemoryCase(double bytes);
+  ref::Comparison validate();
+  void run();
+  const ExecContext& context() const { return ctx_; }
+  double bytes_per_call() const { return bytes_[static_cast<std::size_t>(chosen_)]; }
+  // The chosen part's name, and every part's bytes per second in the choice.
+  std::string_view chosen() const;
+  const std::vector<double>& part_rates() const { return rates_; }
+
+ private:
+  void run_part(std::size_t part);
+  std::int64_t n_max_;
+  ExecContext ctx_{Device::gpu};
+  Operand<double> a_, b_, c_;
+  std::vector<std::int64_t> n_;  // per part
+  std::vector<double> bytes_;    // per part, as counted
+  std::vector<double> rates_;    // per part, bytes per second in the choice
+  int chosen_ = 0;
+#if DLB_HAVE_CUDA
+  DeviceBuffer<unsigned char> flush_;
+  DeviceBuffer<int> sink_;
+#endif
 };
 
 class GpuCopyCase {

@@ -26,12 +26,6 @@ const char* h2d_name(H2d mode) {
 
 namespace {
 
-std::int64_t free_device_bytes() {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return static_cast<std::int64_t>(free_bytes);
-}
-
 // The reference gradients of (network, batch) on its training batch, once
 // per process: the three copy modes of a batch share them (at batch 256 the
 // double-precision reference takes seconds).
@@ -61,7 +55,7 @@ GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mod
   std::copy(x_.begin(), x_.end(), x_pinned_.data());
   std::copy(labels_.begin(), labels_.end(), labels_pinned_.data());
 
-  free_before_ = free_device_bytes();
+  watch_ = std::make_unique<DeviceBytePeak>();
   for (int b = 0; b < (mode == H2d::overlap ? 2 : 1); ++b) {
     x_dev_[b] = DeviceBuffer<float>(x_.size());
     labels_dev_[b] = DeviceBuffer<std::uint8_t>(labels_.size());
@@ -109,7 +103,10 @@ ref::Comparison GpuTrainCase::validate() {
   c.first = "gradients relative to their magnitudes: " + check.summary;
   // The loss too: the forward's fp32 bound (nn.cpp's kNetworkTolerance).
   const double loss = step_->loss();  // waits for the step
-  measured_bytes_ = std::max<std::int64_t>(0, free_before_ - free_device_bytes());
+  if (watch_) {
+    measured_bytes_ = watch_->rise();
+    watch_.reset();
+  }
   if (!(std::abs(loss - expected.loss) <= 1e-5 * std::abs(expected.loss))) {
     c.ok = false;
     c.mismatches += 1;

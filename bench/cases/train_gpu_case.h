@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kernels/common/cuda_resources.h"
+#include "kernels/common/device_bytes.h"
 #include "kernels/common/gpu.h"
 #include "kernels/nn/train_gpu.h"
 #include "reference/compare.h"
@@ -57,10 +58,12 @@ class GpuTrainCase {
   double flops_per_step() const;
   // The device buffers of the input: one batch (two for overlap).
   std::int64_t input_bytes() const;
-  // Device memory the case took (cudaMemGetInfo before setting it up and
-  // after its validation step, which made every library call once: the
-  // step, the input buffers, the library handles and what they allocate on
-  // first use).
+  // Device memory the case took at its peak, from setting it up to the end
+  // of its first validation step, counted from this process's own device
+  // allocations (kernels/common/device_bytes.h): the step's buffers and
+  // workspaces and the input buffers; not what the cuDNN and cuBLAS
+  // handles allocate inside themselves, nor the CUDA context. Other
+  // processes on the GPU do not change it.
   std::int64_t measured_bytes() const { return measured_bytes_; }
 
  private:
@@ -81,7 +84,7 @@ class GpuTrainCase {
   std::vector<Event> marks_;            // on the step's stream: start, batch in, forward, backward, update
   int current_ = 0;                     // overlap: the device buffer the next step reads
   std::unique_ptr<nn::GpuTrainStep> step_;
-  std::int64_t free_before_ = 0;
+  std::unique_ptr<DeviceBytePeak> watch_;  // from the constructor to the first validate()
   std::int64_t measured_bytes_ = 0;
 };
 

@@ -12,6 +12,7 @@
 
 #include "kernels/common/buffer.h"
 #include "kernels/common/cuda_check.h"
+#include "kernels/common/device_bytes.h"
 
 namespace dlb {
 
@@ -22,13 +23,19 @@ inline void report_release_failure(cudaError_t status, const char* what) {
 }
 }  // namespace detail
 
+// Counted in the process's DeviceByteCount (device_bytes.h): this process's
+// own device memory, which other processes on the GPU cannot disturb.
 struct DeviceMemory {
   static void* allocate(std::size_t bytes) {
     void* p = nullptr;
     DLB_CUDA_CHECK(cudaMalloc(&p, bytes));
+    DeviceByteCount::process().allocated(p, bytes);
     return p;
   }
-  static void deallocate(void* p) noexcept { detail::report_release_failure(cudaFree(p), "cudaFree"); }
+  static void deallocate(void* p) noexcept {
+    DeviceByteCount::process().freed(p);
+    detail::report_release_failure(cudaFree(p), "cudaFree");
+  }
 };
 
 // Page-locked host memory; `Flags` as for cudaHostAlloc.

@@ -107,6 +107,7 @@ struct ConvReport {
   std::string implementation;   // "jit:avx512_core", "CUDNN_CONVOLUTION_FWD_ALGO_FFT"...
   double workspace_bytes = -1;  // GPU scratch memory one call uses (cuDNN workspace, im2col buffer)
   double search_seconds = -1;   // one-off cost of choosing the algorithm (cudnnFind's search)
+  std::string search_log;       // the search's candidates: each one's median or why it was not timed
   // Set by the _blocked variants: what to time instead of the prepared call,
   // which is the same computation plus converting the output into NCHW y
   // (what validation runs and checks).

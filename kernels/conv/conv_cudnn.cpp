@@ -15,7 +15,9 @@
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/cudnn_resources.h"
+#include "kernels/common/stream_hold.h"
 #include "kernels/conv/conv_cudnn.h"
+#include "kernels/conv/conv_cudnn_search.h"
 
 // The legacy convolution API is deprecated in cuDNN 9 but is what frameworks'
 // algorithm choice exposes: see cudnn_resources.h.
@@ -224,34 +226,45 @@ std::pair<int, int> filter_window(cudnnFilterDescriptor_t w) {
   return {r, s};
 }
 
-// Calls of each candidate the search times, after two untimed ones.
+// Calls cudnn_median_seconds times.
 constexpr int kSearchCalls = 7;
 
 }  // namespace
 
 double cudnn_median_seconds(cudaStream_t stream, const std::function<cudnnStatus_t()>& call) {
-  // Timed as the benchmark times a convolution: the same buffers, one call
-  // between two events on the stream, no L2 flush (conv cases run hot),
-  // the math type the call executes; the median of kSearchCalls.
-  std::vector<Event> marks(kSearchCalls + 1);
+  // Timed as the benchmark times a convolution: the same buffers, the
+  // stream held while each call is enqueued and one call between two events
+  // (time_held_call), no L2 flush (conv cases run hot), the math type the
+  // call executes; the median of kSearchCalls.
   std::vector<double> seconds;
-  marks[0].record(stream);
-  for (int call_index = 0; call_index < kSearchCalls; ++call_index) {
-    DLB_CUDNN_CHECK(call());
-    marks[static_cast<std::size_t>(call_index) + 1].record(stream);
-  }
-  marks.back().synchronize();
   for (int i = 0; i < kSearchCalls; ++i)
-    seconds.push_back(1e-3 * marks[static_cast<std::size_t>(i) + 1].elapsed_ms_since(marks[static_cast<std::size_t>(i)]));
+    seconds.push_back(time_held_call(stream, [&] { DLB_CUDNN_CHECK(call()); }));
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];
 }
 
-cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, cudaStream_t stream,
-                                                      cudnnTensorDescriptor_t x_desc, const void* x,
-                                                      cudnnFilterDescriptor_t w_desc, const void* w,
-                                                      cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc,
-                                                      void* y) {
+namespace {
+
+SearchMath search_math(cudnnMathType_t math) {
+  switch (math) {
+    case CUDNN_FMA_MATH: return SearchMath::fma;
+    case CUDNN_DEFAULT_MATH: return SearchMath::default_math;
+    default: return SearchMath::tensor_op;  // TENSOR_OP_MATH, _ALLOW_CONVERSION
+  }
+}
+
+// "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM" less the prefix.
+std::string short_algo_name(cudnnConvolutionFwdAlgo_t algo) {
+  const std::string name = cudnn_algo_name(algo);
+  const std::string prefix = "CUDNN_CONVOLUTION_FWD_ALGO_";
+  return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+}
+
+}  // namespace
+
+CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, cudaStream_t stream, cudnnTensorDescriptor_t x_desc,
+                              const void* x, cudnnFilterDescriptor_t w_desc, const void* w,
+                              cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc, void* y) {
   int count = 0;
   DLB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> listed(static_cast<std::size_t>(count));
@@ -263,43 +276,72 @@ cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, cuda
   DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  bool found = false;
-  cudnnConvolutionFwdAlgo_t best = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  double best_seconds = 0.0;
-  std::vector<cudnnConvolutionFwdAlgo_t> seen;
-  const float alpha = 1.0f, beta = 0.0f;
+  std::vector<SearchEntry> entries;
   for (int i = 0; i < returned; ++i) {
-    const auto& candidate = listed[static_cast<std::size_t>(i)];
-    const cudnnConvolutionFwdAlgo_t algo = candidate.algo;
-    if (candidate.status != CUDNN_STATUS_SUCCESS) continue;
-    if (candidate.mathType == CUDNN_TENSOR_OP_MATH || candidate.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
-      continue;  // strict fp32: no TF32
-    if (cudnn_fp32_tolerance(algo, r, s) > 1e-5) continue;  // keeps the fp32 bound of the rows that use it
-    if (std::find(seen.begin(), seen.end(), algo) != seen.end()) continue;
-    seen.push_back(algo);
-    std::size_t bytes = 0;
-    if (not_supported(cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, algo, &bytes)))
-      continue;
-    if (bytes > free_bytes / 2) continue;  // as cudnnFind, never at the cost of the program's memory
-    DeviceBuffer<unsigned char> workspace(bytes);
-    const auto forward = [&] {
-      return cudnnConvolutionForward(handle, &alpha, x_desc, x, w_desc, w, conv, algo, workspace.data(), bytes, &beta,
-                                     y_desc, y);
-    };
-    const cudnnStatus_t first = forward();
-    if (not_supported(first)) continue;
-    detail::check_cudnn(first, "cudnnConvolutionForward", __FILE__, __LINE__);
-    DLB_CUDNN_CHECK(forward());
-    const double median = cudnn_median_seconds(stream, forward);
-    if (!found || median < best_seconds) {
-      found = true;
-      best = algo;
-      best_seconds = median;
-    }
+    const auto& l = listed[static_cast<std::size_t>(i)];
+    SearchEntry e;
+    e.algo = static_cast<int>(l.algo);
+    e.name = short_algo_name(l.algo);
+    e.listed_ok = l.status == CUDNN_STATUS_SUCCESS;
+    if (!e.listed_ok) e.listed_status = cudnnGetErrorString(l.status);
+    e.math = search_math(l.mathType);
+    e.tolerance = cudnn_fp32_tolerance(l.algo, r, s);
+    // The workspace of the call the case makes: this descriptor's math, not
+    // the entry's (the list's `memory` is the entry's math type's).
+    const cudnnStatus_t size_status =
+        cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, l.algo, &e.workspace_bytes);
+    // A failure is an error only for an entry the search would time.
+    const bool timed_if_it_fits = e.listed_ok && e.math != SearchMath::tensor_op && e.tolerance <= 1e-5;
+    if (not_supported(size_status) || (size_status != CUDNN_STATUS_SUCCESS && !timed_if_it_fits))
+      e.workspace_ok = false;
+    else
+      detail::check_cudnn(size_status, "cudnnGetConvolutionForwardWorkspaceSize", __FILE__, __LINE__);
+    entries.push_back(std::move(e));
   }
-  if (!found)
-    throw Unsupported("the search found no strict-fp32 cuDNN algorithm that keeps the fp32 bound and runs this problem");
-  return best;
+  // As cudnnFind: never at the cost of the program's memory.
+  const int heuristic = screen_search_entries(entries, free_bytes / 2);
+
+  // One workspace for the largest kept candidate; a trial call each, where
+  // an algorithm the list called supported may still refuse the problem.
+  std::size_t largest = 0;
+  for (const auto& e : entries)
+    if (e.skip.empty()) largest = std::max(largest, e.workspace_bytes);
+  DeviceBuffer<unsigned char> workspace(largest);
+  const float alpha = 1.0f, beta = 0.0f;
+  const auto forward = [&](const SearchEntry& e) {
+    return cudnnConvolutionForward(handle, &alpha, x_desc, x, w_desc, w, conv,
+                                   static_cast<cudnnConvolutionFwdAlgo_t>(e.algo), workspace.data(),
+                                   e.workspace_bytes, &beta, y_desc, y);
+  };
+  for (auto& e : entries) {
+    if (!e.skip.empty()) continue;
+    const cudnnStatus_t first = forward(e);
+    if (not_supported(first)) {
+      e.skip = std::string("cudnnConvolutionForward: ") + cudnnGetErrorString(first);
+      continue;
+    }
+    detail::check_cudnn(first, "cudnnConvolutionForward", __FILE__, __LINE__);
+  }
+  DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  int heuristic_kept = heuristic;
+  if (heuristic_kept >= 0 && !entries[static_cast<std::size_t>(heuristic_kept)].skip.empty()) heuristic_kept = -1;
+  time_search_entries(entries, [&](std::size_t i) {
+    return time_held_call(stream, [&] { DLB_CUDNN_CHECK(forward(entries[i])); });
+  });
+  const int chosen = pick_search_entry(entries, heuristic_kept);
+  if (chosen < 0)
+    throw Unsupported("the search found no strict-fp32 cuDNN algorithm that keeps the fp32 bound and runs this "
+                      "problem: " + search_log(entries, heuristic_kept, chosen));
+  return {static_cast<cudnnConvolutionFwdAlgo_t>(entries[static_cast<std::size_t>(chosen)].algo),
+          search_log(entries, heuristic_kept, chosen)};
+}
+
+cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, cudaStream_t stream,
+                                                      cudnnTensorDescriptor_t x_desc, const void* x,
+                                                      cudnnFilterDescriptor_t w_desc, const void* w,
+                                                      cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc,
+                                                      void* y) {
+  return cudnn_search_fp32(handle, stream, x_desc, x, w_desc, w, conv, y_desc, y).algo;
 }
 
 std::size_t cudnn_workspace_bytes(cudnnHandle_t handle, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
@@ -326,18 +368,22 @@ Run prepare_conv_cudnn_find(const ConvArgs& args, const Exec& exec) {
   validate_conv_shape(args.shape);
   auto c = std::make_shared<CudnnConv>(args, exec.stream);
   // The search times every listed strict-fp32 algorithm on this case's own
-  // buffers, as the benchmark times it (cudnn_search_fp32_algorithm), not
-  // cudnnFindConvolutionForwardAlgorithm, whose own buffers and timing picked
-  // IMPLICIT_GEMM on the H100 where IMPLICIT_PRECOMP_GEMM ran up to 1.55x
-  // faster in the benchmark. Its wall time is what a program pays once per
-  // new shape.
+  // buffers, as the benchmark times it (cudnn_search_fp32, see
+  // conv_cudnn_search.h), not cudnnFindConvolutionForwardAlgorithm, whose
+  // own buffers and timing picked IMPLICIT_GEMM on the H100 where
+  // IMPLICIT_PRECOMP_GEMM ran up to 1.55x faster in the benchmark. Its wall
+  // time is what a program pays once per new shape; its log (each
+  // candidate's median or why it was not timed) goes into the case's label.
   DLB_CUDA_CHECK(cudaStreamSynchronize(exec.stream));
   const auto start = std::chrono::steady_clock::now();
-  const auto algo = cudnn_search_fp32_algorithm(c->handle.get(), exec.stream, c->x_desc.get(), args.x, c->w_desc.get(),
-                                                args.w, c->conv_desc.get(), c->y_desc.get(), args.y);
+  const auto search = cudnn_search_fp32(c->handle.get(), exec.stream, c->x_desc.get(), args.x, c->w_desc.get(),
+                                        args.w, c->conv_desc.get(), c->y_desc.get(), args.y);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  use_algorithm(*c, algo);
-  if (args.report != nullptr) args.report->search_seconds = seconds;
+  use_algorithm(*c, search.algo);
+  if (args.report != nullptr) {
+    args.report->search_seconds = seconds;
+    args.report->search_log = search.log;
+  }
   return run_of(c);
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include <cudnn.h>
 
@@ -23,19 +24,27 @@ const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t algo);
 // next to it.
 double cudnn_fp32_tolerance(cudnnConvolutionFwdAlgo_t algo, std::int64_t r, std::int64_t s);
 
-// The median seconds of 7 calls of `call` on `stream`, each between two
-// CUDA events, as the search below times a candidate (the caller makes the
-// untimed warm-up calls). Synchronous; `call` must return success.
+// The median seconds of 7 calls of `call` on `stream`, each timed as the
+// benchmark times a GPU case (time_held_call: the stream held while the call
+// is enqueued, two events around it). The caller makes the untimed warm-up
+// calls. Synchronous; `call` must return success.
 double cudnn_median_seconds(CUstream_st* stream, const std::function<cudnnStatus_t()>& call);
 
 // The fastest strict-fp32 algorithm for this problem, timed on the given
-// device buffers as the benchmark times a convolution (kSearchCalls calls
-// between CUDA events on `stream` after two untimed ones, the median), among
-// those cuDNN's heuristic lists as supported that keep the 1e-5 bound on
-// this filter (cudnn_fp32_tolerance): never IMPLICIT_GEMM where
-// IMPLICIT_PRECOMP_GEMM is faster on these buffers, never an algorithm the
-// networks' 1e-5 tolerance would not hold for. y is overwritten.
-// dlb::Unsupported if none runs. Synchronous.
+// device buffers as the benchmark times a convolution, among those cuDNN's
+// heuristic lists as supported that keep the 1e-5 bound on this filter
+// (cudnn_fp32_tolerance): the heuristic's own pick (the first such entry)
+// unless another is faster by more than 2%; the rules and why are in
+// conv_cudnn_search.h. `log` says each list entry's median or why it was
+// not timed. y is overwritten. dlb::Unsupported if none runs. Synchronous.
+struct CudnnSearch {
+  cudnnConvolutionFwdAlgo_t algo;
+  std::string log;
+};
+CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, CUstream_st* stream, cudnnTensorDescriptor_t x_desc, const void* x,
+                              cudnnFilterDescriptor_t w_desc, const void* w, cudnnConvolutionDescriptor_t conv,
+                              cudnnTensorDescriptor_t y_desc, void* y);
+// The same, the algorithm only.
 cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, CUstream_st* stream,
                                                       cudnnTensorDescriptor_t x_desc, const void* x,
                                                       cudnnFilterDescriptor_t w_desc, const void* w,

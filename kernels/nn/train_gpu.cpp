@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/cudnn_resources.h"
+#include "kernels/common/device_bytes.h"
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/nn/train_gpu_kernels.h"
 #include "kernels/nn/train_plan.h"
@@ -40,26 +42,6 @@ bool not_supported(cudnnStatus_t status) {
 
 bool tensor_op(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-}
-
-// Calls of each candidate the search times, after two untimed ones (as
-// cudnn_search_fp32_algorithm).
-constexpr int kSearchCalls = 7;
-
-// The median time of kSearchCalls calls of `call` between events on `stream`.
-double median_seconds(cudaStream_t stream, const std::function<cudnnStatus_t()>& call) {
-  std::vector<Event> marks(kSearchCalls + 1);
-  marks[0].record(stream);
-  for (int i = 0; i < kSearchCalls; ++i) {
-    DLB_CUDNN_CHECK(call());
-    marks[static_cast<std::size_t>(i) + 1].record(stream);
-  }
-  marks.back().synchronize();
-  std::vector<double> seconds;
-  for (int i = 0; i < kSearchCalls; ++i)
-    seconds.push_back(1e-3 * marks[static_cast<std::size_t>(i) + 1].elapsed_ms_since(marks[static_cast<std::size_t>(i)]));
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
 }
 
 // One candidate of a backward search, as cuDNN's heuristic lists it.
@@ -95,7 +77,9 @@ int search_backward_among(const char* what, const std::vector<Candidate>& listed
     if (not_supported(first)) continue;
     detail::check_cudnn(first, what, __FILE__, __LINE__);
     DLB_CUDNN_CHECK(call());
-    const double seconds = median_seconds(stream, call);
+    // Timed as a case times a call (the stream held while it is enqueued),
+    // as the forward search times its candidates.
+    const double seconds = cudnn_median_seconds(stream, call);
     if (!found || seconds < best_seconds) found = true, best = c.algo, best_seconds = seconds;
   }
   if (!found)
@@ -188,17 +172,11 @@ struct PhaseGraphs {
   }
 };
 
-std::int64_t free_device_bytes() {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  DLB_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return static_cast<std::int64_t>(free_bytes);
-}
-
 }  // namespace
 
 struct GpuTrainStep::Impl final : TrainOps {
   Impl(const Network& net, std::int64_t batch, Sgd s, cudaStream_t st, GpuLaunch how)
-      : free_before(free_device_bytes()), plan(net, batch), sgd(s), stream(st), launch(how), cudnn(st), cublas(st) {
+      : watch(std::make_unique<DeviceBytePeak>()), plan(net, batch), sgd(s), stream(st), launch(how), cudnn(st), cublas(st) {
     DLB_REQUIRE(stream != nullptr, "GPU training step: no CUDA stream");
     DLB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));
     const auto p = static_cast<std::size_t>(plan.param_floats());
@@ -225,7 +203,11 @@ struct GpuTrainStep::Impl final : TrainOps {
               dbuf.data(), bn.data(), running.data()};
     choose_algorithms();
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
-    measured = std::max<std::int64_t>(0, free_before - free_device_bytes());
+    // The peak of this process's own device allocations over the
+    // constructor (device_bytes.h): the buffers, the largest workspace, and
+    // the search's temporary ones, whatever other processes on the GPU do.
+    measured = watch->rise();
+    watch.reset();
   }
 
   // Every conv's three algorithms, timed on the step's buffers (a random-free
@@ -399,7 +381,7 @@ struct GpuTrainStep::Impl final : TrainOps {
     return out;
   }
 
-  std::int64_t free_before;
+  std::unique_ptr<DeviceBytePeak> watch;  // first: it sees every allocation below
   TrainPlan plan;
   Sgd sgd;
   cudaStream_t stream;

@@ -96,9 +96,11 @@ class GpuTrainStep {
   // The step's own device buffers as TrainMemory splits them (workspace:
   // backward's gradient buffers and the largest cuDNN workspace).
   TrainMemory memory() const;
-  // Device memory the constructor took, as cudaMemGetInfo saw it (its own
-  // buffers, and the cuDNN and cuBLAS handles' allocations); 0 where other
-  // work freed memory meanwhile.
+  // Device memory the constructor took at its peak, counted from this
+  // process's own allocations (kernels/common/device_bytes.h): its buffers,
+  // the cuDNN workspace and the algorithm search's temporary workspaces;
+  // not what the cuDNN and cuBLAS handles allocate inside themselves.
+  // Other processes on the GPU do not change it.
   std::int64_t measured_bytes() const;
   // The cuDNN algorithms chosen, per conv layer: "conv1 fwd IMPLICIT_PRECOMP_GEMM, bwd data 1, bwd filter 1; ...".
   std::string algorithms() const;

@@ -7,6 +7,7 @@
 //   cpu_sgemm_onednn  large fp32 GEMM through oneDNN
 //   gpu_copy          cudaMemcpyAsync device to device
 //   gpu_triad         a = b + s*c, fp64, an own kernel (daxpy's two reads to one write)
+//   gpu_memory        the fastest of several streaming kernels (roofline_memory.h): the GPU memory ceiling
 //   gpu_fma           independent FMA chains per thread, fp32, every SM
 //   gpu_sgemm_cublas  large fp32 GEMM through cuBLAS (no TF32)
 //
@@ -15,6 +16,7 @@
 // that cross the memory bus: no read-for-ownership of the destination.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/common/variant.h"
@@ -23,6 +25,10 @@ namespace dlb {
 
 void stream_copy(const double* a, double* c, std::int64_t n);
 void stream_triad(double* a, const double* b, const double* c, double s, std::int64_t n);
+// How this build's stream_copy and stream_triad store: "AVX-512 streaming
+// stores", "AVX2 streaming stores" or "plain stores" (which pay a read for
+// ownership of the destination that the counted bytes leave out).
+const char* stream_store_kind();
 
 // FMA peak: every thread runs `iterations` rounds of x = x*a + b on
 // kFmaChains independent vector accumulators starting at 0 with a = b = 0.5.
@@ -58,6 +64,14 @@ double gpu_max_sm_clock_hz();
 double gpu_datasheet_fma_flops();
 // a[i] = b[i] + s * c[i], fp64, n even: STREAM's triad on the GPU.
 void launch_gpu_triad(double* a, const double* b, const double* c, double s, std::int64_t n, CUstream_st* stream);
+// One part of the GPU memory ceiling (roofline_memory.h) over n doubles (n
+// even): copy a = c, triad a = b + s*c, update b = b + s*c.
+struct MemoryPart;
+void launch_gpu_memory_part(const MemoryPart& part, double* a, double* b, const double* c, double s, std::int64_t n,
+                            CUstream_st* stream);
+// Reads all of `buffer` (device memory, `bytes` a multiple of 16) without
+// writing anything: evicts L2 without leaving dirty lines behind.
+void launch_gpu_read_through(const void* buffer, std::size_t bytes, int* sink, CUstream_st* stream);
 // C[m,n] = A[m,k] * B[k,n], fp32, row-major, strict fp32 math (no TF32).
 Run prepare_sgemm_cublas(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
                          float* c, const Exec& exec);

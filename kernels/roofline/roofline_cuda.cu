@@ -1,8 +1,10 @@
 // GPU ceilings: the FMA peak (kGpuFmaChains independent fp32 chains per
-// thread) and STREAM's triad.
+// thread), STREAM's triad, and the parts of the memory ceiling
+// (roofline_memory.h).
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/error.h"
 #include "kernels/roofline/roofline.h"
+#include "kernels/roofline/roofline_memory.h"
 
 namespace dlb {
 namespace {
@@ -67,6 +69,102 @@ void launch_gpu_triad(double* a, const double* b, const double* c, double s, std
   constexpr unsigned kBlock = 256;
   const unsigned blocks = static_cast<unsigned>(sm_count()) * (2048 / kBlock);
   triad_kernel<<<blocks, kBlock, 0, stream>>>(a, b, c, s, n / 2);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+
+// The GPU memory ceiling's parts (roofline_memory.h). One access per
+// thread (every block launched at once, as daxpy gpu_naive) or a
+// grid-stride loop over 8 blocks of 256 per SM (as the old triad).
+template <MemoryPattern P, class V>
+__device__ __forceinline__ void memory_step(V* __restrict__ a, V* __restrict__ b, const V* __restrict__ c, double s,
+                                            std::int64_t i) {
+  if constexpr (P == MemoryPattern::copy) {
+    a[i] = c[i];
+  } else {
+    const V bv = b[i], cv = c[i];
+    V out;
+    if constexpr (sizeof(V) == 16) {
+      out = make_double2(fma(s, cv.x, bv.x), fma(s, cv.y, bv.y));
+    } else {
+      out = fma(s, cv, bv);
+    }
+    if constexpr (P == MemoryPattern::triad) a[i] = out;
+    else b[i] = out;
+  }
+}
+
+template <MemoryPattern P, class V>
+__global__ void memory_full_kernel(V* __restrict__ a, V* __restrict__ b, const V* __restrict__ c, double s,
+                                   std::int64_t items) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < items) memory_step<P>(a, b, c, s, i);
+}
+
+template <MemoryPattern P, class V>
+__global__ void memory_stride_kernel(V* __restrict__ a, V* __restrict__ b, const V* __restrict__ c, double s,
+                                     std::int64_t items) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < items; i += stride)
+    memory_step<P>(a, b, c, s, i);
+}
+
+template <MemoryPattern P, class V>
+void launch_memory(bool grid_stride, double* a, double* b, const double* c, double s, std::int64_t n,
+                   cudaStream_t stream) {
+  constexpr unsigned kBlock = 256;
+  const std::int64_t items = n / static_cast<std::int64_t>(sizeof(V) / sizeof(double));
+  const unsigned blocks = grid_stride ? static_cast<unsigned>(sm_count()) * (2048 / kBlock)
+                                      : blocks_for(static_cast<std::size_t>(items), kBlock);
+  auto* a_v = reinterpret_cast<V*>(a);
+  auto* b_v = reinterpret_cast<V*>(b);
+  const auto* c_v = reinterpret_cast<const V*>(c);
+  if (grid_stride) memory_stride_kernel<P, V><<<blocks, kBlock, 0, stream>>>(a_v, b_v, c_v, s, items);
+  else memory_full_kernel<P, V><<<blocks, kBlock, 0, stream>>>(a_v, b_v, c_v, s, items);
+  DLB_CUDA_CHECK_LAUNCH();
+}
+
+template <MemoryPattern P>
+void launch_pattern(const MemoryPart& part, double* a, double* b, const double* c, double s, std::int64_t n,
+                    cudaStream_t stream) {
+  if (part.access_bytes == 16) launch_memory<P, double2>(part.grid_stride, a, b, c, s, n, stream);
+  else launch_memory<P, double>(part.grid_stride, a, b, c, s, n, stream);
+}
+
+__global__ void read_through_kernel(const int4* __restrict__ buffer, std::size_t words, int* sink) {
+  int acc = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride) {
+    const int4 v = buffer[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7fc0ffee) *sink = acc;
+}
+
+}  // namespace
+
+void launch_gpu_memory_part(const MemoryPart& part, double* a, double* b, const double* c, double s, std::int64_t n,
+                            CUstream_st* stream) {
+  DLB_REQUIRE(n % 2 == 0, "gpu memory ceiling: n must be even (pairs of doubles)");
+  switch (part.pattern) {
+    case MemoryPattern::copy:
+      if (part.access_bytes == 0) {
+        DLB_CUDA_CHECK(cudaMemcpyAsync(a, c, static_cast<std::size_t>(n) * sizeof(double), cudaMemcpyDeviceToDevice,
+                                       stream));
+      } else {
+        launch_pattern<MemoryPattern::copy>(part, a, b, c, s, n, stream);
+      }
+      return;
+    case MemoryPattern::triad: launch_pattern<MemoryPattern::triad>(part, a, b, c, s, n, stream); return;
+    case MemoryPattern::update: launch_pattern<MemoryPattern::update>(part, a, b, c, s, n, stream); return;
+  }
+}
+
+void launch_gpu_read_through(const void* buffer, std::size_t bytes, int* sink, CUstream_st* stream) {
+  constexpr unsigned kBlock = 256;
+  const unsigned blocks = static_cast<unsigned>(sm_count()) * (2048 / kBlock);
+  read_through_kernel<<<blocks, kBlock, 0, stream>>>(static_cast<const int4*>(buffer), bytes / sizeof(int4), sink);
   DLB_CUDA_CHECK_LAUNCH();
 }
 

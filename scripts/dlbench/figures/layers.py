@@ -111,8 +111,9 @@ def roofline_table(results: Results, network: str, variant: str, batch: int) -> 
         return ""
     gpu = variant.startswith("gpu_")
     fma = ceiling(results, "roofline/gpu_fma" if gpu else "roofline/cpu_fma", "flops")
-    if gpu:  # the higher of the GPU's two memory ceilings (copy; triad, two reads to one write)
-        found = [v for v in (ceiling(results, n, "bytes_per_second") for n in ("roofline/gpu_copy", "roofline/gpu_triad"))
+    if gpu:  # the GPU memory ceiling (gpu_memory, the fastest of its parts; older runs: copy or triad)
+        found = [v for v in (ceiling(results, n, "bytes_per_second")
+                             for n in ("roofline/gpu_memory", "roofline/gpu_copy", "roofline/gpu_triad"))
                  if v is not None]
         bw = max(found) if found else None
     else:

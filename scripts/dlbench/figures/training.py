@@ -25,8 +25,9 @@ backward, gradients_bytes, optimizer_bytes: momentum, workspace_bytes:
 everything else the step holds), the accounted peak (peak_bytes, the sum
 of the five) and the measured peak (peak_measured_bytes: on the CPU the
 host heap's rise over a fresh step, bench/train_memory.h; PyTorch on the
-GPU the caching allocator's; our GPU rows measured_device_bytes,
-cudaMemGetInfo's difference across the step's construction). A part a row
+GPU the caching allocator's; our GPU rows measured_device_bytes, the
+peak of the process's own device allocations over the step's
+construction and first step). A part a row
 does not report (PyTorch's workspace, a CPU peer's measured peak) is
 blank. The loader's table: images/s of ``<net>_load`` against its thread
 count. The figure: per network, each row's milliseconds per step split by
@@ -228,7 +229,7 @@ def table(results: Results) -> str:
         "images/s over PyTorch's at the same batch on the same device (CPU: eager; GPU: its fastest mode). "
         "Memory: the parts each row reports (PyTorch: from its tensors' sizes and autograd's saved tensors; "
         "no workspace); peak (measured): the host heap's rise over a step on the CPU, the device's on the GPU "
-        "(ours: cudaMemGetInfo; PyTorch's: its caching allocator).")
+        "(ours: our own device allocations counted; PyTorch's: its caching allocator).")
 
 
 def figures(results_list: list[Results]):
