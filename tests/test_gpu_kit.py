@@ -184,6 +184,22 @@ class Gates(unittest.TestCase):
         self.assertIn("gemm/gpu_x/m:1", line)
         self.assertNotIn("cpu_omp", line)
 
+    def test_the_memory_ceiling_is_gpu_memory_where_the_run_has_it(self):
+        # roofline/gpu_memory (the fastest of several streaming kernels)
+        # is the ceiling where present; gpu_copy is only one of its parts.
+        doc = json.loads((DATA / "ceilings.json").read_text())
+        copy = next(b for b in doc["benchmarks"] if b["run_name"].startswith("roofline/gpu_copy/"))
+        memory = dict(copy, run_name="roofline/gpu_memory/bytes:1610612736/manual_time",
+                      name="roofline/gpu_memory/bytes:1610612736/manual_time", bytes_per_second=4.40e12)
+        doc["benchmarks"].append(memory)
+        line = kit.ceiling_verdicts([doc])[0]
+        self.assertFalse(line.startswith("FAIL"), line)
+        self.assertIn("roofline/gpu_memory", line)
+        # ... and fails a case above it.
+        memory["bytes_per_second"] = 4.20e12
+        line = kit.ceiling_verdicts([doc])[0]
+        self.assertIn("of roofline/gpu_memory (4.20 TB/s)", line)
+
 
 class Comparison(unittest.TestCase):
     def setUp(self):
