@@ -101,17 +101,17 @@ void add_pipeline(const HostKind& host, int streams, std::int64_t bytes) {
 }
 
 void register_copy(Config& config) {
-  if (!config.gpu) return;
+  if (!config.gpu && !config.name_only) return;
   const auto sizes = geometric(4 * kKiB, kGiB, 4);
   // gpu_d2d from 1 MiB: below that a device copy measures launch latency, not
   // a ceiling, and each of its iterations (a few microseconds) would pay the
   // ~100 MB L2 flush: some 30 s of the suite for no information.
   const auto d2d_sizes = geometric(kMiB, kGiB, 4);
   for (const CopyVariant& variant : copy_variants()) {
-    if (!variant.usable()) continue;
+    if (!config.name_only && !variant.usable()) continue;  // usable() asks the device
     for (const auto bytes : variant.direction == Direction::d2d ? d2d_sizes : sizes) add_copy(variant, bytes);
   }
-  if (host_register_supported()) {
+  if (config.name_only || host_register_supported()) {
     for (const auto bytes : sizes) add_register_cost(bytes);
   }
   for (const char* kind : {"pageable", "pinned"}) {
@@ -121,7 +121,9 @@ void register_copy(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_copy);
+DLB_BENCH_FAMILY(register_copy,
+                 "what a host-device copy costs by memory kind (pageable, pinned, registered) and direction, and "
+                 "how much a chunked pipeline overlaps (GPU only)");
 
 }  // namespace
 }  // namespace dlb::bench
