@@ -99,8 +99,9 @@ void add_once(std::vector<std::string>& items, const std::string& item) {
 }
 
 // The names the filter (--benchmark_filter) selects, as Google Benchmark
-// lists them (with its time suffix).
-std::vector<std::string> names_the_filter_selects() {
+// lists them (with its time suffix); what else it said (a regex it cannot
+// compile, one that matches nothing) into *why_none.
+std::vector<std::string> names_the_filter_selects(std::string* why_none) {
   std::ostringstream out;
   benchmark::ConsoleReporter lister(benchmark::ConsoleReporter::OO_None);
   lister.SetOutputStream(&out);
@@ -112,8 +113,11 @@ std::vector<std::string> names_the_filter_selects() {
   benchmark::FLAGS_benchmark_out = std::move(file);
   benchmark::FLAGS_benchmark_list_tests = listing;
   std::vector<std::string> names;
-  for (const std::string& line : split(out.str(), '\n'))
-    if (!line.empty() && line.find(' ') == std::string::npos) names.push_back(line);
+  for (const std::string& line : split(out.str(), '\n')) {
+    if (line.empty()) continue;
+    if (line.find(' ') == std::string::npos) names.push_back(line);
+    else if (why_none != nullptr) why_none->append(why_none->empty() ? "" : "; ").append(line);
+  }
   return names;
 }
 
@@ -325,7 +329,8 @@ void require_gpu_for_suite(bool gpu) {
 
 void require_trace_case() {
   if (!tracing()) return;
-  for (const std::string& name : names_the_filter_selects())
+  std::string said;
+  for (const std::string& name : names_the_filter_selects(&said))
     if (writes_trace(name)) return;
   std::string networks;
   for (const std::string_view n : nn::network_names()) networks.append(networks.empty() ? "" : ", ").append(n);
@@ -333,7 +338,8 @@ void require_trace_case() {
   throw Error("--trace: the filter '" + benchmark::GetBenchmarkFilter() +
               "' selects no case that writes a trace. --trace needs a network case (<network>/<backend>/batch:<b>) "
               "or a layer case (<network>_layer/<backend>/...) of " +
-              networks + ", e.g. --benchmark_filter='^resnet20/cpu_onednn/batch:16/'");
+              networks + ", e.g. --benchmark_filter='^resnet20/cpu_onednn/batch:16/'" +
+              (said.empty() ? "" : " (Google Benchmark: " + said + ")"));
 }
 
 void note_full_suite() {

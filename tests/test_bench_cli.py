@@ -134,6 +134,7 @@ class Trace(unittest.TestCase):
             self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
             self.assertIn("--trace: the filter '^daxpy/cpu_loop/n:1024/' selects no case that writes a trace", p.stderr)
             self.assertIn("--trace needs a network case (<network>/<backend>/batch:<b>) or a layer case", p.stderr)
+            self.assertIn("(Google Benchmark: ", bench(f"--trace={trace}", "--benchmark_filter=((").stderr)
             self.assertEqual(p.stdout, "")  # nothing ran
             self.assertFalse(out.exists())
             self.assertFalse(trace.exists())
@@ -262,6 +263,14 @@ class CheckOnly(unittest.TestCase):
         self.assertTrue(runs)
         self.assertTrue(all(r.get("error_occurred") and r["error_message"].startswith("check_only: ") for r in runs))
         self.assertNotIn("the full suite", p.stderr)
+
+    def test_missing_weights_are_bad_input(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run([BENCH, "--check_only", "--benchmark_filter=^mnist_lenet/cpu_own/batch:1/"],
+                               capture_output=True, text=True, timeout=300, env={**os.environ, "DLB_MODELS_DIR": d})
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"(?m)^bad input    mnist_lenet/cpu_own/batch:1: mnist_lenet: .*mnist_lenet.safetensors")
+        self.assertIn("check_only: 1 case: 0 pass, 0 FAIL, 0 unsupported, 1 bad input", p.stdout)
 
     def test_refused_beside_trace(self):
         with tempfile.TemporaryDirectory() as d:
