@@ -70,7 +70,9 @@ void register_conv(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_conv);
+DLB_BENCH_FAMILY(register_conv,
+                 "each convolution algorithm (direct, im2col, Winograd, FFT, the libraries') on the networks' layer "
+                 "shapes, or any shape by --conv=");
 
 }  // namespace
 }  // namespace dlb::bench

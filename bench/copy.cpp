@@ -109,13 +109,13 @@ void add_pipeline(const HostKind& host, int streams, std::int64_t bytes) {
 
 // The user's sizes, registered whatever the suite (without a GPU the user
 // is told: user_shapes.cpp).
-void register_user_copies() {
+void register_user_copies(const Config& config) {
   const SuiteBypass bypass;
   for (const CopyShape& shape : user_shapes().copy) {
     const std::int64_t bytes = shape.bytes;
     for (const CopyVariant& variant : copy_variants())
-      if (variant.usable()) add_copy(variant, bytes);
-    if (host_register_supported()) add_register_cost(bytes);
+      if (config.name_only || variant.usable()) add_copy(variant, bytes);  // usable() asks the device
+    if (config.name_only || host_register_supported()) add_register_cost(bytes);
     if (bytes % 4 != 0) continue;
     for (const char* kind : {"pageable", "pinned"})
       for (const int streams : {1, 2, 4}) add_pipeline(host_kind(kind), streams, bytes);
@@ -125,8 +125,8 @@ void register_user_copies() {
 bool user_size(std::int64_t bytes) { return is_user_shape(user_shapes().copy, CopyShape{bytes}); }
 
 void register_copy(Config& config) {
-  if (!config.gpu) return;
-  register_user_copies();
+  if (!config.gpu && !config.name_only) return;
+  register_user_copies(config);
   if (!own_shapes_wanted()) return;
   const auto sizes = geometric(4 * kKiB, kGiB, 4);
   // gpu_d2d from 1 MiB: below that a device copy measures launch latency, not
@@ -134,11 +134,11 @@ void register_copy(Config& config) {
   // ~100 MB L2 flush: some 30 s of the suite for no information.
   const auto d2d_sizes = geometric(kMiB, kGiB, 4);
   for (const CopyVariant& variant : copy_variants()) {
-    if (!variant.usable()) continue;
+    if (!config.name_only && !variant.usable()) continue;  // usable() asks the device
     for (const auto bytes : variant.direction == Direction::d2d ? d2d_sizes : sizes)
       if (!user_size(bytes)) add_copy(variant, bytes);
   }
-  if (host_register_supported()) {
+  if (config.name_only || host_register_supported()) {
     for (const auto bytes : sizes)
       if (!user_size(bytes)) add_register_cost(bytes);
   }
@@ -150,7 +150,9 @@ void register_copy(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_copy);
+DLB_BENCH_FAMILY(register_copy,
+                 "what a host-device copy costs by memory kind (pageable, pinned, registered) and direction, and "
+                 "how much a chunked pipeline overlaps (GPU only)");
 
 }  // namespace
 }  // namespace dlb::bench

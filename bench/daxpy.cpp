@@ -48,7 +48,9 @@ void register_daxpy(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_daxpy);
+DLB_BENCH_FAMILY(register_daxpy,
+                 "how close a streaming kernel (y = a*x + y, 2^10 to 2^26 doubles) comes to the memory ceiling, "
+                 "from cache to DRAM");
 
 }  // namespace
 }  // namespace dlb::bench

@@ -91,7 +91,9 @@ void register_gemm(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_gemm);
+DLB_BENCH_FAMILY(register_gemm,
+                 "GEMM (C = A*B) at square sizes and the networks' shapes: own kernels against the libraries, fp32 "
+                 "and reduced precision");
 
 }  // namespace
 }  // namespace dlb::bench

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <set>
 
 #include "bench/suites.h"
 #include "kernels/common/error.h"
@@ -69,12 +70,23 @@ CaseSlot& case_slot() {
 const std::string& current_case_name() { return g_current_case; }
 }  // namespace detail
 
-bool add_family(FamilyRegistrar registrar) {
+namespace {
+std::vector<FamilyAbout>& family_about_list() {
+  static std::vector<FamilyAbout> list;
+  return list;
+}
+}  // namespace
+
+bool add_family(FamilyRegistrar registrar, const char* name, const char* answers) {
   family_list().push_back(registrar);
+  std::string_view short_name(name);
+  if (short_name.starts_with("register_")) short_name.remove_prefix(9);
+  family_about_list().push_back({short_name, answers});
   return true;
 }
 
 const std::vector<FamilyRegistrar>& families() { return family_list(); }
+const std::vector<FamilyAbout>& family_abouts() { return family_about_list(); }
 
 std::string case_name(std::string_view op, std::string_view variant, NameArgs args) {
   std::string name(op);
@@ -106,11 +118,70 @@ void set_gpu_min_time(double seconds) {
 }
 double gpu_min_time() { return g_gpu_min_time; }
 
+namespace {
+
+std::vector<RegisteredCase>& registered_list() {
+  static std::vector<RegisteredCase> list;
+  return list;
+}
+
+// Check-only runs: where the outcomes go (empty: a timing run), what check()
+// and report_input_error saw in the case running now, and the cases reported.
+std::function<void(const CheckOutcome&)> g_check_sink;
+struct CheckRecord {
+  bool checked = false;
+  ref::Comparison comparison;
+  std::string input_error;
+};
+CheckRecord g_check_record;
+std::set<std::string> g_checked;
+// Thrown by check() on a right result in a check-only run: the body ends at
+// its validation, before its timed loop. Not a std::exception, so that no
+// catch-all in a body takes it for an error.
+struct CheckPassed {};
+
+// A case's body in a check-only run, up to its validation, and its outcome.
+void run_checking_only(benchmark::State& state, const std::string& name,
+                       const std::function<void(benchmark::State&)>& body) {
+  if (!g_checked.insert(name).second) {  // a repetition: reported already
+    state.SkipWithError("check_only: reported");
+    return;
+  }
+  using V = CheckOutcome::Verdict;
+  g_check_record = {};
+  CheckOutcome outcome{name, V::fail, ""};
+  try {
+    body(state);
+    if (!g_check_record.input_error.empty()) outcome = {name, V::bad_input, g_check_record.input_error};
+    else if (g_check_record.checked) outcome = {name, V::fail, g_check_record.comparison.summary()};
+    else outcome = {name, V::fail, "its body never validated it (no check() before its timed loop)"};
+  } catch (const CheckPassed&) {
+    outcome = {name, V::pass, g_check_record.comparison.summary()};
+  } catch (const Unsupported& e) {
+    outcome = {name, V::unsupported, e.what()};
+  } catch (const std::exception& e) {
+    outcome = {name, V::fail, std::string("error: ").append(e.what())};
+  }
+  // Skipped, so that Google Benchmark neither times it nor calls it again
+  // to size an iteration count.
+  if (!state.error_occurred()) state.SkipWithError(("check_only: " + check_line(outcome)).c_str());
+  g_check_sink(outcome);
+}
+
+}  // namespace
+
+const std::vector<RegisteredCase>& registered_cases() { return registered_list(); }
+
+void set_check_only(std::function<void(const CheckOutcome&)> sink) { g_check_sink = std::move(sink); }
+bool check_only() { return static_cast<bool>(g_check_sink); }
+
 bool add_case(const std::string& name, Device device, std::function<void(benchmark::State&)> body,
               CaseOptions options) {
   if (!suite_includes(name)) return false;
+  registered_list().push_back({name, device});
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [name, body](benchmark::State& state) {
     g_current_case = name;
+    if (check_only()) return run_checking_only(state, name, body);
     try {
       body(state);
     } catch (const Unsupported& e) {
@@ -148,6 +219,7 @@ std::vector<std::string>& input_error_list() {
 void report_input_error(benchmark::State& state, const std::string& message) {
   auto& list = input_error_list();
   if (std::find(list.begin(), list.end(), message) == list.end()) list.push_back(message);
+  if (check_only()) g_check_record.input_error = message;
   state.SkipWithError(("bad input: " + message).c_str());
 }
 
@@ -155,6 +227,11 @@ const std::vector<std::string>& input_errors() { return input_error_list(); }
 
 bool check(benchmark::State& state, const ref::Comparison& comparison) {
   state.counters["max_rel_err"] = comparison.max_rel_err;
+  if (check_only()) {
+    g_check_record.checked = true;
+    g_check_record.comparison = comparison;
+    if (comparison.ok) throw CheckPassed{};
+  }
   if (comparison.ok) return true;
   state.SkipWithError(comparison.summary().c_str());
   return false;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/check_only.h"
 #include "bench/machine_state.h"
 #include "kernels/common/gpu.h"
 #include "kernels/common/variant.h"
@@ -25,6 +26,10 @@ namespace dlb::bench {
 // What main() knows when the families register their cases.
 struct Config {
   bool gpu = false;  // a CUDA device is present and the build has CUDA
+  // Registering only to name the cases (bench --list_families), never to run
+  // them: GPU cases are registered too, with or without a device, and a
+  // family asks the device nothing (it may be absent).
+  bool name_only = false;
   // Flags left after Google Benchmark took its own, as --name=value; a
   // family takes the ones it knows (take_flag) and main rejects the rest.
   std::vector<std::string> flags;
@@ -58,19 +63,26 @@ double parse_seconds(std::string_view flag, const std::string& value);
 
 using FamilyRegistrar = void (*)(Config&);
 // Called at static-initialization time by DLB_BENCH_FAMILY.
-bool add_family(FamilyRegistrar registrar);
+bool add_family(FamilyRegistrar registrar, const char* name, const char* answers);
 const std::vector<FamilyRegistrar>& families();
+// What bench --list_families says of each family, in the order of families().
+struct FamilyAbout {
+  std::string_view name;     // the registrar's name without "register_": "daxpy"
+  std::string_view answers;  // one line: the question the family's figures answer
+};
+const std::vector<FamilyAbout>& family_abouts();
 
-#define DLB_BENCH_FAMILY(registrar) \
-  [[maybe_unused]] static const bool dlb_family_##registrar = ::dlb::bench::add_family(registrar)
+// A family: its registrar, and in one line what it answers (--list_families).
+#define DLB_BENCH_FAMILY(registrar, answers) \
+  [[maybe_unused]] static const bool dlb_family_##registrar = ::dlb::bench::add_family(registrar, #registrar, answers)
 
 // The rows of `table` to register: usable on this CPU, and GPU rows only
-// when a GPU is present.
+// when a GPU is present (or the cases are only named).
 template <class Args>
 std::vector<const Variant<Args>*> variants_to_run(VariantTable<Args> table, const Config& config) {
   std::vector<const Variant<Args>*> out;
   for (const auto& v : table)
-    if (v.usable() && (v.device == Device::cpu || config.gpu)) out.push_back(&v);
+    if (v.usable() && (v.device == Device::cpu || config.gpu || config.name_only)) out.push_back(&v);
   return out;
 }
 
@@ -112,6 +124,22 @@ double gpu_min_time();
 bool add_case(const std::string& name, Device device, std::function<void(benchmark::State&)> body,
               CaseOptions options = {});
 
+// Every case add_case has registered, in order, with its device: what
+// --list_families groups and what bench counts (a case the selected suite
+// leaves out is not registered, so not here).
+struct RegisteredCase {
+  std::string name;
+  Device device;
+};
+const std::vector<RegisteredCase>& registered_cases();
+
+// Check-only runs (bench --check_only, check_only.h): set before the families
+// register. Each case's body then runs as in a timing run up to its
+// validation, where check() ends it, and `sink` gets one outcome per case
+// (once, however often Google Benchmark calls the body); nothing is timed.
+void set_check_only(std::function<void(const CheckOutcome&)> sink);
+bool check_only();
+
 // Bad input a case met (a missing weights file, say): the case is skipped
 // with `message`, and bench exits 2 after the run, printing each message
 // once, instead of reporting an errored case and exiting 0.
@@ -120,7 +148,9 @@ void report_input_error(benchmark::State& state, const std::string& message);
 const std::vector<std::string>& input_errors();
 
 // Records max_rel_err; on a wrong result skips the case with the comparison's
-// summary and returns false. A wrong result never gets a time.
+// summary and returns false. A wrong result never gets a time. In a
+// check-only run it records the comparison, and a right result ends the
+// case's body there (an exception add_case's wrapper takes).
 bool check(benchmark::State& state, const ref::Comparison& comparison);
 
 namespace detail {

@@ -10,6 +10,7 @@
 
 #include "bench/alloc_counter.h"
 #include "bench/build_info.h"
+#include "bench/command_line.h"
 #include "bench/harness.h"
 #include "bench/json_out.h"
 #include "bench/suites.h"
@@ -89,27 +90,24 @@ void add_context(const dlb::GpuInfo& gpu) {
   if (gpu.count > 0) AddCustomContext("gpu_compute_capability", gpu.compute_capability);
 }
 
-// After Google Benchmark's --help (which exits from Initialize): dlbench's own flags.
-void print_own_flags() {
-  std::printf("\ndlbench's own flags:\n");
-  for (const auto& f : dlb::bench::flag_helps()) std::printf("  --%s=%s\n      %s\n", f.name, f.value, f.help);
-  std::printf("Exit status 2 for an unknown flag or a bad value, with the reason.\n");
-  std::fflush(stdout);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--help") std::atexit(print_own_flags);
   const bool display_aggregates_only = dlb::bench::take_display_aggregates_only(argc, argv);
   const bool json_out = dlb::bench::json_out_requested(argc, argv);  // before Initialize takes the flags
-  benchmark::Initialize(&argc, argv);  // takes --benchmark_* flags, leaves the rest; exits for --help
+  // Takes --benchmark_* flags, leaves the rest; for --help prints
+  // command_line.h's help and exits.
+  benchmark::Initialize(&argc, argv, dlb::bench::print_help);
 
   dlb::bench::Config config;
   for (int i = 1; i < argc; ++i) config.flags.emplace_back(argv[i]);
 
+  bool check_only = false;
   try {
+    // bench's own switches (command_line.h), before the families take their flags.
+    dlb::bench::reject_flags_without_value(config);
+    const bool list_families = dlb::bench::take_switch(config, "list_families");
+    check_only = dlb::bench::take_switch(config, "check_only");
     dlb::bench::take_user_shapes(config);  // descriptors and --shapes, before --suite (user_shapes.h)
     // The suite and the GPU time per repetition, before any family registers
     // a case; the last --suite given wins (scripts/bench puts its default
@@ -122,22 +120,36 @@ int main(int argc, char** argv) {
       dlb::bench::set_gpu_min_time(dlb::bench::parse_seconds("--gpu_min_time", t));
     const dlb::GpuInfo gpu = dlb::gpu_info();  // throws for a GPU that cannot be used
     config.gpu = gpu.count > 0;
+    if (list_families) return dlb::bench::list_families(config, gpu);
     add_context(gpu);
+    if (check_only) dlb::bench::start_check_only(config);
     for (auto registrar : dlb::bench::families()) registrar(config);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 2;
   }
   if (!config.flags.empty()) {
-    std::fprintf(stderr, "bench: unknown argument '%s' (see --help: Google Benchmark's flags, then dlbench's)\n",
+    std::fprintf(stderr, "bench: unknown argument '%s' (see --help: dlbench's flags, then Google Benchmark's)\n",
                  config.flags.front().c_str());
     return 2;
   }
-  if (!config.gpu) {
-    std::fprintf(stderr, "bench: %s: GPU cases are not registered (gpu: none)\n",
-                 DLB_HAVE_CUDA ? "no CUDA device visible" : "built without CUDA");
+  try {
+    // What can be known to fail before anything runs (command_line.h).
+    dlb::bench::require_gpu_for_suite(config.gpu);
+    dlb::bench::require_trace_case();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench: %s\n", e.what());
+    return 2;
   }
+  if (!config.gpu)
+    std::fprintf(stderr, "bench: %s: GPU cases are not registered (gpu: none)\n", dlb::bench::no_gpu_reason());
+  dlb::bench::note_full_suite();
 
+  if (check_only) {
+    benchmark::RunSpecifiedBenchmarks(dlb::bench::check_only_reporter());
+    benchmark::Shutdown();
+    return dlb::bench::finish_check_only(config);
+  }
   dlb::bench::TallyingReporter reporter(display_aggregates_only);
   // A JSON --benchmark_out is written after every case (json_out.h).
   dlb::bench::IncrementalJsonReporter json_file;

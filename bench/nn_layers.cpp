@@ -217,7 +217,9 @@ void register_layers(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_layers);
+DLB_BENCH_FAMILY(register_layers,
+                 "where a forward pass's time goes: each layer's time inside whole passes, and the gap between the "
+                 "layers and a plain pass");
 
 }  // namespace
 
@@ -315,6 +317,19 @@ PassTimes timed_pass(NetCase& c) {
 #endif
 
 }  // namespace
+
+void drop_trace() {
+  if (!tracing() || trace_written()) return;
+  std::remove(trace_path().c_str());
+  trace_path().clear();
+}
+
+bool writes_trace(std::string_view case_name) {
+  for (const std::string_view network : nn::network_names())
+    if (case_name.starts_with(std::string(network) + "/") || case_name.starts_with(std::string(network) + "_layer/"))
+      return true;
+  return false;
+}
 
 void write_trace(const nn::NetVariant& variant, std::string_view network, std::int64_t batch,
                  const std::string& case_name) {

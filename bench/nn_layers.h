@@ -32,6 +32,13 @@ class LayerTimer {
 
 // --trace=FILE was given.
 bool tracing();
+// --trace given, but no case will run: removes the empty file registration
+// made to check that it can be written.
+void drop_trace();
+// Whether the case (its name, with or without Google Benchmark's suffix)
+// writes the trace when it is the first such case to run: the network cases
+// (nn.cpp) and the layer cases.
+bool writes_trace(std::string_view case_name);
 // Writes the trace of one case (the first that asks; later calls do nothing).
 void write_trace(const nn::NetVariant& variant, std::string_view network, std::int64_t batch,
                  const std::string& case_name);

@@ -54,7 +54,9 @@ void register_nn_stream(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_nn_stream);
+DLB_BENCH_FAMILY(register_nn_stream,
+                 "the whole test set streamed through the GPU, copies included: how much of the copying overlap "
+                 "hides (GPU only)");
 
 }  // namespace
 }  // namespace dlb::bench

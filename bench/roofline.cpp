@@ -85,7 +85,7 @@ void register_roofline(Config& config) {
 #if DLB_HAVE_ONEDNN
   add_sgemm(Device::cpu, "cpu_sgemm_onednn", kCpuGemm);
 #endif
-  if (!config.gpu) return;
+  if (!config.gpu && !config.name_only) return;
   add_case(case_name("roofline", "gpu_copy", {{"n", kGpuCopyN}}), Device::gpu, [](benchmark::State& state) {
     auto* c = validated_case<GpuCopyCase>(state, kGpuCopyN);
     if (c == nullptr) return;
@@ -114,7 +114,9 @@ void register_roofline(Config& config) {
   add_sgemm(Device::gpu, "gpu_sgemm_cublas", kGpuGemm);
 }
 
-DLB_BENCH_FAMILY(register_roofline);
+DLB_BENCH_FAMILY(register_roofline,
+                 "the machine's ceilings (memory bandwidth, peak FMA rate, a library SGEMM) the other families are "
+                 "read against");
 
 }  // namespace
 }  // namespace dlb::bench

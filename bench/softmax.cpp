@@ -74,7 +74,9 @@ void register_softmax(Config& config) {
   }
 }
 
-DLB_BENCH_FAMILY(register_softmax);
+DLB_BENCH_FAMILY(register_softmax,
+                 "row-wise softmax and log-softmax, in cache and from DRAM, short rows to a million columns: "
+                 "against the memory ceiling");
 
 }  // namespace
 }  // namespace dlb::bench

@@ -57,7 +57,7 @@ const std::vector<Suite>& suite_list() {
            "^(resnet20|mnist_cnn|mnist_lenet)_layer/cpu_(onednn|onednn_s8|own_s8)/batch:1/",
            DLB_GPU_QUICK_PATTERNS,
        }},
-      {"gpu-quick", "the GPU families at their telling sizes (what scripts/gpu-kit runs)", {DLB_GPU_QUICK_PATTERNS}},
+      {"gpu-quick", "the GPU families at their telling sizes (what scripts/gpu-kit runs)", {DLB_GPU_QUICK_PATTERNS}, true},
   };
   return list;
 }

@@ -38,6 +38,7 @@ struct Suite {
   std::string_view name;
   std::string_view help;
   std::vector<std::string_view> patterns;  // empty: every case
+  bool needs_gpu = false;                  // holds GPU cases only: bench refuses it without a GPU
 };
 
 const std::vector<Suite>& suites();

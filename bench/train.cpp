@@ -148,8 +148,11 @@ void register_load(Config&) {
   }
 }
 
-DLB_BENCH_FAMILY(register_train);
-DLB_BENCH_FAMILY(register_load);
+DLB_BENCH_FAMILY(register_train,
+                 "one training step (forward, loss, backward, SGD) per CPU implementation: images/s, phase times, "
+                 "memory");
+DLB_BENCH_FAMILY(register_load,
+                 "the training data loader alone (crop, flip, into the batch) on 0 to 2 loader threads: images/s");
 
 }  // namespace
 }  // namespace dlb::bench

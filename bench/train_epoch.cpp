@@ -8,30 +8,63 @@
 //                     [--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]
 //
 // The configuration is the reference's (batch 64, SGD lr 0.01 momentum 0.9,
-// seed 35, no augmentation); --steps runs the first N steps only, --augment
+// seed 35, no augmentation); --steps runs the first N steps only (N >= 1;
+// without --steps the whole epoch runs), --augment
 // crops (padding 4) and flips as the loader can (then no PyTorch column: the
 // reference has no augmentation), as do --lr and --momentum other than the
 // reference's (to see what the comparison detects). --workers: loader threads preparing
 // batches ahead (0: in the calling thread). --losses writes every step's
-// loss and the accuracy as JSON. Exit 0 on success, 2 on bad arguments or
-// input files (with a message).
+// loss and the accuracy as JSON. --network takes the networks that have a
+// PyTorch epoch reference in the models folder (scripts/train.py
+// --epoch-reference writes mnist_cnn's and mnist_lenet's). Exit 0 on
+// success, 2 on bad arguments or input files (with a message).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bench/cli.h"
 #include "kernels/common/error.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/epoch.h"
+#include "kernels/nn/network.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn|cpu_own] [--workers=N] "
     "[--window=N] "
-    "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]";
+    "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]\n"
+    "  --steps=N  the first N steps (N >= 1); without it, the whole epoch";
+
+// The networks train_epoch runs: those with a PyTorch epoch reference to
+// start from and compare with.
+std::vector<std::string> networks_with_a_reference() {
+  std::vector<std::string> out;
+  for (const std::string_view n : dlb::nn::network_names())
+    if (std::filesystem::exists(dlb::nn::epoch_reference_path(n))) out.emplace_back(n);
+  return out;
+}
+
+void require_network(const std::string& network) {
+  const std::vector<std::string> runs = networks_with_a_reference();
+  std::string list;
+  for (const auto& n : runs) list.append(list.empty() ? "" : ", ").append(n);
+  if (list.empty()) list = "none: no <network>.epoch-reference.json in " + dlb::nn::models_dir();
+  for (const auto& n : runs)
+    if (n == network) return;
+  bool known = false;
+  for (const std::string_view n : dlb::nn::network_names()) known = known || n == network;
+  if (known)
+    throw dlb::Error("--network=" + network + ": no PyTorch epoch reference to start from and compare with ('" +
+                     dlb::nn::epoch_reference_path(network) +
+                     "' does not exist; scripts/train.py --epoch-reference writes mnist_cnn's and mnist_lenet's); "
+                     "train_epoch runs " + list);
+  throw dlb::Error("--network=" + network + ": unknown network; train_epoch runs " + list);
+}
 
 double parse_real(std::string_view flag, std::string_view text) {
   const std::string s(text);
@@ -50,7 +83,7 @@ double parse_real(std::string_view flag, std::string_view text) {
 int run(int argc, char** argv) {
   std::string network = "mnist_cnn", impl = "cpu_eigen", losses_path;
   long long workers = 0, window = 50, steps = 0;
-  bool augment = false;
+  bool augment = false, steps_given = false;
   double lr = -1, momentum = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -68,6 +101,7 @@ int run(int argc, char** argv) {
       window = dlb::cli::parse_count("--window", *v);
     } else if (auto v = value("--steps")) {
       steps = dlb::cli::parse_count("--steps", *v);
+      steps_given = true;
     } else if (auto v = value("--losses")) {
       losses_path = *v;
     } else if (auto v = value("--lr")) {
@@ -84,8 +118,14 @@ int run(int argc, char** argv) {
     throw dlb::Error("--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not '" + impl + "'");
   if (window < 1) throw dlb::Error("--window needs at least 1 step");
   if (workers > 64) throw dlb::Error("--workers: " + std::to_string(workers) + " loader threads is too many (64 at most)");
+  require_network(network);
   const dlb::nn::Network& net = dlb::nn::network(network);
   const dlb::nn::EpochReference ref = dlb::nn::load_epoch_reference(dlb::nn::epoch_reference_path(network));
+  // 0 is the epoch's own "all steps" internally; on the command line it
+  // would run the whole epoch while asking for none.
+  if (steps_given && steps == 0)
+    throw dlb::Error("--steps=0: give at least 1 step, or leave --steps out for the whole epoch (" +
+                     std::to_string(ref.losses.size()) + " steps)");
   dlb::nn::EpochConfig config = ref.config;
   config.impl = impl == "cpu_own"           ? dlb::nn::TrainImpl::own
                 : impl == "cpu_onednn"       ? dlb::nn::TrainImpl::onednn

@@ -60,7 +60,7 @@ constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet
 constexpr double kMinTime = 0.05;
 
 void register_train_gpu(Config& config) {
-  if (!config.gpu) return;
+  if (!config.gpu && !config.name_only) return;
   for (const std::string_view network : kTrainable)
     for (const auto& [impl, launch] : kImpls)
     for (const auto& [batch, user] : net_batches(std::string(network) + "_train", kBatches))
@@ -111,7 +111,9 @@ void register_train_gpu(Config& config) {
       }
 }
 
-DLB_BENCH_FAMILY(register_train_gpu);
+DLB_BENCH_FAMILY(register_train_gpu,
+                 "one GPU training step (cuDNN, eager or CUDA graphs) with the batch copied from the host three "
+                 "ways (GPU only)");
 
 }  // namespace
 }  // namespace dlb::bench

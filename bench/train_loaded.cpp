@@ -88,7 +88,8 @@ void register_train_loaded(Config&) {
         }
 }
 
-DLB_BENCH_FAMILY(register_train_loaded);
+DLB_BENCH_FAMILY(register_train_loaded,
+                 "the CPU training step fed by the loader: whether loader threads hide the loading behind the step");
 
 }  // namespace
 }  // namespace dlb::bench

@@ -174,7 +174,7 @@ class Trace(unittest.TestCase):
             for args, message in ((["--trace="], "--trace= needs a value, e.g. --trace="),
                                   ([f"--trace={d}/no/such/dir/t.json"], "cannot write"),
                                   ([f"--trace={d}/t.json", "--benchmark_filter=^daxpy/cpu_loop/n:1024/",
-                                    "--benchmark_min_time=0.001"], "no network case ran")):
+                                    "--benchmark_min_time=0.001"], "selects no case that writes a trace")):
                 p = bench(*args, check=False)
                 self.assertEqual(p.returncode, 2, (args, p.stderr))
                 self.assertIn(message, p.stderr)

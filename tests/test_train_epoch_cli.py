@@ -44,8 +44,9 @@ class TrainEpoch(unittest.TestCase):
     def test_bad_input_exits_2_with_the_reason(self):
         cases = {
             ("--frobnicate",): "unknown argument '--frobnicate'",
-            ("--network=vgg16",): "unknown network 'vgg16'",
-            ("--network=resnet20",): "resnet20.epoch-reference.json' cannot be read",
+            ("--network=vgg16",): "--network=vgg16: unknown network; train_epoch runs mnist_cnn, mnist_lenet",
+            ("--network=resnet20",): "--network=resnet20: no PyTorch epoch reference to start from and compare with",
+            ("--steps=0",): "--steps=0: give at least 1 step, or leave --steps out for the whole epoch (937 steps)",
             ("--impl=blas",): "--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not 'blas'",
             ("--window=0",): "--window needs at least 1 step",
             ("--steps=-1",): "--steps needs a non-negative integer",
@@ -58,6 +59,19 @@ class TrainEpoch(unittest.TestCase):
                 p = train_epoch(*args)
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
                 self.assertIn(reason, p.stderr)
+
+    def test_the_networks_it_names_are_those_it_runs(self):
+        # Both messages name what runs, and it does run (one step each).
+        for args in (("--network=vgg16",), ("--network=resnet20",)):
+            p = train_epoch(*args)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            named = re.search(r"train_epoch runs (.*)$", p.stderr.strip())[1].split(", ")
+            self.assertEqual(named, ["mnist_cnn", "mnist_lenet"])
+        for network in named:
+            with self.subTest(network=network):
+                p = train_epoch(f"--network={network}", "--steps=1", "--window=1")
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertRegex(p.stdout, r"(?m)^0-0\s+[\d.]+")
 
 
 if __name__ == "__main__":
