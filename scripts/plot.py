@@ -3,7 +3,7 @@
 
     scripts/plot.py results/<machine>/<run>.json.gz [more.json ...] [--out-dir DIR]
     scripts/plot.py --history results/<machine>/history.jsonl [--out-dir DIR]
-    scripts/plot.py --docs
+    scripts/plot.py --docs [--root DIR]
 
 One PNG per figure, from every family module in scripts/dlbench/figures/
 that finds its cases, into --out-dir, by default plots/<machine>/<run>/
@@ -17,7 +17,8 @@ a file git tracks, except by --docs.
 --docs draws the committed figures the pages embed (plots/<stem>.png in
 README.md and docs/*.md) from the committed runs the page's generated
 blocks name (`<!-- BEGIN GENERATED <family> FROM results/... -->`, the runs
-of its tables), so a page's figure and its table come from the same runs.
+of its tables), so a page's figure and its table come from the same runs,
+or from those a `<!-- FIGURES <family> FROM results/... -->` line names.
 A figure no block of its page draws is named and left alone
 (plots/placement.png is scripts/placement.py's).
 
@@ -45,6 +46,7 @@ from dlbench.results import ResultsError, load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"<!-- BEGIN GENERATED (\S+?)(?: FROM ([^>\n]*?))? -->")
+FIGURES = re.compile(r"<!-- FIGURES (\S+?) FROM ([^>\n]*?) -->")
 IMAGE = re.compile(r"\]\((?:\.\./)?plots/([A-Za-z0-9_.-]+)\.png\)")
 
 
@@ -126,7 +128,12 @@ def draw_docs(root: Path) -> int:
             continue
         shown = page.relative_to(root)
         drawn = set()
+        # A page may draw a family's figures from other runs than its table's:
+        # <!-- FIGURES <family> FROM results/... --> (one figure per machine
+        # would not be the figure the page embeds).
+        own = dict(FIGURES.findall(text))
         for family, sources in BLOCK.findall(text):
+            sources = own.get(family, sources)
             if family not in modules or not sources.split():
                 continue
             runs = []
@@ -159,6 +166,8 @@ def main(argv=None) -> int:
                         help="where the PNGs go (default plots/<machine>/<run>/, git-ignored)")
     parser.add_argument("--docs", action="store_true",
                         help="redraw the figures README.md and docs/*.md embed from the runs their blocks name")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="with --docs: the tree whose pages and plots/ are meant (default: this repository)")
     parser.add_argument("--print-machine", action="store_true",
                         help="print the machine name recorded in the (single) file and exit")
     parser.add_argument("--history", action="store_true",
@@ -167,7 +176,7 @@ def main(argv=None) -> int:
     if args.docs:
         if args.files or args.out_dir or args.history or args.print_machine:
             parser.error("--docs takes no files and no other option: the pages' markers name the runs")
-        return draw_docs(ROOT)
+        return draw_docs(args.root.resolve())
     if not args.files:
         parser.error("the following arguments are required: files (or --docs)")
 

@@ -172,6 +172,28 @@ class CaseNames(Tmp):
         with self.assertRaises(names.BadName):
             names.split_name("daxpy/real_time")
 
+    def test_the_documented_rule_holds_for_every_name(self):
+        """README's and architecture.md's rule, on every case of every committed run
+        (CPU, GPU, peers) and, where bench is built, of the full suite."""
+        for page in ("README.md", "docs/architecture.md"):
+            self.assertIn(f"`{names.GRAMMAR}`", (ROOT / page).read_text().replace("\n", " "), page)
+        seen = set()
+        for f in sorted((ROOT / "results").glob("*/*.json.gz")):
+            seen |= {b.get("run_name", b["name"]) for b in read_document(f)["benchmarks"]}
+        bench = Path(os.environ.get("DLB_BENCH", ROOT / "build" / "bench"))
+        if bench.exists():
+            p = subprocess.run([str(bench), "--suite=full", "--benchmark_list_tests"], capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            listed = p.stdout.split()
+            self.assertGreater(len(listed), 1000)
+            seen |= set(listed)
+        self.assertTrue(any("/pass/" in n for n in seen) and any("/iterations:" in n for n in seen))
+        bad = sorted(n for n in seen if not names.PATTERN.fullmatch(n))
+        self.assertEqual(bad, [])
+        for n in seen:
+            self.assertFalse(names.split_name(n).name.endswith("_time"), n)
+
     def test_results_history_takes_the_console_name(self):
         db = self.tmp / "store.sqlite"
         self.assertEqual(run([SCRIPTS / "results", "--db", db, "ingest", LAYERS]).returncode, 0)
@@ -271,6 +293,27 @@ class PlotFolders(Tmp):
         self.assertEqual(fig.read_bytes(), b"committed figure")
         p = run([SCRIPTS / "plot.py", DATA / "softmax_small.json", "--out-dir", repo / "plots" / "mine"])
         self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_docs_draws_what_the_pages_embed_from_the_runs_they_name(self):
+        root = self.tmp / "tree"
+        (root / "docs").mkdir(parents=True)
+        (root / "results" / "m").mkdir(parents=True)
+        for name in ("softmax_small.json", "networks_small.json"):
+            (root / "results" / "m" / name).write_bytes((DATA / name).read_bytes())
+        (root / "docs" / "a.md").write_text(
+            "![softmax](../plots/softmax.png)\n![made elsewhere](../plots/placement.png)\n"
+            "<!-- BEGIN GENERATED softmax FROM results/m/softmax_small.json -->\n"
+            "<!-- END GENERATED softmax -->\n")
+        (root / "docs" / "b.md").write_text(
+            "<!-- FIGURES networks FROM results/m/networks_small.json -->\n![n](../plots/networks.png)\n"
+            "<!-- BEGIN GENERATED networks FROM results/m/softmax_small.json -->\n"
+            "<!-- END GENERATED networks -->\n")
+        p = run([SCRIPTS / "plot.py", "--docs", "--root", root])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(sorted(x.name for x in (root / "plots").iterdir()), ["networks.png", "softmax.png"])
+        self.assertIn("not drawn here (no generated block of its page draws it): plots/placement.png (docs/a.md)",
+                      p.stderr)
+        self.assertIn("plots/networks.png  (docs/b.md, networks from results/m/networks_small.json)", p.stdout)
 
     def test_docs_takes_no_files(self):
         p = run([SCRIPTS / "plot.py", "--docs", DATA / "softmax_small.json"])

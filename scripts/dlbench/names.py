@@ -1,10 +1,12 @@
 """Case names: the one place scripts/ takes them apart.
 
-A case as Google Benchmark prints and writes it:
+A case as Google Benchmark prints and writes it (GRAMMAR, which README.md
+and docs/architecture.md quote; PATTERN checks it):
 
-    <op>/<device>_<variant>[/<arg>:<value>]...[/<part>][/iterations:<n>]/<real_time|manual_time>
+    <op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/iterations:<n>]/<real_time|manual_time>
 
     daxpy/cpu_omp/n:33554432/real_time
+    mnist_cnn_load/cpu/batch:64/threads:2/real_time              (the device alone)
     roofline/cpu_fma/real_time                                   (no argument)
     resnet20_layer/cpu_own/batch:1/layer:3/iterations:100/manual_time
     resnet20_layer/cpu_own/batch:1/pass/manual_time              (a bare part)
@@ -20,9 +22,13 @@ accepts either form (split_name gives the same answer for both).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 TIME_SUFFIXES = ("real_time", "manual_time", "process_time")
+GRAMMAR = "<op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/iterations:<n>]/<real_time|manual_time>"
+PATTERN = re.compile(r"[a-z0-9_]+/(cpu|gpu|peer)(_[a-z0-9_]+)?(/[a-z0-9_]+:[a-z0-9_]+)*(/pass)?"
+                     r"(/iterations:[0-9]+)?/(real_time|manual_time)")
 
 
 class BadName(ValueError):
