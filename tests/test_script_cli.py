@@ -229,7 +229,7 @@ class ResultsCheck(Tmp):
         self.assertEqual(p.returncode, 2)
         self.assertIn("has no baseline", p.stderr)
         self.assertIn("scripts/results ingest results/amd-epyc-zen4-2c/*.json.gz", p.stderr)
-        self.assertIn("scripts/results pin RUN", p.stderr)
+        self.assertIn("run scripts/bench again", p.stderr)
 
     def test_gone_cases_are_counted_per_family(self):
         doc = read_document(NEW)
