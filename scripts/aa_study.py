@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dlbench import venv  # noqa: E402
+from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("aa_study")
 
@@ -135,4 +135,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

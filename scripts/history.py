@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dlbench import venv  # noqa: E402
+from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("history")
 
@@ -41,4 +41,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -41,11 +41,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dlbench import venv  # noqa: E402
+from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("placement")
 
 from dlbench import placement_runs as pr  # noqa: E402
+from dlbench.quality import warn  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 
 
@@ -93,6 +94,8 @@ def main(argv=None) -> int:
     except ResultsError as e:
         print(f"placement: {e}", file=sys.stderr)
         return 2
+    for run in (cpu_run, gpu_run, *more):
+        warn("placement", run)
     net = args.network
     cpu_batches = pr.layer_batches(cpu_run, net, args.cpu_backend)
     gpu_batches = pr.layer_batches(gpu_run, net, args.gpu_backend)
@@ -177,4 +180,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

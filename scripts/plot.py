@@ -1,34 +1,98 @@
 #!/usr/bin/env python3
 """Draws dlbench's plots from Google Benchmark JSON (never console text).
 
-    scripts/plot.py results/<machine>/<run>.json.gz [more.json ...] [--out-dir plots]
-    scripts/plot.py --history results/<machine>/history.jsonl [--out-dir plots]
+    scripts/plot.py results/<machine>/<run>.json.gz [more.json ...] [--out-dir DIR]
+    scripts/plot.py --history results/<machine>/history.jsonl [--out-dir DIR]
+    scripts/plot.py --docs [--root DIR]
 
-One PNG per figure into --out-dir, from every family module in
-scripts/dlbench/figures/ that finds its cases. Errored cases are drawn as
-missing points and listed. Exit 2 for a file that is not Google Benchmark
-JSON.
+One PNG per figure, from every family module in scripts/dlbench/figures/
+that finds its cases, into --out-dir, by default plots/<machine>/<run>/
+under the current folder (plots/<machine>/history/ for --history; the
+first file's machine and name without .json.gz): git ignores those folders,
+so a run never overwrites the figures the docs embed. Errored cases are
+drawn as missing points and listed; a run whose cases are flagged noisy is
+named on stderr (scripts/quality.py's rule). A figure is never written over
+a file git tracks, except by --docs.
+
+--docs draws the committed figures the pages embed (plots/<stem>.png in
+README.md and docs/*.md) from the committed runs the page's generated
+blocks name (`<!-- BEGIN GENERATED <family> FROM results/... -->`, the runs
+of its tables), so a page's figure and its table come from the same runs,
+or from those a `<!-- FIGURES <family> FROM results/... -->` line names.
+A figure no block of its page draws is named and left alone
+(plots/placement.png is scripts/placement.py's).
+
+Exit 2 for a file that is not Google Benchmark JSON, or an out-dir that
+would overwrite a tracked file.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dlbench import venv  # noqa: E402
+from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("plot")
 
 from dlbench import figures, history  # noqa: E402
+from dlbench.quality import warn  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"<!-- BEGIN GENERATED (\S+?)(?: FROM ([^>\n]*?))? -->")
+FIGURES = re.compile(r"<!-- FIGURES (\S+?) FROM ([^>\n]*?) -->")
+IMAGE = re.compile(r"\]\((?:\.\./)?plots/([A-Za-z0-9_.-]+)\.png\)")
 
-def save(figs: dict, out_dir: Path) -> list[Path]:
+
+def run_stem(path: Path) -> str:
+    """results/m/20261126T193042Z.json.gz -> 20261126T193042Z."""
+    name = path.name
+    for suffix in (".gz", ".json", ".jsonl"):
+        name = name.removesuffix(suffix)
+    return name or "run"
+
+
+def tracked(paths: list[Path]) -> list[Path]:
+    """Those of `paths` that git tracks (none outside a git work tree, or without git)."""
+    if not paths:
+        return []
+    where = paths[0].resolve().parent
+    while not where.exists():
+        where = where.parent
+    try:
+        p = subprocess.run(["git", "-C", str(where), "ls-files", "--full-name", "-z", "--",
+                            *(str(x.resolve()) for x in paths)], capture_output=True, text=True)
+        top = subprocess.run(["git", "-C", str(where), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True)
+    except OSError:
+        return []
+    if p.returncode != 0 or top.returncode != 0:
+        return []
+    root = Path(top.stdout.strip())
+    return [root / n for n in p.stdout.split("\0") if n]
+
+
+class Refused(Exception):
+    """A figure would overwrite a file git tracks (exit 2)."""
+
+
+def save(figs: dict, out_dir: Path, overwrite_tracked: bool = False) -> list[Path]:
     import matplotlib.pyplot as plt
 
+    if not overwrite_tracked:
+        clash = tracked([out_dir / f"{stem}.png" for stem in figs])
+        if clash:
+            for fig in figs.values():
+                plt.close(fig)
+            names = ", ".join(sorted(c.name for c in clash))
+            raise Refused(f"{out_dir}: would overwrite {len(clash)} file(s) git tracks ({names}): the committed "
+                          "figures are drawn by scripts/plot.py --docs; give another --out-dir")
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for stem, fig in figs.items():
@@ -40,29 +104,98 @@ def save(figs: dict, out_dir: Path) -> list[Path]:
 
 
 def draw_all(results_list, out_dir: Path) -> list[Path]:
-    written = []
+    figs = {}
     for module in figures.modules():
-        written += save(module.figures(results_list), out_dir)
-    return written
+        figs.update(module.figures(results_list))
+    return save(figs, out_dir)
+
+
+def docs_pages(root: Path) -> list[Path]:
+    return [p for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))] if p.is_file()]
+
+
+def draw_docs(root: Path) -> int:
+    """The figures the pages embed, each from the runs its page's blocks name."""
+    import matplotlib.pyplot as plt
+
+    modules = {m.FAMILY: m for m in figures.modules()}
+    loaded: dict[str, object] = {}
+    written, left = [], []
+    for page in docs_pages(root):
+        text = page.read_text()
+        wanted = set(IMAGE.findall(text))
+        if not wanted:
+            continue
+        shown = page.relative_to(root)
+        drawn = set()
+        # A page may draw a family's figures from other runs than its table's:
+        # <!-- FIGURES <family> FROM results/... --> (one figure per machine
+        # would not be the figure the page embeds).
+        own = dict(FIGURES.findall(text))
+        for family, sources in BLOCK.findall(text):
+            sources = own.get(family, sources)
+            if family not in modules or not sources.split():
+                continue
+            runs = []
+            for name in sources.split():
+                if name not in loaded:
+                    try:
+                        loaded[name] = load(root / name)
+                    except ResultsError as e:
+                        print(f"plot.py: {shown}: GENERATED {family}: {e}", file=sys.stderr)
+                        return 2
+                runs.append(loaded[name])
+            figs = modules[family].figures(runs)
+            keep = {stem: fig for stem, fig in figs.items() if stem in wanted and stem not in drawn}
+            for stem in set(figs) - set(keep):
+                plt.close(figs[stem])
+            for p in save(keep, root / "plots", overwrite_tracked=True):
+                written.append(p)
+                print(f"{p.relative_to(root)}  ({shown}, {family} from {' '.join(sources.split())})")
+            drawn |= set(keep)
+        left += [f"plots/{stem}.png ({shown})" for stem in sorted(wanted - drawn)]
+    for what in left:
+        print(f"plot.py: not drawn here (no generated block of its page draws it): {what}", file=sys.stderr)
+    return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="+", type=Path, help="Google Benchmark JSON files")
-    parser.add_argument("--out-dir", type=Path, default=Path("plots"))
+    parser.add_argument("files", nargs="*", type=Path, help="Google Benchmark JSON files")
+    parser.add_argument("--out-dir", type=Path,
+                        help="where the PNGs go (default plots/<machine>/<run>/, git-ignored)")
+    parser.add_argument("--docs", action="store_true",
+                        help="redraw the figures README.md and docs/*.md embed from the runs their blocks name")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="with --docs: the tree whose pages and plots/ are meant (default: this repository)")
     parser.add_argument("--print-machine", action="store_true",
                         help="print the machine name recorded in the (single) file and exit")
     parser.add_argument("--history", action="store_true",
                         help="the file is a history.jsonl: draw each case's median over the runs")
     args = parser.parse_args(argv)
+    if args.docs:
+        if args.files or args.out_dir or args.history or args.print_machine:
+            parser.error("--docs takes no files and no other option: the pages' markers name the runs")
+        return draw_docs(args.root.resolve())
+    if not args.files:
+        parser.error("the following arguments are required: files (or --docs)")
 
+    try:
+        return draw(args)
+    except Refused as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 2
+
+
+def draw(args) -> int:
     if args.history:
         try:
             rows = [row for f in args.files for row in history.load(f)]
         except ResultsError as e:
             print(f"plot.py: {e}", file=sys.stderr)
             return 2
-        for p in save(history.figures(rows), args.out_dir):
+        out_dir = args.out_dir or Path("plots") / args.files[0].resolve().parent.name / "history"
+        for p in save(history.figures(rows), out_dir):
             print(p)
         return 0
 
@@ -78,10 +211,12 @@ def main(argv=None) -> int:
         if not r.cases:
             print(f"plot.py: {r.path}: no benchmark cases", file=sys.stderr)
             return 2
+        warn("plot.py", r)
         for c in r.errored():
             print(f"plot.py: {r.path}: not measured, drawn as missing: {c.name}: {c.error}", file=sys.stderr)
 
-    written = draw_all(results_list, args.out_dir)
+    out_dir = args.out_dir or Path("plots") / results_list[0].machine / run_stem(args.files[0])
+    written = draw_all(results_list, out_dir)
     for p in written:
         print(p)
     if not written:
@@ -90,4 +225,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -22,11 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dlbench import venv  # noqa: E402
+from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("profile")
 
 from dlbench.figures import layers  # noqa: E402
+from dlbench.quality import warn  # noqa: E402
 from dlbench.results import ResultsError, load  # noqa: E402
 
 
@@ -63,6 +64,7 @@ def main(argv=None) -> int:
     if args.row_limit < 1:
         print("profile.py: --row-limit must be at least 1", file=sys.stderr)
         return 2
+    warn("profile.py", results)
     networks = [n for n in layers.NETWORKS if layers.variants_of(results, n)]
     if not networks:
         print(f"profile.py: {args.file}: no <network>_layer cases (run bench with "
@@ -95,4 +97,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -77,7 +77,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from dlbench import venv  # noqa: E402
+from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("train", venv.PEERS_VENV, venv.PEERS_REQUIREMENTS)
 
@@ -403,4 +403,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

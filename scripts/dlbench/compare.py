@@ -52,6 +52,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from dlbench.names import split_name
 from dlbench.quality import NOISY_RUN_DRIFT, case_reason, quality
 from dlbench.results import Case, Results, relative_mad, repetitions
 
@@ -243,6 +244,8 @@ def add_options(parser) -> None:
                              "bracket: compare memory-bound CPU cases by their bracketed frac_of_ceiling")
     parser.add_argument("--cross-machine", action="store_true", help="compare runs from different machines")
     parser.add_argument("--json", type=Path, help="write the verdicts as JSON here")
+    parser.add_argument("--gone", action="store_true",
+                        help="list every case of BASE that NEW lacks (default: their count per family)")
 
 
 def fmt_time(v: float | None, normalized: bool) -> str:
@@ -271,6 +274,16 @@ def table(verdicts, normalized: bool) -> str:
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows)
+
+
+def gone_summary(gone) -> str:
+    """'1235 cases of BASE not in NEW: conv 700, gemm 300, ...': the gone rows by family, largest first."""
+    per: dict[str, int] = {}
+    for v in gone:
+        op = split_name(v.name).op
+        per[op] = per.get(op, 0) + 1
+    families = ", ".join(f"{op} {n}" for op, n in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{len(gone)} case{'s' if len(gone) != 1 else ''} of BASE not in NEW (gone): {families}"
 
 
 def report(base: Results, new: Results, base_label: str, new_label: str, args, prog: str) -> int:
@@ -304,7 +317,15 @@ def report(base: Results, new: Results, base_label: str, new_label: str, args, p
           + {None: "", "roofline": "; times normalized by the run's roofline ceiling",
              "bracket": "; memory-bound CPU cases compared by their bracketed fraction of the ceiling"}[args.normalize])
     print()
-    print(table(verdicts, normalized))
+    # A run of a few families against a full one would list every other case
+    # as gone (1,235 rows for a new machine's first check): a count per family
+    # instead, unless asked.
+    gone = [v for v in verdicts if v.verdict == "gone"]
+    shown = verdicts if getattr(args, "gone", False) else [v for v in verdicts if v.verdict != "gone"]
+    print(table(shown, normalized))
+    if gone and shown is not verdicts:
+        print()
+        print(gone_summary(gone) + " (--gone lists them)")
     counts = {}
     for v in verdicts:
         counts[v.verdict] = counts.get(v.verdict, 0) + 1

@@ -39,6 +39,8 @@ import plotly.offline
 
 from dlbench import compare as cmp
 from dlbench.isa import precision_of
+from dlbench.names import split_name
+from dlbench.quality import warning
 from dlbench.results import Case, Results
 from dlbench.store import Store, describe, summary
 
@@ -390,7 +392,7 @@ def generic_chart(chart_id: str, runs: list[Run], op: str) -> Chart | None:
     for run in runs:
         cs = sorted(run.results.family(op), key=lambda c: c.name)
         if cs:
-            b.add(run, go.Bar(x=[c.name.split("/", 1)[1] for c in cs], y=[_median(c, "seconds", 1e-6) for c in cs],
+            b.add(run, go.Bar(x=[split_name(c.name).rest for c in cs], y=[_median(c, "seconds", 1e-6) for c in cs],
                               name=b.name(run, op)))
     chart = b.chart(chart_id)
     if chart:
@@ -470,6 +472,17 @@ def _rel(from_page: str, to_page: str) -> str:
     return "../" * depth + to_page
 
 
+def noisy_note(runs: list[Run]) -> str:
+    """A warning paragraph for each run whose cases are flagged noisy
+    (dlbench.quality's rule, as every script that reads a run says it)."""
+    lines = []
+    for run in runs:
+        line = warning(run.results, file=run.info.get("source") or f"the file of run {run.id}")
+        if line:
+            lines.append(f'<p class="warning">Warning: {esc(line)}</p>')
+    return f'<div id="noisy">{"".join(lines)}</div>' if lines else ""
+
+
 def regressions(data: Data) -> tuple[list[dict], dict[str, dict]]:
     """The verdicts of each machine's latest run against its baseline
     (dlbench.compare's rule with its default options): the flagged rows and
@@ -501,7 +514,7 @@ def regressions(data: Data) -> tuple[list[dict], dict[str, dict]]:
 def overview(data: Data, families: list[tuple[str, int]]) -> Page:
     page = Page("index.html", "dlbench results")
     flagged, verdicts = regressions(data)
-    latest = data.latest()
+    latest = dict(sorted(data.latest().items()))
     rows = []
     for machine, run in sorted(latest.items()):
         i, v = run.info, verdicts[machine]
@@ -521,7 +534,7 @@ def overview(data: Data, families: list[tuple[str, int]]) -> Page:
         page.machines.add(machine)
     page.body.append("<h2>Latest run per machine</h2>" + table(
         ["machine", "run", "commit", "started (UTC)", "CPU", "ISA", "GPU", "cases", "errored", "against baseline"],
-        rows, "latest"))
+        rows, "latest") + noisy_note(list(latest.values())))
     frows = [("", [f'<a href="{slug(f)}.html">{esc(FAMILIES[f][0] if f in FAMILIES else f)}</a>', str(n),
                    esc(FAMILIES[f][2] if f in FAMILIES else "")]) for f, n in families]
     page.body.append("<h2>Families</h2>" + table(["family", "cases", "what it answers"], frows, "families"))
@@ -556,8 +569,18 @@ def overview(data: Data, families: list[tuple[str, int]]) -> Page:
                          "<summary>Slower than the machine's baseline (regressions first, then slowdowns measured on "
                          f"a disturbed machine, to rerun)</summary>{flagged_table}</details>")
     else:
-        page.body.append('<h2>Flagged regressions</h2><p id="regressions">None: no latest run is slower than its '
-                         "baseline by the rule of scripts/compare.py.</p>")
+        without = sorted(m for m, v in verdicts.items() if v.get("baseline") is None)
+        if without and len(without) == len(verdicts):
+            # Nothing was compared: "None" would read as "no regression".
+            page.body.append('<h2>Flagged regressions</h2><p id="regressions">No baseline: no machine has an earlier '
+                             "stored run with a case in common, nor a pinned one, so nothing was compared. Store "
+                             "another run of the same machine (scripts/results ingest FILE) or pin one "
+                             "(scripts/results pin RUN).</p>")
+        else:
+            page.body.append('<h2>Flagged regressions</h2><p id="regressions">None: no latest run is slower than its '
+                             "baseline by the rule of scripts/compare.py"
+                             + (f" (no baseline, not compared: {esc(', '.join(without))})" if without else "")
+                             + ".</p>")
     return page
 
 
@@ -572,7 +595,7 @@ def family_page(family: str, data: Data) -> Page:
                          esc(r.info.get("started_at")), str(sum(c.op in ops for c in r.results.cases.values()))])
             for r in runs]
     page.body.append(f"<p>{esc(answers)}</p>" + table(["machine", "run shown", "commit", "started (UTC)", "cases"],
-                                                       rows, "runs"))
+                                                       rows, "runs") + noisy_note(runs))
     if not page.charts:
         page.body.append('<p class="empty">No cases of this family with times in the stored runs.</p>')
     cases = sorted({c.name for r in runs for c in r.results.cases.values() if c.op in ops})
@@ -644,6 +667,7 @@ th, td { border: 1px solid #ddd; padding: .25em .5em; text-align: left; vertical
 th { background: #f4f4f4; }
 .chart { width: 100%; min-height: 380px; margin-bottom: 1.5em; }
 .muted { color: #888; }
+.warning { color: #8a4b00; background: #fff4e0; padding: .3em .5em; }
 #filter { float: right; }
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dlbench.names import split_name
 from dlbench.results import Results, ResultsError
 
 
@@ -66,7 +67,7 @@ def figures(rows: list[dict]):
     index = {k: i for i, k in enumerate(runs)}
     by_op: dict[str, dict[str, tuple[list[int], list[float]]]] = {}
     for r in rows:
-        op = r["case"].split("/", 1)[0]
+        op = split_name(r["case"]).op
         xs, ys = by_op.setdefault(op, {}).setdefault(r["case"], ([], []))
         xs.append(index[(r["commit"], r.get("date", ""))])
         ys.append(r["median_s"] * 1e3 if r["median_s"] is not None else float("nan"))
@@ -74,7 +75,7 @@ def figures(rows: list[dict]):
     for op, cases in sorted(by_op.items()):
         fig, ax = new_figure(f"{op}: median time per call over runs", width=9, height=5.5)
         for case, (xs, ys) in sorted(cases.items()):
-            ax.plot(xs, ys, marker="o", markersize=3, label=case.split("/", 1)[1])
+            ax.plot(xs, ys, marker="o", markersize=3, label=split_name(case).rest)
         ax.set_yscale("log")
         ax.set_ylabel("ms per call (median of repetitions)")
         ax.set_xticks(range(len(runs)), [c[:8] for c, _ in runs], rotation=45, fontsize=7)

@@ -27,6 +27,7 @@ clean nor noisy.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from dlbench.results import Case, Results, relative_mad
@@ -106,3 +107,36 @@ def quality(results: Results) -> Quality:
                              f"({min(ceilings) / 1e9:.1f} to {max(ceilings) / 1e9:.1f} GB/s, {label})")
     return q
 
+
+def warning(results: Results, file: str | None = None) -> str | None:
+    """One line for every script that reads a run (plot.py, profile.py,
+    placement.py, the dashboard): how many of its cases are flagged noisy and
+    why, or None for a clean run (or one from before the recording). `file`
+    is the results file to name for the details (default: the run's path). The
+    rule is quality()'s; the reasons are summed up over the flagged cases."""
+    q = quality(results)
+    if not q.recorded or q.clean:
+        return None
+    cpu = [c for c in results.cases.values() if c.runs_on == "cpu" and c.runs]
+    flagged = [c for c in cpu if c.name in q.noisy_cases]
+    worst = []
+    for key, label in (("contention", "CPU contention"), ("steal", "hypervisor steal")):
+        vals = [v for c in flagged for v in c.values(key)]
+        if vals and max(vals) > 0:
+            worst.append(f"{label} up to {max(vals):.0%}")
+    drift = [abs(v) for c in flagged for v in c.values("ceiling_drift")]
+    if drift and max(drift) > 0:
+        worst.append(f"ceiling drift up to {max(drift):.0%}")
+    head = (f"{len(flagged)} of {len(cpu)} CPU cases flagged NOISY"
+            + (f" ({', '.join(worst)})" if worst else "")) if flagged else "no case flagged"
+    others = q.reasons[1:] if q.noisy_cases else q.reasons  # quality() puts the cases' reason first
+    return (f"{results.path}: {head}" + (f"; {'; '.join(others)}" if others else "")
+            + f": its figures are not the code's alone (scripts/quality.py {file or results.path} --cases says "
+            "why, case by case)")
+
+
+def warn(prog: str, results: Results) -> None:
+    """warning()'s line on stderr, after the script's name, when there is one."""
+    line = warning(results)
+    if line:
+        print(f"{prog}: warning: {line}", file=sys.stderr)

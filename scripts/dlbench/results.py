@@ -1,8 +1,8 @@
 """Reading dlbench results: Google Benchmark JSON, with repetitions kept.
 
-A case name is ``<op>/<device>_<variant>/<arg>:<value>/...``, followed by
-Google Benchmark's time suffix (``real_time`` for CPU cases, ``manual_time``
-for GPU cases). Every repetition of a case is kept; figures use the median.
+A case is keyed by its name without Google Benchmark's decorations (the
+rule is dlbench.names'). Every repetition of a case is kept; figures use
+the median.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TIME_SUFFIXES = ("real_time", "manual_time", "process_time")
+from dlbench.names import BadName, split_name
+
 # seconds per Google Benchmark time unit
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -88,25 +89,12 @@ class Results:
 
 def parse_name(full_name: str) -> tuple[str, str, str, dict[str, int]]:
     """'daxpy/cpu_loop/n:1024/real_time' -> ('daxpy/cpu_loop/n:1024', 'daxpy', 'cpu_loop', {'n': 1024});
-    'resnet20_layer/cpu_own/batch:1/layer:3/iterations:200/manual_time' -> 'resnet20_layer/cpu_own/batch:1/layer:3', ..."""
-    parts = full_name.split("/")
-    while parts and parts[-1] in TIME_SUFFIXES:
-        parts.pop()
-    # A fixed iteration count is a setting of the case, not part of what it is
-    # (the per-layer cases run a fixed number of passes): not in its name.
-    parts = [p for p in parts if not p.startswith("iterations:")]
-    if len(parts) < 2:
-        raise ResultsError(f"benchmark name {full_name!r} is not <op>/<variant>/...")
-    args: dict[str, int] = {}
-    for p in parts[2:]:
-        key, sep, value = p.partition(":")
-        if not sep:
-            continue  # a Google Benchmark decoration (e.g. repeats:5, threads:1 are key:value too)
-        try:
-            args[key] = int(value)
-        except ValueError:
-            continue
-    return "/".join(parts), parts[0], parts[1], args
+    the rule is dlbench.names'."""
+    try:
+        n = split_name(full_name)
+    except BadName as e:
+        raise ResultsError(str(e)) from None
+    return n.name, n.op, n.variant, n.args
 
 
 def read_text(path: str | Path) -> str:
@@ -134,7 +122,9 @@ def read_document(path: str | Path) -> dict:
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+        # Some of json's messages end in "at" ("Unterminated string starting at"): no second one.
+        where = f"line {e.lineno}, column {e.colno}"
+        raise ResultsError(f"{path}: not JSON ({e.msg}{' ' if e.msg.endswith(' at') else ' at '}{where})") from None
 
 
 def write_document(path: str | Path, document: dict, indent: int | None = 1) -> None:

@@ -51,6 +51,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.types import TypeDecorator
 
+from dlbench.names import BadName, case_name as case_name_of
 from dlbench.results import Case, Results, ResultsError, from_document, parse_name, read_document
 
 ENV = "DLB_RESULTS_DB"
@@ -510,11 +511,18 @@ class Store:
             return list(conn.execute(q).scalars())
 
     def history(self, case_name: str, machine: str | None = None) -> list[tuple[dict, Case]]:
-        """The case in every run that has it, oldest first: (run, Case with its repetitions)."""
+        """The case in every run that has it, oldest first: (run, Case with its repetitions).
+        `case_name` as stored or as the console prints it (with /iterations:<n>
+        and the time suffix: dlbench.names)."""
+        try:
+            stored = case_name_of(case_name)
+        except BadName as e:
+            raise StoreError(str(e)) from None
         with self.engine.connect() as conn:
-            case = conn.execute(select(cases).where(cases.c.name == case_name)).first()
+            case = conn.execute(select(cases).where(cases.c.name == stored)).first()
             if case is None:
-                raise StoreError(f"no case {case_name!r} in the store (names are <op>/<variant>/<arg>:<value>...)")
+                raise StoreError(f"no case {stored!r} in the store (names are <op>/<variant>/<arg>:<value>..., "
+                                 "as `scripts/results show RUN` lists them)")
             q = (select(entries, runs.c.machine, runs.c.git_commit, runs.c.date, runs.c.started_at)
                  .join(runs, runs.c.id == entries.c.run_id).where(entries.c.case_id == case.id))
             if machine:

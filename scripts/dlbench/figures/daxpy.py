@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dlbench.figures._common import (GB, ceiling, fraction_of_ceiling, label_for, many_machines, new_figure,
                                      noisy_mark, note_errors, plain_numbers, series)
+from dlbench.names import split_name
 from dlbench.results import Results
 
 FAMILY = "daxpy"
@@ -24,7 +25,7 @@ def figures(results_list: list[Results]):
         for i, name in enumerate(CEILINGS):
             value = ceiling(r, name, "bytes_per_second")
             if value is not None:
-                short = name.split("/")[1]
+                short = split_name(name).variant
                 ax.axhline(value / GB, linestyle="--", linewidth=1, color=f"C{6 + i % 4}",
                            label=label_for(r, f"{short} ceiling {value / GB:.1f} GB/s", many))
     ax.set_xscale("log", base=2)

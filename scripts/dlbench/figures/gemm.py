@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 
 from dlbench.figures._common import GFLOP, ceiling, label_for, many_machines, note_errors, plain_numbers, series
 from dlbench.isa import isa_note
+from dlbench.names import split_name
 from dlbench.results import Case, Results
 
 FAMILY = "gemm"
@@ -76,7 +77,7 @@ def square_figure(results_list: list[Results]):
         for i, name in enumerate(CEILINGS):
             value = ceiling(r, name, "flops")
             if value is not None:
-                short = name.split("/")[1]
+                short = split_name(name).variant
                 ax.axhline(value / GFLOP, linestyle="--", linewidth=1, color="grey" if i % 2 == 0 else "black",
                            label=label_for(r, f"{short} ceiling {value / GFLOP:.0f} GFLOP/s", many))
         reduced = [c for c in square if has_error_counter(c)]

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 
 from dlbench.figures._common import (GB, ceiling, fraction_of_ceiling, label_for, many_machines, noisy_mark,
                                      note_errors, plain_numbers, series)
+from dlbench.names import split_name
 from dlbench.results import Case, Results
 
 FAMILY = "softmax"
@@ -84,7 +85,7 @@ def figures(results_list: list[Results]):
             value = ceiling(r, name, "bytes_per_second")
             if value is not None:
                 ax.axhline(value / GB, linestyle=":", linewidth=1.5, color=("black", "dimgray")[i],
-                           label=label_for(r, f"{name.split('/')[1]} ceiling {value / GB:.1f} GB/s", many))
+                           label=label_for(r, f"{split_name(name).variant} ceiling {value / GB:.1f} GB/s", many))
         for device in CEILINGS:
             for regime_name, marker in (("dram", "o"), ("cache", "s")):
                 xs, ys = speedups(in_regime(r.family(FAMILY), regime_name), device)
@@ -124,7 +125,7 @@ def _device_table(results: Results, device: str) -> list[str]:
     name = ceiling_name(results, device)
     copy = ceiling(results, name, "bytes_per_second")
     head = [f"`{v}`" if op == FAMILY else f"log `{v}`" for op, v in columns]
-    ratio_names = ["fused/naive", f"fused/{name.split('/')[1]}"]
+    ratio_names = ["fused/naive", f"fused/{split_name(name).variant}"]
     lines = ["| shape | " + " | ".join(head + ratio_names) + " |", "|---|" + "---:|" * (len(head) + 2)]
     for _, regime_name, cols, rows in shapes:
         def cell(op, variant):
@@ -157,8 +158,8 @@ def table(results: Results) -> str:
                             f"no `{name}` in this file")
             fused = [c for c in results.family(FAMILY) if c.variant == f"{device}_fused"]
             bracketed = any(fraction_of_ceiling(results, c, name)[1] for c in fused)
-            how = (f"fused/{name.split('/')[1]} is bracketed: the median over the repetitions of "
+            how = (f"fused/{split_name(name).variant} is bracketed: the median over the repetitions of "
                    "each one's bytes per second over the copy ceiling measured right before and after it"
-                   if bracketed else f"fused/{name.split('/')[1]} divides by the run's ceiling case")
+                   if bracketed else f"fused/{split_name(name).variant} divides by the run's ceiling case")
             parts.append(f"GB/s, median of the repetitions ({device}); {ceiling_text}; {how}.")
     return "\n\n".join(parts)

@@ -37,6 +37,7 @@ phase at every batch (a peer, which reports no phases, as one bar).
 from __future__ import annotations
 
 from dlbench.figures._common import tables_with_note
+from dlbench.names import split_name
 from dlbench.results import Case, Results
 
 import matplotlib.pyplot as plt  # noqa: E402  (after _common has chosen the backend)
@@ -53,13 +54,13 @@ MEMORY_PARTS = ("weights_bytes", "activations_bytes", "gradients_bytes", "optimi
 
 def row_name(case: Case) -> str:
     """'mnist_cnn_train/cpu_onednn/batch:64/workers:1' -> 'cpu_onednn/workers:1'."""
-    parts = case.name.split("/")[1:]
-    return "/".join(p for p in parts if not p.startswith("batch:"))
+    n = split_name(case.name)
+    return "/".join(p for p in (n.variant, *n.parts) if not p.startswith("batch:"))
 
 
 def axes_of(case: Case) -> tuple[str, ...]:
     """The name's parts after the variant other than the batch: ('workers:1',)."""
-    return tuple(p for p in case.name.split("/")[2:] if not p.startswith("batch:"))
+    return tuple(p for p in split_name(case.name).parts if not p.startswith("batch:"))
 
 
 def train_cases(results: Results, network: str) -> list[Case]:

@@ -34,6 +34,7 @@ from typing import Callable
 import numpy as np
 
 from dlbench.peers.descriptors import Problems
+from dlbench.names import split_name
 
 WARMUP_CALLS = 3
 WARMUP_SECONDS = 0.3
@@ -397,7 +398,8 @@ class Session:
         is recorded as not run instead."""
         if self.out_of_time([name], gpu):
             return
-        self.labels["/".join(name.split("/")[:2])] = describes or prepared.label
+        parsed = split_name(name)
+        self.labels[f"{parsed.op}/{parsed.variant}"] = describes or prepared.label
         if gpu:
             reps = time_gpu(prepared.run, self.repetitions, self.min_time, flush)
         else:
