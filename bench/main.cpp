@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
     dlb::bench::reject_flags_without_value(config);
     const bool list_families = dlb::bench::take_switch(config, "list_families");
     check_only = dlb::bench::take_switch(config, "check_only");
-    dlb::bench::take_user_shapes(config);  // descriptors and --shapes, before --suite (user_shapes.h)
+    // Descriptors and --shapes, before --suite (user_shapes.h); --list_families
+    // lists every family and refuses them as other flags.
+    if (!list_families) dlb::bench::take_user_shapes(config);
     // The suite and the GPU time per repetition, before any family registers
     // a case; the last --suite given wins (scripts/bench puts its default
     // first, the user's arguments after it).

@@ -23,6 +23,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Run as a script (scripts/gpu-kit: python3 scripts/dlbench/kit.py CMD) or
+# imported: case names come apart in dlbench.names alone, which is standard
+# library only too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from dlbench.names import BadName, split_name  # noqa: E402
+
 # ----------------------------------------------------------------- sanitizer
 
 # compute-sanitizer's last lines: "ERROR SUMMARY: 4 errors" (memcheck,
@@ -259,9 +265,11 @@ def medians(doc: dict) -> dict[str, dict]:
 
 
 def case_key(run_name: str) -> str:
-    """A case's name without bench's time suffix (/min_time:.../manual_time)."""
-    parts = [p for p in run_name.split("/") if not p.startswith("min_time:") and p not in ("manual_time", "real_time")]
-    return "/".join(parts)
+    """A case's name without Google Benchmark's decorations (/min_time:.../manual_time)."""
+    try:
+        return split_name(run_name).name
+    except BadName:
+        return run_name
 
 
 # ----------------------------------------------------------------- conv: find against the heuristic
@@ -278,10 +286,10 @@ def find_vs_heuristic(doc: dict) -> list[str]:
     for b in doc["benchmarks"]:
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
-        parts = b["run_name"].split("/")
-        if len(parts) < 3 or parts[0] != "conv":
+        n = split_name(b["run_name"])
+        if n.op != "conv" or not n.parts:
             continue
-        runs.setdefault("/".join(parts[2:-1]), {}).setdefault(parts[1], []).append(b["real_time"])
+        runs.setdefault("/".join(n.parts), {}).setdefault(n.variant, []).append(b["real_time"])
     lines, losses = [], []
     for shape, by in sorted(runs.items()):
         med = {v: statistics.median(t) for v, t in by.items()}
@@ -339,7 +347,7 @@ def ceiling_verdicts(docs: list[dict]) -> list[str]:
             break
     lines, over = [], []
     for name, b in sorted(cases.items()):
-        variant = name.split("/")[1] if "/" in name else ""
+        variant = split_name(name).variant
         if not variant.startswith("gpu_"):
             continue
         frac = b.get("frac_of_ceiling")
@@ -380,7 +388,7 @@ def peers_verdict(doc: dict | None, rc: int, seconds: int, how: str = "") -> lis
         lines.append(f"FAIL: peers {name}: {message}")
     by_peer: dict[str, int] = {}
     for n in not_run:
-        p = n.split("/")[1]
+        p = split_name(n).variant
         by_peer[p] = by_peer.get(p, 0) + 1
     if by_peer:
         lines.append("  not run: " + ", ".join(f"{p} x{c}" for p, c in sorted(by_peer.items())))
@@ -425,16 +433,16 @@ def comparison(ours_docs: list[dict], peers_doc: dict | None) -> list[dict]:
     best: dict[tuple, dict[str, tuple[float, str]]] = {}
 
     def offer(side: str, name: str, b: dict) -> None:
-        parts = case_key(name).split("/")
-        if len(parts) != 3 or parts[0] not in NETWORKS or not parts[2].startswith("batch:"):
+        n = split_name(name)
+        if n.op not in NETWORKS or len(n.parts) != 1 or "batch" not in n.args:
             return
-        variant, batch = parts[1], int(parts[2].split(":")[1])
+        variant, batch = n.variant, n.args["batch"]
         if side == "ours" and not variant.startswith("gpu_"):
             return
         if side == "torch" and not variant.startswith("peer_torch_cud"):
             return
         value = _speed(b, batch)
-        key = (parts[0], batch, precision_of(variant))
+        key = (n.op, batch, precision_of(variant))
         cur = best.setdefault(key, {}).get(side)
         better = cur is None or (value < cur[0] if batch == 1 else value > cur[0])
         if better:

@@ -3,7 +3,7 @@
 A case as Google Benchmark prints and writes it (GRAMMAR, which README.md
 and docs/architecture.md quote; PATTERN checks it):
 
-    <op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/iterations:<n>]/<real_time|manual_time>
+    <op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/min_time:<s>][/iterations:<n>]/<real_time|manual_time>
 
     daxpy/cpu_omp/n:33554432/real_time
     mnist_cnn_load/cpu/batch:64/threads:2/real_time              (the device alone)
@@ -11,6 +11,7 @@ and docs/architecture.md quote; PATTERN checks it):
     resnet20_layer/cpu_own/batch:1/layer:3/iterations:100/manual_time
     resnet20_layer/cpu_own/batch:1/pass/manual_time              (a bare part)
 
+`min_time:<s>` (a case with its own minimum time: the GPU conv cases),
 `iterations:<n>` (a case that runs a fixed number of iterations) and the
 time suffix (`manual_time` where the case times itself: GPU cases by CUDA
 events, the per-layer cases; `real_time`, the wall clock, otherwise) are
@@ -26,9 +27,10 @@ import re
 from dataclasses import dataclass, field
 
 TIME_SUFFIXES = ("real_time", "manual_time", "process_time")
-GRAMMAR = "<op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/iterations:<n>]/<real_time|manual_time>"
+GRAMMAR = ("<op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/min_time:<s>][/iterations:<n>]"
+           "/<real_time|manual_time>")
 PATTERN = re.compile(r"[a-z0-9_]+/(cpu|gpu|peer)(_[a-z0-9_]+)?(/[a-z0-9_]+:[a-z0-9_]+)*(/pass)?"
-                     r"(/iterations:[0-9]+)?/(real_time|manual_time)")
+                     r"(/min_time:[0-9.]+)?(/iterations:[0-9]+)?/(real_time|manual_time)")
 
 
 class BadName(ValueError):
@@ -58,9 +60,10 @@ def split_name(full_name: str) -> Name:
     parts = full_name.split("/")
     while parts and parts[-1] in TIME_SUFFIXES:
         parts.pop()
-    # A fixed iteration count is a setting of the case, not part of what it is
-    # (the per-layer cases run a fixed number of passes): not in its name.
-    parts = [p for p in parts if not p.startswith("iterations:")]
+    # A fixed iteration count or minimum time is a setting of the case, not
+    # part of what it is (the per-layer cases run a fixed number of passes,
+    # the GPU conv cases a minimum time of their own): not in its name.
+    parts = [p for p in parts if not p.startswith(("iterations:", "min_time:"))]
     if len(parts) < 2 or not parts[0] or not parts[1]:
         raise BadName(f"benchmark name {full_name!r} is not <op>/<variant>/...")
     args: dict[str, int] = {}
