@@ -308,7 +308,7 @@ ref::Comparison GpuMemoryCase::validate() {
   const cudaStream_t stream = ctx_.exec().stream;
   for (int round = 0; round < kMemoryWarmupRounds + kMemoryRounds; ++round) {
     for (std::size_t p = 0; p < kParts; ++p) {
-      launch_gpu_read_through(flush_.data(), flush_.bytes(), sink_.data(), stream);
+      dlb::launch_read_through(flush_.data(), flush_.bytes(), sink_.data(), stream);
       const double s = time_held_call(stream, [&] { run_part(p); });
       if (round >= kMemoryWarmupRounds) timings[p].seconds.push_back(s);
     }

@@ -69,9 +69,6 @@ void launch_gpu_triad(double* a, const double* b, const double* c, double s, std
 struct MemoryPart;
 void launch_gpu_memory_part(const MemoryPart& part, double* a, double* b, const double* c, double s, std::int64_t n,
                             CUstream_st* stream);
-// Reads all of `buffer` (device memory, `bytes` a multiple of 16) without
-// writing anything: evicts L2 without leaving dirty lines behind.
-void launch_gpu_read_through(const void* buffer, std::size_t bytes, int* sink, CUstream_st* stream);
 // C[m,n] = A[m,k] * B[k,n], fp32, row-major, strict fp32 math (no TF32).
 Run prepare_sgemm_cublas(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
                          float* c, const Exec& exec);

@@ -132,16 +132,6 @@ void launch_pattern(const MemoryPart& part, double* a, double* b, const double* 
   else launch_memory<P, double>(part.grid_stride, a, b, c, s, n, stream);
 }
 
-__global__ void read_through_kernel(const int4* __restrict__ buffer, std::size_t words, int* sink) {
-  int acc = 0;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride) {
-    const int4 v = buffer[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x7fc0ffee) *sink = acc;
-}
-
 }  // namespace
 
 void launch_gpu_memory_part(const MemoryPart& part, double* a, double* b, const double* c, double s, std::int64_t n,
@@ -159,13 +149,6 @@ void launch_gpu_memory_part(const MemoryPart& part, double* a, double* b, const 
     case MemoryPattern::triad: launch_pattern<MemoryPattern::triad>(part, a, b, c, s, n, stream); return;
     case MemoryPattern::update: launch_pattern<MemoryPattern::update>(part, a, b, c, s, n, stream); return;
   }
-}
-
-void launch_gpu_read_through(const void* buffer, std::size_t bytes, int* sink, CUstream_st* stream) {
-  constexpr unsigned kBlock = 256;
-  const unsigned blocks = static_cast<unsigned>(sm_count()) * (2048 / kBlock);
-  read_through_kernel<<<blocks, kBlock, 0, stream>>>(static_cast<const int4*>(buffer), bytes / sizeof(int4), sink);
-  DLB_CUDA_CHECK_LAUNCH();
 }
 
 double gpu_max_sm_clock_hz() {
