@@ -320,6 +320,35 @@ TEST(ConvCudnnSearch, ScreensEachEntryAndSaysWhy) {
   EXPECT_NE(log.find("FFT skipped: workspace 34604736 B over the limit 20000000 B"), std::string::npos) << log;
 }
 
+// The tf32 search (gpu_cudnn_graph_tf32's descriptors ask for tensor-op
+// math): the tensor-op entry is a candidate, the heuristic's pick when
+// cuDNN lists it first, and the FMA and default-math entries of the same
+// algorithm are the same call under that descriptor; everything else is
+// screened as in strict fp32.
+TEST(ConvCudnnSearch, Tf32KeepsTensorOpEntries) {
+  std::vector<SearchEntry> list = {
+      entry("IMPLICIT_PRECOMP_GEMM", 1, 1024, SearchMath::tensor_op),
+      entry("IMPLICIT_PRECOMP_GEMM", 1, 1024, SearchMath::default_math),
+      entry("IMPLICIT_GEMM", 0, 0, SearchMath::tensor_op),
+      entry("IMPLICIT_PRECOMP_GEMM", 1, 1024, SearchMath::fma),
+      entry("WINOGRAD_NONFUSED", 7, 11213568),
+      entry("FFT", 4, 34604736),
+  };
+  list[4].tolerance = 4e-4;
+  const int heuristic = screen_search_entries(list, 20'000'000, true);
+  EXPECT_EQ(heuristic, 0);
+  EXPECT_EQ(list[0].skip, "");
+  EXPECT_EQ(list[1].skip, "listed again (entry 0 is the same call)");
+  EXPECT_EQ(list[2].skip, "");
+  EXPECT_EQ(list[3].skip, "listed again (entry 0 is the same call)");
+  EXPECT_EQ(list[4].skip, "above the fp32 bound on this filter");
+  EXPECT_EQ(list[5].skip, "workspace 34604736 B over the limit 20000000 B");
+  // Strict fp32 on the same list: no tensor-op entry is timed.
+  EXPECT_EQ(screen_search_entries(list, 20'000'000), 1);
+  EXPECT_EQ(list[0].skip, "tensor-op math (TF32)");
+  EXPECT_EQ(list[2].skip, "tensor-op math (TF32)");
+}
+
 // The six resnet20 batch-64 shapes of the H200 run (2026-11-27, conv.json):
 // each algorithm's median as the case timed it, in us, and its workspace.
 // gpu_cudnn_find chose IMPLICIT_GEMM on all six, 1.22-1.56x behind the

@@ -39,6 +39,9 @@ const std::vector<std::string> kInGpuQuick = {
     "copy/gpu_d2h_registered_async/bytes:1073741824", "copy/gpu_h2d_wc_async/bytes:1073741824",
     "copy/gpu_d2d/bytes:1073741824",              "copy/gpu_register_cost/bytes:1073741824",
     "copy/gpu_serial_pageable/chunks:16/bytes:67108864",
+    // issue 44's TF32 row, at the batches its target is measured at
+    "resnet20/gpu_cudnn_graph_tf32/batch:1",      "resnet20/gpu_cudnn_graph_tf32/batch:64",
+    "resnet20/gpu_cudnn_graph_tf32/batch:1024",
 };
 
 TEST(Suites, GpuQuickLeavesOutTheSlowestCasesAtQuickScale) {

@@ -83,6 +83,7 @@ double max_disagreement_fraction(nn::NetPrecision precision) {
     case nn::NetPrecision::f32: return 0;  // kMaxDisagreements, whatever the count
     case nn::NetPrecision::bf16:
     case nn::NetPrecision::f16:
+    case nn::NetPrecision::tf32:
     case nn::NetPrecision::s8: return 0.01;
   }
   return 0;

@@ -262,9 +262,12 @@ std::string short_algo_name(cudnnConvolutionFwdAlgo_t algo) {
 
 }  // namespace
 
-CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, cudaStream_t stream, cudnnTensorDescriptor_t x_desc,
-                              const void* x, cudnnFilterDescriptor_t w_desc, const void* w,
-                              cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc, void* y) {
+namespace {
+
+// cudnn_search_fp32, and with `tf32` its search among tensor-op entries too.
+CudnnSearch cudnn_search(cudnnHandle_t handle, cudaStream_t stream, cudnnTensorDescriptor_t x_desc, const void* x,
+                         cudnnFilterDescriptor_t w_desc, const void* w, cudnnConvolutionDescriptor_t conv,
+                         cudnnTensorDescriptor_t y_desc, void* y, bool tf32) {
   int count = 0;
   DLB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count));
   std::vector<cudnnConvolutionFwdAlgoPerf_t> listed(static_cast<std::size_t>(count));
@@ -291,7 +294,7 @@ CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, cudaStream_t stream, cudnnTe
     const cudnnStatus_t size_status =
         cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, l.algo, &e.workspace_bytes);
     // A failure is an error only for an entry the search would time.
-    const bool timed_if_it_fits = e.listed_ok && e.math != SearchMath::tensor_op && e.tolerance <= 1e-5;
+    const bool timed_if_it_fits = e.listed_ok && (tf32 || e.math != SearchMath::tensor_op) && e.tolerance <= 1e-5;
     if (not_supported(size_status) || (size_status != CUDNN_STATUS_SUCCESS && !timed_if_it_fits))
       e.workspace_ok = false;
     else
@@ -299,7 +302,7 @@ CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, cudaStream_t stream, cudnnTe
     entries.push_back(std::move(e));
   }
   // As cudnnFind: never at the cost of the program's memory.
-  const int heuristic = screen_search_entries(entries, free_bytes / 2);
+  const int heuristic = screen_search_entries(entries, free_bytes / 2, tf32);
 
   // One workspace for the largest kept candidate; a trial call each, where
   // an algorithm the list called supported may still refuse the problem.
@@ -330,10 +333,27 @@ CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, cudaStream_t stream, cudnnTe
   });
   const int chosen = pick_search_entry(entries, heuristic_kept);
   if (chosen < 0)
-    throw Unsupported("the search found no strict-fp32 cuDNN algorithm that keeps the fp32 bound and runs this "
-                      "problem: " + search_log(entries, heuristic_kept, chosen));
+    throw Unsupported(std::string("the search found no ") + (tf32 ? "TF32-permitted" : "strict-fp32") +
+                      " cuDNN algorithm that keeps the fp32 bound and runs this problem: " +
+                      search_log(entries, heuristic_kept, chosen));
   return {static_cast<cudnnConvolutionFwdAlgo_t>(entries[static_cast<std::size_t>(chosen)].algo),
           search_log(entries, heuristic_kept, chosen)};
+}
+
+}  // namespace
+
+CudnnSearch cudnn_search_fp32(cudnnHandle_t handle, cudaStream_t stream, cudnnTensorDescriptor_t x_desc,
+                              const void* x, cudnnFilterDescriptor_t w_desc, const void* w,
+                              cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc, void* y) {
+  return cudnn_search(handle, stream, x_desc, x, w_desc, w, conv, y_desc, y, false);
+}
+
+cudnnConvolutionFwdAlgo_t cudnn_search_tf32_algorithm(cudnnHandle_t handle, cudaStream_t stream,
+                                                      cudnnTensorDescriptor_t x_desc, const void* x,
+                                                      cudnnFilterDescriptor_t w_desc, const void* w,
+                                                      cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc,
+                                                      void* y) {
+  return cudnn_search(handle, stream, x_desc, x, w_desc, w, conv, y_desc, y, true).algo;
 }
 
 cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, cudaStream_t stream,

@@ -51,6 +51,15 @@ cudnnConvolutionFwdAlgo_t cudnn_search_fp32_algorithm(cudnnHandle_t handle, CUst
                                                       cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc,
                                                       void* y);
 
+// The same search for a descriptor with CUDNN_TENSOR_OP_MATH on fp32 data
+// (TF32 permitted on sm_80 and later: gpu_cudnn_graph_tf32): tensor-op
+// entries are candidates too (screen_search_entries with tf32).
+cudnnConvolutionFwdAlgo_t cudnn_search_tf32_algorithm(cudnnHandle_t handle, CUstream_st* stream,
+                                                      cudnnTensorDescriptor_t x_desc, const void* x,
+                                                      cudnnFilterDescriptor_t w_desc, const void* w,
+                                                      cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y_desc,
+                                                      void* y);
+
 // What torch.backends.cudnn.benchmark = True picks: the fastest algorithm of
 // cudnnFindConvolutionForwardAlgorithm that ran and keeps strict fp32 (no
 // TF32 tensor-op math); dlb::Unsupported if none did. Synchronous.

@@ -5,14 +5,14 @@
 
 namespace dlb {
 
-int screen_search_entries(std::vector<SearchEntry>& entries, std::size_t workspace_limit) {
+int screen_search_entries(std::vector<SearchEntry>& entries, std::size_t workspace_limit, bool tf32) {
   int heuristic = -1;
   for (std::size_t i = 0; i < entries.size(); ++i) {
     SearchEntry& e = entries[i];
     e.skip.clear();
     if (!e.listed_ok) {
       e.skip = "listed as " + (e.listed_status.empty() ? std::string("not supported") : e.listed_status);
-    } else if (e.math == SearchMath::tensor_op) {
+    } else if (e.math == SearchMath::tensor_op && !tf32) {
       e.skip = "tensor-op math (TF32)";
     } else if (e.tolerance > 1e-5) {
       e.skip = "above the fp32 bound on this filter";

@@ -70,7 +70,17 @@ inline constexpr double kSearchMargin = 0.02;
 // a workspace above `workspace_limit`. Returns the index of the heuristic's
 // own pick: the first entry kept, as prepare_conv_cudnn_heuristic takes it
 // (-1 if none is).
-int screen_search_entries(std::vector<SearchEntry>& entries, std::size_t workspace_limit);
+//
+// With `tf32` (the search of a descriptor with CUDNN_TENSOR_OP_MATH: the
+// network row gpu_cudnn_graph_tf32) tensor-op entries are kept, and so are
+// the others: the descriptor permits TF32 for whatever algorithm runs, so
+// an FMA entry of an algorithm is the same call as its tensor-op entry (the
+// first listed is kept), and an algorithm without TF32 kernels runs in
+// fp32, inside the TF32 bound. This is the choice PyTorch makes with
+// allow_tf32 (every algorithm, the descriptor permitting TF32). The 1e-5
+// screen stays: a transform that already rounds past the fp32 bound would
+// add its error to TF32's.
+int screen_search_entries(std::vector<SearchEntry>& entries, std::size_t workspace_limit, bool tf32 = false);
 
 // Times every kept entry: `time_call(i)` runs entry i once and returns its
 // seconds, as the case times a call. Rounds over the kept entries in list

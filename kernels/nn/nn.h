@@ -51,6 +51,10 @@
 //               log-softmax; NCHW, activations allocated once
 //   gpu_cudnn_graph  the same calls captured once into a CUDA graph; the timed call is one
 //               cudaGraphLaunch: what removing the per-layer launch overhead buys at small batches
+//   gpu_cudnn_graph_tf32  gpu_cudnn_graph with TF32 permitted, as PyTorch ships its convolutions:
+//               CUDNN_TENSOR_OP_MATH on every conv descriptor (fp32 data, TF32 tensor cores on sm_80
+//               and later), the algorithm search with tensor-op entries allowed, the fc's
+//               cublasSgemm with CUBLAS_TF32_TENSOR_OP_MATH; held to the TF32 bound (nn.cpp)
 //   gpu_hybrid_first_conv  the ResNet20 lab report's experiment: the first conv of every residual
 //               block on the GPU (gpu_cudnn's fused conv), every other layer on the CPU (cpu_own's),
 //               the activations copied from pageable host memory to the device and back around each
@@ -134,8 +138,9 @@ struct NetArgs {
 
 // What a row computes in: its activations' format (the row's precision
 // field; its name ends in the same word, "cpu_onednn_bf16", "cpu_own_s8",
-// unless it is fp32).
-enum class NetPrecision { f32, bf16, f16, s8 };
+// unless it is fp32). tf32: fp32 activations, products of inputs rounded to
+// TF32 on tensor cores (gpu_cudnn_graph_tf32).
+enum class NetPrecision { f32, bf16, f16, s8, tf32 };
 std::string_view precision_name(NetPrecision precision);
 
 }  // namespace dlb::nn
@@ -162,6 +167,7 @@ Run prepare_net_cpu_fakequant_s8(const NetArgs& args, const Exec& exec);
 Run prepare_net_cpu_eigen(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec);
+Run prepare_net_gpu_cudnn_graph_tf32(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_onekernel(const NetArgs& args, const Exec& exec);
 Run prepare_net_gpu_own_s8(const NetArgs& args, const Exec& exec);

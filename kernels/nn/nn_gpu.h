@@ -56,6 +56,18 @@ void launch_global_avg_pool_nhwc16(NhwcType type, const Layer& l, std::int64_t b
 // else the first that did not. Built with cuDNN only.
 std::string fused_graph_parts_check(const FusedConvPlan& plan, NhwcType type);
 
+// The fp32 math of gpu_cudnn's rows (nn_gpu_cudnn.cpp): strict (gpu_cudnn,
+// gpu_cudnn_graph, gpu_hybrid_first_conv) or TF32 permitted
+// (gpu_cudnn_graph_tf32).
+enum class Fp32Math { strict, tf32 };
+// What such a row asks the libraries for, without a device: the math type
+// read back from the convolution descriptor its conv layer `l` gets at batch
+// n ("CUDNN_FMA_MATH", "CUDNN_TENSOR_OP_MATH"), and the math mode its cuBLAS
+// handle is given ("CUBLAS_PEDANTIC_MATH", "CUBLAS_TF32_TENSOR_OP_MATH").
+// Built with cuDNN only.
+std::string cudnn_row_conv_math(const Layer& l, std::int64_t n, Fp32Math math);
+std::string cudnn_row_blas_math(Fp32Math math);
+
 // The fused rows' process-wide plan cache (cudnn_plan_cache.h): lookups that
 // reused a plan, and plans built. Built with cuDNN only.
 struct PlanCacheCounts {

@@ -13,6 +13,12 @@
 // is the ResNet20 lab's experiment: the first conv of every block on the GPU
 // (this file's fused conv), every other layer cpu_own's, the activations
 // copied to the device and back around each of those convs.
+// gpu_cudnn_graph_tf32 is gpu_cudnn_graph with TF32 permitted, as PyTorch
+// ships its convolutions: CUDNN_TENSOR_OP_MATH on every convolution
+// descriptor (fp32 data, TF32 tensor cores on sm_80 and later), the
+// algorithm searched among tensor-op entries too (cudnn_search_tf32_algorithm),
+// and the fc's cublasSgemm with CUBLAS_TF32_TENSOR_OP_MATH; its bound is in
+// nn.cpp (kTf32Tolerance).
 #include <memory>
 #include <set>
 #include <string>
@@ -33,31 +39,47 @@
 namespace dlb::nn {
 namespace {
 
+cudnnMathType_t conv_math(Fp32Math math) {
+  return math == Fp32Math::tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+// Strict: pedantic fp32 (no TF32, no other reduced-precision path); tf32:
+// cublasSgemm may round its inputs to TF32 on tensor cores.
+cublasMath_t blas_math(Fp32Math math) {
+  return math == Fp32Math::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH;
+}
+
 // What every layer of the pass shares.
 struct Shared {
-  explicit Shared(cudaStream_t s) : stream(s), cudnn(s), cublas(s) {
-    DLB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), CUBLAS_PEDANTIC_MATH));
+  Shared(cudaStream_t s, Fp32Math m) : stream(s), math(m), cudnn(s), cublas(s) {
+    DLB_CUBLAS_CHECK(cublasSetMathMode(cublas.get(), blas_math(m)));
   }
   cudaStream_t stream;
+  Fp32Math math;
   CudnnHandle cudnn;
   CublasHandle cublas;
   CudnnActivationDesc relu{CUDNN_ACTIVATION_RELU};
   DeviceBuffer<float> zeros;  // z of the fused convs without a residual (never written)
 };
 
-struct ConvLayer {
-  ConvLayer(const Layer& l, std::int64_t n)
+// A conv layer's descriptors (made without a device: cudnn_row_conv_math
+// reads them back in the CPU tests).
+struct ConvDescs {
+  ConvDescs(const Layer& l, std::int64_t n, Fp32Math math)
       : x_desc(cudnn_dim(n), cudnn_dim(l.c), cudnn_dim(l.h), cudnn_dim(l.w)),
         w_desc(cudnn_dim(l.k), cudnn_dim(l.c), cudnn_dim(l.window), cudnn_dim(l.window)),
-        conv_desc(cudnn_dim(l.pad), cudnn_dim(l.pad), cudnn_dim(l.stride), cudnn_dim(l.stride), CUDNN_FMA_MATH),
+        conv_desc(cudnn_dim(l.pad), cudnn_dim(l.pad), cudnn_dim(l.stride), cudnn_dim(l.stride), conv_math(math)),
         y_desc(cudnn_dim(n), cudnn_dim(l.k), cudnn_dim(l.oh), cudnn_dim(l.ow)),
-        bias_desc(1, cudnn_dim(l.k), 1, 1),
-        weight(to_device<float>(l.weight)),
-        bias(to_device<float>(l.bias)) {}
+        bias_desc(1, cudnn_dim(l.k), 1, 1) {}
   CudnnTensorDesc x_desc;
   CudnnFilterDesc w_desc;
   CudnnConvolutionDesc conv_desc;
   CudnnTensorDesc y_desc, bias_desc;
+};
+
+struct ConvLayer : ConvDescs {
+  ConvLayer(const Layer& l, std::int64_t n, Fp32Math math)
+      : ConvDescs(l, n, math), weight(to_device<float>(l.weight)), bias(to_device<float>(l.bias)) {}
   DeviceBuffer<float> weight, bias;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   DeviceBuffer<unsigned char> workspace;
@@ -68,15 +90,19 @@ struct ConvLayer {
 
 Run prepare_conv(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n, const float* x,
                  const float* residual, float* y, std::set<std::string>& algorithms) {
-  auto c = std::make_shared<ConvLayer>(l, n);
+  auto c = std::make_shared<ConvLayer>(l, n, sh->math);
   // Timed on the pass's own buffers among the algorithms that keep the
   // network's fp32 bound (cudnn_search_fp32_algorithm): cudnnFind's own
   // choice followed its timing, and under compute-sanitizer on the H100 it
   // picked algorithms that put mnist_lenet 3e-5 off the double reference
   // (tolerance 1e-5). Restricting the search, rather than forcing each
   // algorithm in turn, keeps every choice it can make inside the bound.
-  c->algo = cudnn_search_fp32_algorithm(sh->cudnn.get(), sh->stream, c->x_desc.get(), x, c->w_desc.get(),
-                                        c->weight.data(), c->conv_desc.get(), c->y_desc.get(), y);
+  // The tf32 row searches the same way with tensor-op entries allowed.
+  c->algo = sh->math == Fp32Math::tf32
+                ? cudnn_search_tf32_algorithm(sh->cudnn.get(), sh->stream, c->x_desc.get(), x, c->w_desc.get(),
+                                              c->weight.data(), c->conv_desc.get(), c->y_desc.get(), y)
+                : cudnn_search_fp32_algorithm(sh->cudnn.get(), sh->stream, c->x_desc.get(), x, c->w_desc.get(),
+                                              c->weight.data(), c->conv_desc.get(), c->y_desc.get(), y);
   algorithms.insert(cudnn_algo_name(c->algo));
   c->workspace = DeviceBuffer<unsigned char>(c->workspace_bytes(sh->cudnn.get()));
   if (l.relu) {
@@ -157,8 +183,8 @@ Run prepare_fc(const std::shared_ptr<Shared>& sh, const Layer& l, std::int64_t n
 // gpu_cudnn's (a graph has no layers).
 class CudnnLayers final : public LayerBackend {
  public:
-  CudnnLayers(const NetArgs& args, const Exec& exec, bool graph)
-      : n_(args.batch), exec_(exec), graph_(graph), sh_(std::make_shared<Shared>(exec.stream)) {
+  CudnnLayers(const NetArgs& args, const Exec& exec, bool graph, Fp32Math math = Fp32Math::strict)
+      : n_(args.batch), exec_(exec), graph_(graph), sh_(std::make_shared<Shared>(exec.stream, math)) {
     std::int64_t largest = 0;
     for (const auto& l : args.net->layers) largest = std::max(largest, n_ * l.out_size());
     sh_->zeros = DeviceBuffer<float>(static_cast<std::size_t>(largest));
@@ -177,6 +203,7 @@ class CudnnLayers final : public LayerBackend {
   std::string implementation() const override {
     std::string s;
     for (const auto& a : algorithms_) s.append(s.empty() ? "" : ", ").append(a);
+    if (sh_->math == Fp32Math::tf32) s += ", TF32 permitted (cuDNN tensor-op math, cuBLAS TF32)";
     return graph_ ? s + ", one CUDA graph" : s;
   }
 
@@ -227,7 +254,7 @@ class HybridLayers final : public AroundLayers {
   HybridLayers(const NetArgs& args, const Exec& exec, std::shared_ptr<HostBuffer<float>> host_x,
                std::shared_ptr<HostBuffer<float>> host_y)
       : AroundLayers(own_cpu_layers(args.batch, exec)), args_(args), stream_(exec.stream),
-        sh_(std::make_shared<Shared>(exec.stream)), host_x_(std::move(host_x)), host_y_(std::move(host_y)) {
+        sh_(std::make_shared<Shared>(exec.stream, Fp32Math::strict)), host_x_(std::move(host_x)), host_y_(std::move(host_y)) {
     std::int64_t largest = 0;
     for (const auto& l : args.net->layers)
       if (block_first_conv(l)) largest = std::max(largest, args.batch * l.out_size());
@@ -314,6 +341,29 @@ Run prepare_net_gpu_cudnn_graph(const NetArgs& args, const Exec& exec) {
   DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn runs on a CUDA stream");
   CudnnLayers backend(args, exec, true);
   return walk<DeviceBuffer<float>>(args, backend);
+}
+
+Run prepare_net_gpu_cudnn_graph_tf32(const NetArgs& args, const Exec& exec) {
+  DLB_REQUIRE(exec.stream != nullptr, "gpu_cudnn_graph_tf32 runs on a CUDA stream");
+  CudnnLayers backend(args, exec, true, Fp32Math::tf32);
+  return walk<DeviceBuffer<float>>(args, backend);
+}
+
+std::string cudnn_row_conv_math(const Layer& l, std::int64_t n, Fp32Math math) {
+  const ConvDescs d(l, n, math);
+  cudnnMathType_t type{};
+  DLB_CUDNN_CHECK(cudnnGetConvolutionMathType(d.conv_desc.get(), &type));
+  switch (type) {
+    case CUDNN_DEFAULT_MATH: return "CUDNN_DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH: return "CUDNN_TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH: return "CUDNN_FMA_MATH";
+  }
+  return "unknown cuDNN math type " + std::to_string(static_cast<int>(type));
+}
+
+std::string cudnn_row_blas_math(Fp32Math math) {
+  return blas_math(math) == CUBLAS_TF32_TENSOR_OP_MATH ? "CUBLAS_TF32_TENSOR_OP_MATH" : "CUBLAS_PEDANTIC_MATH";
 }
 
 }  // namespace dlb::nn
