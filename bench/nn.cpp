@@ -127,6 +127,10 @@ void register_nn(Config& config) {
             state.counters["allocations_per_pass"] = static_cast<double>(after.calls - before.calls) / kAllocPasses;
           }
           for (const auto& [counter, value] : c->report().counters) state.counters[counter] = value;
+          // After the timing: what the row measures of itself (gpu_onekernel's
+          // per-layer stamps), from passes of its own.
+          if (c->report().measured_counters)
+            for (const auto& [counter, value] : c->report().measured_counters()) state.counters[counter] = value;
           state.SetLabel(c->report().implementation);
         },
         // Batch 1 on the GPU: latency percentiles need calls, not GPU time

@@ -1532,6 +1532,83 @@ TEST(GpuOneKernelOnTheHost, TheProgramKeepsEveryBufferApart) {
   }
 }
 
+// The stamps' bookkeeping (nn_onekernel.h): the kernel and its twin walk
+// the program by ok::walk and stamp at its start, after each barrier and at
+// its end. The phases between the stamps are the network's layers, each
+// once and in order, a new phase exactly where a layer reads an output of
+// the phase it would join (worked out here from the network alone); the
+// twin's pass fills every slot in order and reports one counter per phase,
+// named by its layers' indices, before barriers and the whole.
+#if !DLB_TEST_GPU
+TEST(GpuOneKernelOnTheHost, TheStampsMarkTheNetworksLayers) {
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {1, 3}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      const nn::Network& net = nn::network(name);
+      std::vector<nn::OneKernelPhase> expected{{0, 0}};
+      for (int i = 0; i < static_cast<int>(net.layers.size()); ++i) {
+        const nn::Layer& l = net.layers[static_cast<std::size_t>(i)];
+        const auto in_phase = [&](int producer) { return producer >= expected.back().first; };
+        if (i > 0 && (in_phase(l.input) || in_phase(l.residual))) expected.push_back({i, i});
+        expected.back().last = i + 1;
+      }
+      const auto phases = nn::onekernel_phases(nn::build_onekernel_program(net, batch));
+      ASSERT_EQ(phases.size(), expected.size());
+      for (std::size_t p = 0; p < phases.size(); ++p) {
+        EXPECT_EQ(phases[p].first, expected[p].first) << "phase " << p;
+        EXPECT_EQ(phases[p].last, expected[p].last) << "phase " << p;
+      }
+      std::vector<float> x(static_cast<std::size_t>(batch * net.in_size()), 0.5f);
+      std::vector<float> y(static_cast<std::size_t>(batch * net.classes));
+      nn::NetReport report;
+      const dlb::Run pass = nn::prepare_onekernel_on_host(nn::NetArgs{&net, batch, x.data(), y.data(), &report});
+      ASSERT_TRUE(report.measured_counters);
+      // Every slot must be written: counters before any pass are refused.
+      EXPECT_THROW(report.measured_counters(), Error);
+      pass();
+      const auto counters = report.measured_counters();
+      ASSERT_EQ(counters.size(), expected.size() + 2);
+      double sum = 0;
+      for (std::size_t p = 0; p < expected.size(); ++p) {
+        EXPECT_EQ(counters[p].first, nn::onekernel_phase_counter(expected[p]));
+        EXPECT_GE(counters[p].second, 0.0);
+        sum += counters[p].second;
+      }
+      EXPECT_EQ(counters[expected.size()].first, "stamped_us");
+      EXPECT_NEAR(sum, counters[expected.size()].second, 1e-6 * counters[expected.size()].second + 1e-9);
+      EXPECT_EQ(counters.back().first, "barriers");
+      EXPECT_EQ(counters.back().second, static_cast<double>(expected.size() - 1));
+    }
+  }
+  // resnet20's downsample convs share a phase with their block's first conv.
+  const nn::Network& resnet = nn::network("resnet20");
+  std::size_t shared = 0;
+  for (const auto& p : nn::onekernel_phases(nn::build_onekernel_program(resnet, 1))) shared += p.last - p.first > 1;
+  EXPECT_GT(shared, 0u);
+}
+#endif
+
+// The counters of stamps: the median per phase over the passes, in us; a
+// pass with a stamp missing (0), out of order or of another count refused.
+TEST(GpuOneKernelOnTheHost, StampCountersAreMediansAndRefuseBadStamps) {
+  const std::vector<nn::OneKernelPhase> phases{{0, 1}, {1, 3}};
+  const std::vector<std::vector<std::uint64_t>> passes{{1000, 3000, 4000}, {1000, 2000, 6000}, {1000, 5000, 5000}};
+  const auto c = nn::onekernel_stamp_counters(phases, passes);
+  const std::vector<std::pair<std::string, double>> want{
+      {"layer_us.0", 2.0}, {"layer_us.1-2", 1.0}, {"stamped_us", 4.0}, {"barriers", 1.0}};
+  ASSERT_EQ(c.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(c[i].first, want[i].first);
+    EXPECT_DOUBLE_EQ(c[i].second, want[i].second) << want[i].first;
+  }
+  for (const std::vector<std::uint64_t>& bad :
+       {std::vector<std::uint64_t>{0, 2000, 3000}, {1000, 500, 3000}, {1000, 2000}, {1000, 2000, 3000, 4000}}) {
+    const std::vector<std::vector<std::uint64_t>> one{bad};
+    EXPECT_THROW(nn::onekernel_stamp_counters(phases, one), Error);
+  }
+  EXPECT_THROW(nn::onekernel_stamp_counters(phases, std::vector<std::vector<std::uint64_t>>{}), Error);
+}
+
 #if DLB_TEST_GPU
 // A GPU row against its host twin on the first `count` images: the same bits
 // up to a final log-softmax (the fp32 rounding of exp and log, a few ulp
@@ -1563,6 +1640,23 @@ TEST(GpuOneKernel, EqualsItsHostTwin) {
       NetCase on_gpu(*gpu, name, batch);
       NetCase twin(kOneKernelOnHost, name, batch);
       expect_equals_twin(on_gpu, twin, 16);
+      // The kernel's stamps (every pass stamps, so the logits above are
+      // the stamped kernel's): the twin's counters, each phase's time within
+      // the whole.
+      ASSERT_TRUE(on_gpu.report().measured_counters);
+      const auto got = on_gpu.report().measured_counters(), want = twin.report().measured_counters();
+      ASSERT_EQ(got.size(), want.size() + 1);  // + stamp_overhead_us
+      double sum = 0, stamped = 0;
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(got[i].first, want[i].first);
+        EXPECT_GE(got[i].second, 0.0) << got[i].first;
+        if (got[i].first.starts_with("layer_us.")) sum += got[i].second;
+        if (got[i].first == "stamped_us") stamped = got[i].second;
+      }
+      EXPECT_EQ(got.back().first, "stamp_overhead_us");
+      EXPECT_GT(stamped, 0.0);
+      // Medians per phase need not add up to the median whole exactly.
+      EXPECT_NEAR(sum, stamped, 0.25 * stamped);
     }
   }
 }

@@ -79,7 +79,9 @@
 //               every activation in one arena (L2-resident at small batches), a warp per output
 //               element, grid.sync() before each layer that reads an output of the current phase;
 //               no host work per layer; any batch, built for batches up to 16. Its element functions
-//               run on the host too (prepare_onekernel_on_host), which is what the CPU tests check
+//               run on the host too (prepare_onekernel_on_host), which is what the CPU tests check.
+//               The kernel stamps %globaltimer after each barrier (counters layer_us.*, barriers,
+//               stamped_us, stamp_overhead_us: nn_onekernel.h)
 //   gpu_own_s8  the int8 rows' quantization on own CUDA kernels (nn_s8_direct.h): per conv and fc a
 //               direct u8 x s8 convolution on dp4a (one thread per output, NHWC u8, channels in
 //               words of 4) with bias, residual, ReLU and requantization fused; pools on the codes;
@@ -100,6 +102,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -126,6 +129,10 @@ struct NetReport {
   // Counts prepare found that the case reports as counters (gpu_cudnn_fused:
   // fused_layers, layers).
   std::vector<std::pair<std::string, double>> counters;
+  // Counters only a run can give (gpu_onekernel's per-layer stamps), asked
+  // once after the timed loop: it may run passes of its own (outside the
+  // timing) and waits for them. Empty: none.
+  std::function<std::vector<std::pair<std::string, double>>()> measured_counters;
 };
 
 struct NetArgs {

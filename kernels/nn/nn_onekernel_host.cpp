@@ -4,6 +4,7 @@
 // the program and the indexing no GPU here can run.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <limits>
 #include <memory>
 #include <string>
@@ -45,7 +46,62 @@ void run_item(const ok::Layer& d, const ok::Buffers& b, std::int64_t item) {
   ok::store(d, b, item, v[0]);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 }  // namespace
+
+std::vector<OneKernelPhase> onekernel_phases(const OneKernelProgram& program) {
+  std::vector<OneKernelPhase> phases{{0, 0}};
+  const int count = static_cast<int>(program.layers.size());
+  const int barriers = ok::walk(
+      program.layers.data(), 0, count,
+      [&](int slot) {
+        DLB_REQUIRE(slot == static_cast<int>(phases.size()), "gpu_onekernel: the walk stamps slot " +
+                                                                  std::to_string(slot) + " after " +
+                                                                  std::to_string(phases.size()) + " phases");
+        phases.push_back({phases.back().last, phases.back().last});
+      },
+      [&](int i) {
+        DLB_REQUIRE(i == phases.back().last, "gpu_onekernel: the walk skips a layer");
+        phases.back().last = i + 1;
+      });
+  DLB_REQUIRE(barriers + 1 == static_cast<int>(phases.size()), "gpu_onekernel: the walk's barrier count is off");
+  return phases;
+}
+
+std::string onekernel_phase_counter(const OneKernelPhase& phase) {
+  std::string name = "layer_us.";
+  name += std::to_string(phase.first);
+  if (phase.last - phase.first > 1) name += '-' + std::to_string(phase.last - 1);
+  return name;
+}
+
+std::vector<std::pair<std::string, double>> onekernel_stamp_counters(
+    const std::vector<OneKernelPhase>& phases, std::span<const std::vector<std::uint64_t>> passes) {
+  DLB_REQUIRE(!phases.empty() && !passes.empty(), "gpu_onekernel: no stamps to report");
+  std::vector<std::vector<double>> us(phases.size());
+  std::vector<double> total;
+  for (const auto& stamps : passes) {
+    DLB_REQUIRE(stamps.size() == phases.size() + 1, "gpu_onekernel: a pass has " + std::to_string(stamps.size()) +
+                                                        " stamps for " + std::to_string(phases.size()) + " phases");
+    for (std::size_t p = 0; p < phases.size(); ++p) {
+      DLB_REQUIRE(stamps[p] > 0 && stamps[p + 1] >= stamps[p],
+                  "gpu_onekernel: stamps " + std::to_string(p) + " and " + std::to_string(p + 1) +
+                      " of a pass are missing or out of order");
+      us[p].push_back(static_cast<double>(stamps[p + 1] - stamps[p]) * 1e-3);
+    }
+    total.push_back(static_cast<double>(stamps.back() - stamps.front()) * 1e-3);
+  }
+  std::vector<std::pair<std::string, double>> counters;
+  for (std::size_t p = 0; p < phases.size(); ++p) counters.emplace_back(onekernel_phase_counter(phases[p]), median(us[p]));
+  counters.emplace_back("stamped_us", median(total));
+  counters.emplace_back("barriers", static_cast<double>(phases.size() - 1));
+  return counters;
+}
 
 OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch) {
   DLB_REQUIRE(batch >= 1, "gpu_onekernel: batch must be at least 1");
@@ -114,10 +170,14 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
 Run prepare_onekernel_on_host(const NetArgs& args) {
   struct State {
     OneKernelProgram program;
+    std::vector<OneKernelPhase> phases;
     HostBuffer<float> arena;
+    std::vector<std::uint64_t> stamps;  // the last pass's, ns of the steady clock (0: not stamped)
   };
   auto s = std::make_shared<State>();
   s->program = build_onekernel_program(*args.net, args.batch);
+  s->phases = onekernel_phases(s->program);
+  s->stamps.assign(s->phases.size() + 1, 0);
   s->arena = HostBuffer<float>(static_cast<std::size_t>(std::max<std::int64_t>(s->program.arena_floats, 1)));
   // NaN until written: a layer that read a region before its producer wrote it shows in the logits.
   std::fill(s->arena.span().begin(), s->arena.span().end(), std::numeric_limits<float>::quiet_NaN());
@@ -130,8 +190,31 @@ Run prepare_onekernel_on_host(const NetArgs& args) {
 #pragma omp parallel for schedule(static)
       for (std::int64_t item = 0; item < d.items; ++item) run_item(d, b, item);
     });
-  if (args.report != nullptr) args.report->implementation = "gpu_onekernel's program and element functions on the host";
-  return run_layers(std::move(calls), args.report);
+  // The pass stamps where the kernel does, by the same walk; a stamp is
+  // the steady clock's ns, + 1 so that none is 0 (the mark of a slot never
+  // written).
+  const auto now = [] {
+    return static_cast<std::uint64_t>(
+               std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+                   .count()) +
+           1;
+  };
+  if (args.report != nullptr) {
+    args.report->implementation = "gpu_onekernel's program and element functions on the host";
+    args.report->layer_calls = calls;
+    args.report->measured_counters = [s] {
+      return onekernel_stamp_counters(s->phases, std::span<const std::vector<std::uint64_t>>(&s->stamps, 1));
+    };
+  }
+  return [s, calls = std::move(calls), now] {
+    std::fill(s->stamps.begin(), s->stamps.end(), 0);
+    s->stamps.front() = now();
+    const int barriers = ok::walk(
+        s->program.layers.data(), 0, static_cast<int>(s->program.layers.size()),
+        [&](int slot) { s->stamps.at(static_cast<std::size_t>(slot)) = now(); },
+        [&](int i) { calls[static_cast<std::size_t>(i)](); });
+    s->stamps.at(static_cast<std::size_t>(barriers) + 1) = now();
+  };
 }
 
 }  // namespace dlb::nn

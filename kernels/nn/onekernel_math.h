@@ -158,4 +158,22 @@ DLB_OK_HD inline void log_softmax_row(const Layer& d, const Buffers& b, std::int
   for (std::int64_t j = 0; j < d.k; ++j) y[j] = (x[j] - m) - lse;
 }
 
+// The walk over layers [first, last) of one launch, shared by the kernel and
+// the host twin so that both stamp the same points: before each layer that
+// needs a grid-wide barrier, sync(slot) with the stamp slot it fills (1 for
+// the first barrier, 2 for the next, ...; slot 0 is the launch's start),
+// then run(i). The launch's first layer needs none: the kernel boundary
+// orders it. Returns the number of barriers; the launch's end is slot
+// barriers + 1, so a pass records barriers + 2 stamps and its phases (the
+// layers between two stamps) are barriers + 1.
+template <class Sync, class RunLayer>
+DLB_OK_HD inline int walk(const Layer* layers, int first, int last, Sync&& sync, RunLayer&& run) {
+  int slot = 0;
+  for (int i = first; i < last; ++i) {
+    if (i > first && layers[i].barrier != 0) sync(++slot);
+    run(i);
+  }
+  return slot;
+}
+
 }  // namespace dlb::nn::ok
