@@ -350,7 +350,7 @@ class CpuTrainingPeers(unittest.TestCase):
 
             def __call__(self, x):
                 log.append(("forward", "eager", x.name))
-                return "out"
+                return Tensor("out")
 
             def to(self, memory_format=None):
                 log.append(("model.to", memory_format))
@@ -377,7 +377,7 @@ class CpuTrainingPeers(unittest.TestCase):
 
             def compiled(x):
                 log.append(("forward", "compiled", x.name))
-                return "out"
+                return Tensor("out")
             return compiled
 
         config = SimpleNamespace(recompile_limit=8, fail_on_recompile_limit_hit=False)
@@ -391,8 +391,8 @@ class CpuTrainingPeers(unittest.TestCase):
             with self.subTest(mode):
                 torch, model, x, loss_of, log = self.fake()
                 step, gradients, memory, words = training._cpu_step(mode, model, x, "y", torch, loss_of)
-                grads, loss = gradients()
-                self.assertEqual((list(grads), loss), (["weight"], 0.5))
+                grads, loss, logits = gradients()
+                self.assertEqual((list(grads), loss, list(logits)), (["weight"], 0.5, [1.0, 1.0]))
                 step()
                 forwards = [e for e in log if e[0] == "forward"]
                 if mode == "peer_torch":

@@ -132,8 +132,11 @@ print("no device:", training.diagnosis(torch, fresh, x, y, loss, exact, 1e-3, de
 
 
 # Runs in .venv-peers: the channels_last training step with its gradients
-# planted off by 1e-3 of conv1's (the bound at mnist_lenet batch 8 is 4.45e-5):
-# refused with an error entry, no time.
+# planted off by 1e-3 of conv1's (the bound at mnist_lenet batch 8 is 4.45e-5),
+# then, with mnist_lenet held as resnet20 is (TRAIN_MODE: its loss and
+# logits; it has no batch norm or dropout, so the step is the same), its
+# logits planted off by 1e-4 of the largest (the forward's bound is 1e-5):
+# each refused with an error entry, no time.
 PLANTED_TRAINING = r"""
 import sys
 sys.path.append(sys.argv[1])
@@ -144,15 +147,20 @@ real = training._cpu_step
 def planted(peer, model, x, y, torch, loss_of):
     step, gradients, memory, words = real(peer, model, x, y, torch, loss_of)
     def off():
-        g, loss = gradients()
-        g["conv1.weight"] = g["conv1.weight"] * (1 + 1e-3)
-        return g, loss
+        g, loss, logits = gradients()
+        if training.TRAIN_MODE:
+            logits = logits + 1e-4 * abs(logits).max()
+        else:
+            g["conv1.weight"] = g["conv1.weight"] * (1 + 1e-3)
+        return g, loss, logits
     return step, off, memory, words
 training._cpu_step = planted
-session = harness.Session(harness.Selection("^mnist_lenet_train/peer_torch_cl/"), 1, 0.01, 1, gpu=False,
-                          problems=problems(net=["mnist_lenet_train/batch:8"]))
-training.training(session)
-print(json.dumps(session.entries))
+for held in (set(), {"mnist_lenet"}):
+    training.TRAIN_MODE = held
+    session = harness.Session(harness.Selection("^mnist_lenet_train/peer_torch_cl/"), 1, 0.01, 1, gpu=False,
+                              problems=problems(net=["mnist_lenet_train/batch:8"]))
+    training.training(session)
+    print(json.dumps(session.entries))
 """
 
 
@@ -250,12 +258,13 @@ class TorchPeers(unittest.TestCase):
         p = subprocess.run([str(PEERS_PYTHON), "-c", PLANTED_TRAINING, str(ROOT / "scripts")], capture_output=True,
                            text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stderr)
-        entries = json.loads(p.stdout.splitlines()[-1])
-        self.assertEqual(len(entries), 1)
-        self.assertTrue(entries[0]["error_occurred"])
-        self.assertEqual(entries[0]["name"], "mnist_lenet_train/peer_torch_cl/batch:8/real_time")
-        self.assertRegex(entries[0]["error_message"],
-                         r"WRONG RESULT: against float64: conv1.weight: \S+ of the largest")
+        gradients, logits = (json.loads(line) for line in p.stdout.splitlines()[-2:])
+        for entries, message in ((gradients, r"conv1.weight: \S+ of the largest gradient"),
+                                 (logits, r"logits \S+ of the largest from float64's \(bound 1e-05")):
+            self.assertEqual(len(entries), 1)
+            self.assertTrue(entries[0]["error_occurred"])
+            self.assertEqual(entries[0]["name"], "mnist_lenet_train/peer_torch_cl/batch:8/real_time")
+            self.assertRegex(entries[0]["error_message"], "WRONG RESULT: against float64: " + message)
 
     def test_step_memory_counts_the_saved_tensors_once(self):
         p = subprocess.run([str(PEERS_PYTHON), "-c", STEP_MEMORY, str(ROOT / "scripts")], capture_output=True,

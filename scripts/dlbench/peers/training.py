@@ -68,8 +68,10 @@ fp32 gradients land up to 1.7e-3 of the largest gradient from float64 there
 largest magnitude in bench's form (tests/test_train.cpp holds them, from
 the committed resnet20.train-reference.safetensors, against the double
 reference). For resnet20 the loss is held against float64 instead, within
-the forward's fp32 bound (1e-5 relative, kernels/nn/nn.cpp), and the
-gradients' error in this form is reported, not held.
+the forward's fp32 bound (1e-5 relative, kernels/nn/nn.cpp), and on the
+CPU its logits too (within the same bound, relative to the largest: the
+form that bound is stated in; a small loss can hide logits past it), and
+the gradients' error in this form is reported, not held.
 Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
 for the input gradients of every conv and fc but the first), max_rel_err.
@@ -277,8 +279,8 @@ def _cuda_torch(torch) -> str:
 
 def _cpu_step(peer: str, model, x, y, torch, loss_of):
     """(step, gradients, memory, words) for a CPU peer: step() runs one
-    training step; gradients() the parameters' gradients and the loss at the
-    weights the model holds now, computed the mode's way (the compiled
+    training step; gradients() the parameters' gradients, the loss and the
+    network's output at the weights the model holds now, computed the mode's way (the compiled
     forward and backward for peer_torch_compile, which compiles them at this
     shape on its first call); memory() runs one step with bench's memory
     counters (step_memory), None for the compiled mode (what inductor's
@@ -301,9 +303,24 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
     order. Its C++ is built without reassociation beyond that
     (-fno-unsafe-math-optimizations, -ffp-contract=off: inductor's cpp
     builder defaults) and its exp and log are ATen's vectorized ones, as
-    eager's. The bound therefore holds all three modes; the MNIST networks'
-    gradients are held within it, resnet20's loss within the forward's
-    bound, as for the eager peer."""
+    eager's. The bound therefore holds all three modes where they run the
+    eager step's algorithms; the MNIST networks' gradients are held within
+    it, resnet20's loss within the forward's bound, as for the eager peer.
+
+    Not covered, and refused by the check: batch-norm in training mode on a
+    channels_last input (resnet20's peer_torch_cl). chain_length counts
+    batch-norm's roundings around statistics summed in double (bench's
+    batch norm; PyTorch's NCHW CPU kernel accumulates in double too), and
+    PyTorch 2.15's channels_last kernel is far less accurate: a lone
+    BatchNorm2d on 64 x 16 x 32 x 32 standard normal values came out 1.4e-5
+    from float64's at most (4.1e-7 in NCHW), 1.1e-4 with the values' mean
+    at 30 (1.5e-6 in NCHW), which is what fp32 sums of the 65,536 terms per
+    channel do (the cause as read from the figures, not from PyTorch's
+    source). resnet20's logits land 8.5e-6 (batch 64) and 3.2e-5 (256) of
+    the largest from float64's (NCHW: 1.3e-7), its loss 1.07e-5 relative
+    at batch 64 (9.3e-6 at 256, where the logits' check refuses it): the
+    case gets an error entry, not a time, unless an analysis of that kernel
+    gives a bound."""
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     words = "eager"
     forward = model
@@ -324,10 +341,11 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
 
     def gradients():
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(forward(x), y)
+        out = forward(x)
+        loss = loss_of(out, y)
         loss.backward()
         return ({k: p.grad.detach().contiguous().double().numpy() for k, p in model.named_parameters()},
-                float(loss))
+                float(loss), out.detach().contiguous().double().numpy())
 
     memory = None if peer in COMPILED else (lambda: step_memory(model, opt, x, y, loss_of))
     return step, gradients, memory, words
@@ -434,9 +452,11 @@ def training(session: Session, compiled: bool | None = None) -> None:
 
         def cpu_gradients(dtype):
             model = fresh(dtype)
-            loss = loss_of(model(x.to(dtype)), y)
+            out = model(x.to(dtype))
+            loss = loss_of(out, y)
             loss.backward()
-            return {k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}, float(loss)
+            return ({k: p.grad.detach().double().numpy() for k, p in model.named_parameters()}, float(loss),
+                    out.detach().double().numpy())
 
         probe = NETWORKS[network]()
         bound = 8 * math.sqrt(chain_length(probe, shape, batch)) * 2.0 ** -24
@@ -450,6 +470,7 @@ def training(session: Session, compiled: bool | None = None) -> None:
                     for k, p in model.named_parameters():
                         p.copy_(state[k].to(device="cuda", dtype=p.dtype))
                 ours, loss32 = gpu_gradients()
+                logits32 = None  # not held on the GPU: the loss alone (resnet20)
                 torch.cuda.synchronize()
             except Exception as e:  # a mode PyTorch cannot build here: an error entry, the rest runs on
                 session.fail(name, f"{type(e).__name__}: {e}".splitlines()[0], gpu)
@@ -458,16 +479,23 @@ def training(session: Session, compiled: bool | None = None) -> None:
             try:  # the timed model's own gradients, from the committed weights (compiled: at this shape)
                 model = fresh()
                 step, own_gradients, memory, words = _cpu_step(peer, model, x, y, torch, loss_of)
-                ours, loss32 = own_gradients()
+                ours, loss32, logits32 = own_gradients()
             except Exception as e:  # a mode PyTorch cannot build here (inductor without a compiler): an error entry
                 session.fail(name, f"{type(e).__name__}: {e}".splitlines()[0])
                 continue
             label = f"torch {torch.__version__} {words}, fp32, SGD momentum {MOMENTUM}, {session.threads} threads"
-        exact, loss64 = cpu_gradients(torch.float64)
+        exact, loss64, logits64 = cpu_gradients(torch.float64)
         worst, over = worst_gradient(ours, exact, None if train_mode else bound)
         problem = f"{over} of the largest gradient (bound {bound:.3g})" if over else ""
         if train_mode and not abs(loss32 - loss64) <= LOSS_TOLERANCE * abs(loss64):
             problem = f"loss {loss32!r} against float64's {loss64!r} (bound {LOSS_TOLERANCE} relative)"
+        if train_mode and logits32 is not None and not problem:
+            # the forward's bound is on the logits (kNetworkTolerance, relative
+            # to the largest): a small loss can hide logits past it (resnet20
+            # in channels_last at batch 256: loss 9.3e-6, logits 3.2e-5 off)
+            off = float(np.max(np.abs(logits32 - logits64)) / max(float(np.max(np.abs(logits64))), 1e-300))
+            if not off <= LOSS_TOLERANCE:
+                problem = f"logits {off:.3g} of the largest from float64's (bound {LOSS_TOLERANCE}, the forward's)"
         if problem:
             if gpu and not train_mode:  # the gradients are what is held (resnet20: its loss)
                 problem += diagnosis(torch, fresh, x, y, loss_of, exact, bound)
