@@ -246,11 +246,14 @@ class GpuTrainingPeers(unittest.TestCase):
         cases = training.wanted_cases(gpu)
         per_mode = len(training.NETWORK_NAMES) * len(training.BATCHES)  # 3 networks x 2 batches
         self.assertEqual(training.NETWORK_NAMES, ("resnet20", "mnist_cnn", "mnist_lenet"))
-        self.assertEqual(len(cases), per_mode * (1 + len(self.MODES)))
+        cpu_modes = len(training.CPU_PEERS)
+        self.assertEqual(len(cases), per_mode * (cpu_modes + len(self.MODES)))
         self.assertEqual(cases[0], ("resnet20", "peer_torch", 64))
-        self.assertEqual([p for _, p, _ in cases[per_mode:]], [m for m in self.MODES for _ in range(per_mode)])
+        self.assertEqual([p for _, p, _ in cases[cpu_modes * per_mode:]],
+                         [m for m in self.MODES for _ in range(per_mode)])
         self.assertEqual(training.wanted_cases(gpu, compiled=True),
-                         [(n, "peer_torch_cuda_compile", b) for n in training.NETWORK_NAMES for b in training.BATCHES])
+                         [(n, p, b) for p in ("peer_torch_compile", "peer_torch_cuda_compile")
+                          for n in training.NETWORK_NAMES for b in training.BATCHES])
         self.assertNotIn("peer_torch_cuda_compile", {p for _, p, _ in training.wanted_cases(gpu, compiled=False)})
         for mode in self.MODES:
             name, op, variant, args = parse_name(f"mnist_cnn_train/{mode}/batch:256/manual_time")
@@ -263,7 +266,7 @@ class GpuTrainingPeers(unittest.TestCase):
 
     def test_none_without_a_gpu(self):
         cpu = harness.Session(harness.Selection("_train/"), 1, 0.001, 1, gpu=False)
-        self.assertEqual({p for _, p, _ in training.wanted_cases(cpu)}, {"peer_torch"})
+        self.assertEqual({p for _, p, _ in training.wanted_cases(cpu)}, set(training.CPU_PEERS))
         self.assertEqual(training.wanted_cases(harness.Session(harness.Selection("cuda"), 1, 0.001, 1, gpu=False)), [])
 
     def test_listed_without_a_gpu_with_list_gpu(self):
@@ -276,6 +279,148 @@ class GpuTrainingPeers(unittest.TestCase):
         self.assertEqual({n.split("/")[1] for n in listed}, set(self.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
+
+
+class CpuTrainingPeers(unittest.TestCase):
+    """The CPU training-step peers' modes (issue 47: eager, channels_last,
+    torch.compile): names, order, and what each mode sets up, on a fake
+    torch (no PyTorch here; tests/test_peers_torch.py runs them on the real
+    one)."""
+
+    MODES = ("peer_torch", "peer_torch_cl", "peer_torch_compile")
+
+    def test_names_order_and_compiled_last(self):
+        from dlbench.results import Case, parse_name
+        self.assertEqual(training.CPU_PEERS, self.MODES)
+        cpu = harness.Session(harness.Selection("_train/"), 1, 0.001, 1, gpu=False)
+        cases = training.wanted_cases(cpu)
+        per_mode = len(training.NETWORK_NAMES) * len(training.BATCHES)
+        self.assertEqual([p for _, p, _ in cases], [m for m in self.MODES for _ in range(per_mode)])
+        self.assertEqual({p for _, p, _ in training.wanted_cases(cpu, compiled=True)}, {"peer_torch_compile"})
+        self.assertNotIn("peer_torch_compile", {p for _, p, _ in training.wanted_cases(cpu, compiled=False)})
+        for mode in self.MODES:
+            name, op, variant, args = parse_name(f"resnet20_train/{mode}/batch:64/real_time")
+            self.assertEqual((op, variant, args), ("resnet20_train", mode, {"batch": 64}))
+            self.assertEqual(Case(name, op, variant, args).runs_on, "cpu")
+        # the network peers' CPU compiled mode has the same name (networks.PEERS)
+        self.assertIn("peer_torch_compile", networks.PEERS)
+        self.assertFalse(networks.PEERS["peer_torch_compile"][0])
+
+    @unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
+    def test_listed(self):
+        p = peers("--benchmark_list_tests", "--benchmark_filter=^mnist_cnn_train/peer_torch", venv="system")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split(), [f"mnist_cnn_train/{m}/batch:{b}/real_time" for m in self.MODES
+                                            for b in training.BATCHES]
+                         + [f"mnist_cnn_train/peer_torch/batch:{b}/workers:{w}/real_time"  # the loaded cases
+                            for b in training.BATCHES for w in training.LOADED_WORKERS])
+
+    def fake(self):
+        """A fake torch, model, batch and loss that record what _cpu_step does to them."""
+        from types import SimpleNamespace
+        log = []
+
+        class Tensor:
+            def __init__(self, name):
+                self.name = name
+
+            def contiguous(self, memory_format=None):
+                log.append(("contiguous", self.name, memory_format))
+                return Tensor(f"{self.name}:{memory_format}")
+
+            def detach(self):
+                return self
+
+            def double(self):
+                return self
+
+            def numpy(self):
+                return np.ones(2)
+
+        class Loss:
+            def backward(self):
+                log.append(("backward",))
+
+            def __float__(self):
+                return 0.5
+
+        class Model:
+            def __init__(self):
+                self.weight = SimpleNamespace(grad=Tensor("grad"))
+
+            def __call__(self, x):
+                log.append(("forward", "eager", x.name))
+                return Tensor("out")
+
+            def to(self, memory_format=None):
+                log.append(("model.to", memory_format))
+                return self
+
+            def parameters(self):
+                return [self.weight]
+
+            def named_parameters(self):
+                return [("weight", self.weight)]
+
+        class SGD:
+            def __init__(self, params, lr, momentum):
+                log.append(("SGD", lr, momentum))
+
+            def zero_grad(self, set_to_none):
+                log.append(("zero_grad", set_to_none))
+
+            def step(self):
+                log.append(("opt.step",))
+
+        def compile_(model, dynamic=None, **kwargs):
+            log.append(("compile", dynamic, tuple(sorted(kwargs))))
+
+            def compiled(x):
+                log.append(("forward", "compiled", x.name))
+                return Tensor("out")
+            return compiled
+
+        config = SimpleNamespace(recompile_limit=8, fail_on_recompile_limit_hit=False)
+        torch = SimpleNamespace(channels_last="channels_last", compile=compile_,
+                                optim=SimpleNamespace(SGD=SGD),
+                                _dynamo=SimpleNamespace(reset=lambda: log.append(("dynamo.reset",)), config=config))
+        return torch, Model(), Tensor("x"), lambda out, y: Loss(), log
+
+    def test_each_mode_sets_up_its_step(self):
+        for mode in self.MODES:
+            with self.subTest(mode):
+                torch, model, x, loss_of, log = self.fake()
+                step, gradients, memory, words = training._cpu_step(mode, model, x, "y", torch, loss_of)
+                grads, loss, logits = gradients()
+                self.assertEqual((list(grads), loss, list(logits)), (["weight"], 0.5, [1.0, 1.0]))
+                step()
+                forwards = [e for e in log if e[0] == "forward"]
+                if mode == "peer_torch":
+                    self.assertEqual(words, "eager")
+                    self.assertEqual(forwards, [("forward", "eager", "x")] * 2)
+                    self.assertIsNotNone(memory)  # bench's memory counters: the eager modes
+                elif mode == "peer_torch_cl":
+                    self.assertIn("channels_last", words)
+                    self.assertIn(("model.to", "channels_last"), log)  # the weights NHWC
+                    self.assertEqual(forwards, [("forward", "eager", "x:channels_last")] * 2)  # and the batch
+                    self.assertIsNotNone(memory)
+                else:
+                    self.assertIn("torch.compile", words)
+                    self.assertIn(("compile", False, ()), log)  # inductor's default mode, a graph per shape
+                    self.assertLess(log.index(("dynamo.reset",)), log.index(("compile", False, ())))
+                    self.assertGreaterEqual(torch._dynamo.config.recompile_limit, 64)
+                    self.assertIs(torch._dynamo.config.fail_on_recompile_limit_hit, True)
+                    self.assertEqual(forwards, [("forward", "compiled", "x")] * 2)
+                    self.assertIsNone(memory)  # the hooks do not see inside inductor's kernels
+                    self.assertIn("peer_torch_compile", training.COMPILED)  # watched: no compilation when timed
+                if mode != "peer_torch_compile":
+                    self.assertNotIn("compile", [e[0] for e in log])
+                if mode != "peer_torch_cl":
+                    self.assertNotIn("model.to", [e[0] for e in log])
+                # the step: zero_grad, forward, backward, the optimizer's step, as bench's
+                self.assertEqual([e[0] for e in log if e[0] in ("zero_grad", "forward", "backward", "opt.step")][-4:],
+                                 ["zero_grad", "forward", "backward", "opt.step"])
+                self.assertIn(("SGD", training.LR, training.MOMENTUM), log)
 
 
 class GpuNetworkPeers(unittest.TestCase):
@@ -604,7 +749,7 @@ class Descriptors(unittest.TestCase):
         self.assertEqual({(net, b) for net, _, b in cases}, {("resnet20", 32)})
         self.assertEqual(len(cases), len(networks.PEERS))  # every peer, CPU and GPU, at that batch
         self.assertEqual({(net, b) for net, _, b in training.wanted_cases(gpu)}, {("mnist_lenet", 8)})
-        self.assertEqual(len(training.wanted_cases(gpu)), 1 + len(training.GPU_PEERS))
+        self.assertEqual(len(training.wanted_cases(gpu)), len(training.CPU_PEERS) + len(training.GPU_PEERS))
         default = harness.Session(harness.Selection("."), 1, 0.001, 1, gpu=False)
         self.assertEqual({b for _, _, b in networks.wanted_cases(default)}, set(networks.CPU_BATCHES))
 

@@ -16,7 +16,11 @@ not, as in CI: scripts/test does not install the few GB it takes.
   that refuses a compiled peer compiling inside its timed loop, on dynamo's
   real counters;
 - the problem descriptors (--softmax, --net) running PyTorch's peers at
-  the given shape, validated."""
+  the given shape, validated;
+- the CPU training step's three modes (eager, channels_last, torch.compile)
+  on mnist_lenet at a small batch, each validated against float64 within
+  bench's gradient bound, torch.compile's timed without a compilation in
+  its loop; and a mode whose gradients are off is refused."""
 
 import json
 import os
@@ -127,6 +131,39 @@ print("no device:", training.diagnosis(torch, fresh, x, y, loss, exact, 1e-3, de
 """
 
 
+# Runs in .venv-peers: the channels_last training step with its gradients
+# planted off by 1e-3 of conv1's (the bound at mnist_lenet batch 8 is 4.45e-5),
+# then, with mnist_lenet held as resnet20 is (TRAIN_MODE: its loss and
+# logits; it has no batch norm or dropout, so the step is the same), its
+# logits planted off by 1e-4 of the largest (the forward's bound is 1e-5):
+# each refused with an error entry, no time.
+PLANTED_TRAINING = r"""
+import sys
+sys.path.append(sys.argv[1])
+import json
+from dlbench.peers import harness, training
+from dlbench.peers.descriptors import problems
+real = training._cpu_step
+def planted(peer, model, x, y, torch, loss_of):
+    step, gradients, memory, words = real(peer, model, x, y, torch, loss_of)
+    def off():
+        g, loss, logits = gradients()
+        if training.TRAIN_MODE:
+            logits = logits + 1e-4 * abs(logits).max()
+        else:
+            g["conv1.weight"] = g["conv1.weight"] * (1 + 1e-3)
+        return g, loss, logits
+    return step, off, memory, words
+training._cpu_step = planted
+for held in (set(), {"mnist_lenet"}):
+    training.TRAIN_MODE = held
+    session = harness.Session(harness.Selection("^mnist_lenet_train/peer_torch_cl/"), 1, 0.01, 1, gpu=False,
+                              problems=problems(net=["mnist_lenet_train/batch:8"]))
+    training.training(session)
+    print(json.dumps(session.entries))
+"""
+
+
 class TorchPeers(unittest.TestCase):
     def test_peers_validate_and_agree_with_the_reference(self):
         with tempfile.TemporaryDirectory() as d:
@@ -192,6 +229,42 @@ class TorchPeers(unittest.TestCase):
             for e in entries:
                 self.assertFalse(e.get("error_occurred"), e)
                 self.assertLessEqual(e["max_rel_err"], 1e-5, e["name"])
+
+    def test_cpu_training_modes_validate_and_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "p.json"
+            p = subprocess.run([str(PEERS_PYTHON), str(ROOT / "scripts" / "peers"), "--net=mnist_lenet_train/batch:8",
+                                "--benchmark_filter=_train/peer_torch(_cl|_compile)?/", "--benchmark_repetitions=1",
+                                "--benchmark_min_time=0.01", f"--benchmark_out={out}"],
+                               capture_output=True, text=True, env=dict(os.environ, DLB_BENCH=BENCH), timeout=900)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            entries = {e["name"]: e for e in json.loads(out.read_text())["benchmarks"]}
+        modes = ("peer_torch", "peer_torch_cl", "peer_torch_compile")
+        self.assertEqual(set(entries), {f"mnist_lenet_train/{m}/batch:8/real_time" for m in modes})
+        for name, e in entries.items():
+            self.assertFalse(e.get("error_occurred"), e)
+            # 8 sqrt(N) u, N = 8717 (training.chain_length of mnist_lenet at batch 8): 4.45e-5
+            self.assertLess(e["max_rel_err"], 4.46e-5, name)
+            self.assertGreater(e["items_per_second"], 0, name)
+        self.assertIn("channels_last", entries["mnist_lenet_train/peer_torch_cl/batch:8/real_time"]["label"])
+        self.assertIn("torch.compile", entries["mnist_lenet_train/peer_torch_compile/batch:8/real_time"]["label"])
+        # the memory split: the eager modes (the same tensors kept), not the compiled one
+        eager, cl = (entries[f"mnist_lenet_train/{m}/batch:8/real_time"] for m in modes[:2])
+        self.assertEqual(eager["weights_bytes"], cl["weights_bytes"])
+        self.assertGreater(cl["activations_bytes"], 0)
+        self.assertNotIn("activations_bytes", entries["mnist_lenet_train/peer_torch_compile/batch:8/real_time"])
+
+    def test_a_cpu_training_mode_with_wrong_gradients_is_refused(self):
+        p = subprocess.run([str(PEERS_PYTHON), "-c", PLANTED_TRAINING, str(ROOT / "scripts")], capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        gradients, logits = (json.loads(line) for line in p.stdout.splitlines()[-2:])
+        for entries, message in ((gradients, r"conv1.weight: \S+ of the largest gradient"),
+                                 (logits, r"logits \S+ of the largest from float64's \(bound 1e-05")):
+            self.assertEqual(len(entries), 1)
+            self.assertTrue(entries[0]["error_occurred"])
+            self.assertEqual(entries[0]["name"], "mnist_lenet_train/peer_torch_cl/batch:8/real_time")
+            self.assertRegex(entries[0]["error_message"], "WRONG RESULT: against float64: " + message)
 
     def test_step_memory_counts_the_saved_tensors_once(self):
         p = subprocess.run([str(PEERS_PYTHON), "-c", STEP_MEMORY, str(ROOT / "scripts")], capture_output=True,
