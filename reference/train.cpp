@@ -508,37 +508,17 @@ void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGr
   }
 }
 
-GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
-                                const TrainGradients& ref, double tolerance) {
+Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                             const TrainGradients& ref, double tolerance) {
   DLB_REQUIRE(got.size() == params.size() && ref.grads.size() == params.size() && ref.magnitudes.size() == params.size(),
               "compare_gradients: tensor count");
-  GradientCheck c;
-  c.ok = true;
-  std::string worst_line;
+  std::vector<ScaledTensor> tensors;
   for (std::size_t j = 0; j < params.size(); ++j) {
     DLB_REQUIRE(got[j].size() == ref.grads[j].size(), "compare_gradients: size of " + params[j].name);
-    double scale = 0, err = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < got[j].size(); ++i) {
-      scale = std::max(scale, ref.magnitudes[j][i]);
-      if (!std::isfinite(got[j][i])) finite = false;
-      err = std::max(err, std::abs(static_cast<double>(got[j][i]) - ref.grads[j][i]));
-    }
-    const double rel = !finite ? std::numeric_limits<double>::infinity() : scale > 0 ? err / scale : err;
-    char line[256];
-    std::snprintf(line, sizeof line, "%s: error %.3g of the largest magnitude %.3g (bound %.3g)",
-                  params[j].name.c_str(), rel, scale, tolerance);
-    if (!(rel <= tolerance)) {
-      c.ok = false;
-      c.summary += std::string(c.summary.empty() ? "" : "; ") + line;
-    }
-    if (j == 0 || !(rel <= c.worst)) {
-      c.worst = rel;
-      c.worst_param = params[j].name;
-      worst_line = line;
-    }
+    tensors.push_back({params[j].name, got[j], ref.grads[j], ref.magnitudes[j]});
   }
-  if (c.ok) c.summary = "worst " + worst_line;
+  Comparison c = compare_scaled(tensors, tolerance);
+  c.first = "gradients relative to their magnitudes: " + c.first;
   return c;
 }
 

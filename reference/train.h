@@ -19,6 +19,7 @@
 #include "kernels/nn/loader.h"
 #include "kernels/nn/network.h"
 #include "kernels/nn/train.h"
+#include "reference/compare.h"
 
 namespace dlb::ref {
 
@@ -74,18 +75,14 @@ void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGr
 double loss(const nn::Network& net, const Params& p, std::span<const float> x, std::span<const std::uint8_t> labels,
             std::int64_t batch);
 
-// Gradients against the reference, per tensor: the error relative to the
-// largest magnitude, max_i |got_i - grads_i| / max_i magnitudes_i (the
-// normwise form of nn::gradient_tolerance's bound), each tensor held to
-// `tolerance`. `got`: one span per tensor in trainable_params order.
-struct GradientCheck {
-  bool ok = false;
-  double worst = 0;          // the largest error over the tensors
-  std::string worst_param;   // and its tensor
-  std::string summary;       // one line per tensor over the bound (or the worst one)
-};
-GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
-                                const TrainGradients& ref, double tolerance);
+// Gradients against the reference, per tensor, by compare_scaled's rule
+// (reference/compare.h): each tensor's error relative to its largest
+// magnitude, max_i |got_i - grads_i| / max_i magnitudes_i (the normwise form
+// of nn::gradient_tolerance's bound), held to `tolerance`. `got`: one span
+// per tensor in trainable_params order. `first` begins "gradients relative
+// to their magnitudes: " and names every tensor over the bound.
+Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                             const TrainGradients& ref, double tolerance);
 
 // torch.optim.SGD's update in double: v = momentum v + (g + wd p); p -= lr v.
 void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd);
