@@ -21,6 +21,7 @@
 #include "kernels/nn/train.h"
 #include "reference/compare.h"
 #include "reference/train.h"
+#include "tests/expect_error.h"
 #include "tests/train_checks.h"
 #include "tests/train_nets.h"
 
@@ -29,16 +30,7 @@ namespace {
 
 constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
-// Fails unless `f` throws dlb::Error whose message contains `part`.
-template <class F>
-void expect_error(F&& f, std::string_view part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 using test::TinyNet;
 using test::expect_running_stats;

@@ -37,6 +37,7 @@
 #include "kernels/nn/train.h"
 #include "kernels/nn/train_plan.h"
 #include "reference/train.h"
+#include "tests/expect_error.h"
 #include "tests/test_device.h"
 #include "tests/train_checks.h"
 #include "tests/train_nets.h"
@@ -53,15 +54,7 @@ namespace {
 
 constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
-template <class F>
-void expect_error(F&& f, std::string_view part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 double largest_magnitude(const ref::TrainGradients& g) {
   double largest = 0;
