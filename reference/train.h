@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/nn/loader.h"
+#include "kernels/nn/augment.h"
+#include "kernels/nn/dataset.h"
 #include "kernels/nn/network.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/train_params.h"
 #include "reference/compare.h"
 
 namespace dlb::ref {
@@ -87,9 +88,12 @@ Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const st
 // torch.optim.SGD's update in double: v = momentum v + (g + wd p); p -= lr v.
 void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd);
 
-// nn::load_batch's batch the plain way: each image through network_input
-// (centred, normalized), then zero-padded by augment.pad, the h x w window
-// at the image's (dy, dx) taken and flipped where it says. [n, c, h, w].
+// nn::load_batch's batch the plain way: each image normalized as the
+// network's input is defined, (p / 255 - mean) / std in float (PyTorch's
+// ToTensor and Normalize), centred in the h x w input with zeros around it,
+// then zero-padded by augment.pad, the h x w window at the image's (dy, dx)
+// (nn::augment_of's draw) taken and flipped where it says. [n, c, h, w].
+// Its own loops: nn::network_input and the loader are what it checks.
 std::vector<double> augmented_batch(const nn::Dataset& data, std::span<const std::int64_t> indices,
                                     const nn::BatchFormat& format, const nn::Augment& augment, std::uint64_t seed);
 
