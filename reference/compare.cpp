@@ -13,7 +13,10 @@ constexpr std::size_t kMaxListed = 10;
 
 void list_mismatch(Comparison& c, std::size_t i, double got, double want) {
   ++c.mismatches;
-  if (c.mismatches > kMaxListed) return;
+  if (c.mismatches > kMaxListed) {
+    c.truncated = true;
+    return;
+  }
   char buf[128];
   std::snprintf(buf, sizeof buf, "%s[%zu] got %.9g want %.9g", c.first.empty() ? "" : "; ", i, got, want);
   c.first += buf;
@@ -106,7 +109,7 @@ std::string Comparison::summary() const {
   std::snprintf(buf, sizeof buf, "%s: max_rel_err %.3g (tolerance %.3g), %zu of %zu elements off",
                 ok ? "ok" : "WRONG RESULT", max_rel_err, tolerance, mismatches, checked);
   std::string s = buf;
-  if (!first.empty()) s += ": " + first + (mismatches > kMaxListed ? "; ..." : "");
+  if (!first.empty()) s += ": " + first + (truncated ? "; ..." : "");
   return s;
 }
 
@@ -121,6 +124,42 @@ Comparison compare(std::span<const double> out, std::span<const double> ref, dou
 Comparison compare_rows(std::span<const float> out, std::span<const double> ref, std::size_t row_length,
                         double tolerance) {
   return compare_blocks(out, ref, row_length, tolerance);
+}
+
+Comparison compare_scaled(std::span<const ScaledTensor> tensors, double tolerance) {
+  Comparison c;
+  c.tolerance = tolerance;
+  c.ok = true;
+  std::string worst_line;
+  for (std::size_t j = 0; j < tensors.size(); ++j) {
+    const ScaledTensor& t = tensors[j];
+    DLB_REQUIRE(t.out.size() == t.ref.size() && t.scale.size() == t.ref.size(),
+                "compare_scaled: output, reference and scale of " + t.name + " differ in length");
+    double scale = 0.0;
+    for (double m : t.scale)
+      if (std::isfinite(m)) scale = std::max(scale, std::abs(m));
+    // The elements go through compare()'s rule; their listing is left out
+    // (a tensor's line says more), only the count is kept.
+    Comparison elements;
+    double err = 0.0;
+    bool pattern_ok = true;
+    compare_block(elements, err, pattern_ok, t.out, t.ref, scale > 0.0 ? scale : 1.0, 0, tolerance);
+    c.checked += t.out.size();
+    c.mismatches += elements.mismatches;
+    char line[256];
+    std::snprintf(line, sizeof line, "%s: error %.3g of the largest magnitude %.3g (bound %.3g)", t.name.c_str(), err,
+                  scale, tolerance);
+    if (!pattern_ok || elements.mismatches > 0) {
+      c.ok = false;
+      c.first += std::string(c.first.empty() ? "" : "; ") + line;
+    }
+    if (j == 0 || !(err <= c.max_rel_err)) {
+      c.max_rel_err = err;
+      worst_line = line;
+    }
+  }
+  if (c.ok && !worst_line.empty()) c.first = "worst " + worst_line;
+  return c;
 }
 
 Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref) {

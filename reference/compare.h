@@ -26,6 +26,7 @@ struct Comparison {
   std::size_t checked = 0;     // elements compared
   std::size_t mismatches = 0;  // elements over tolerance, or with a NaN/inf mismatch
   std::string first;           // the first mismatches (at most 10), with indices
+  bool truncated = false;      // more mismatches than `first` lists
   // One line for a log or SkipWithError.
   std::string summary() const;
 };
@@ -40,6 +41,24 @@ Comparison compare(std::span<const double> out, std::span<const double> ref, dou
 // small row's errors vanish. Element rules and listing as for compare().
 Comparison compare_rows(std::span<const float> out, std::span<const double> ref, std::size_t row_length,
                         double tolerance);
+// Tensors whose rounding errors scale with something other than their
+// own values: a gradient's with the magnitudes of the terms it sums (the
+// same backward pass on |W|, |x|, ...: reference/train.h's
+// TrainGradients::magnitudes), which may be far larger than the gradient
+// where the sum cancels, as the error bound nn::gradient_tolerance derives
+// is. The same rule as compare() with that scale: each tensor's error is
+// max_i |out_i - ref_i| / max_i scale_i (absolute where the scale is all
+// zero), held to `tolerance`, element rules as for compare(); max_rel_err
+// is the largest over the tensors. `first` names each tensor over the bound
+// ("conv1.weight: error 2e-3 of the largest magnitude 5.6 (bound 6.2e-4)"),
+// or, all within it, the worst one.
+struct ScaledTensor {
+  std::string name;
+  std::span<const float> out;
+  std::span<const double> ref;
+  std::span<const double> scale;  // as long as ref
+};
+Comparison compare_scaled(std::span<const ScaledTensor> tensors, double tolerance);
 // Integer results and raw bytes are compared exactly.
 Comparison compare(std::span<const std::int32_t> out, std::span<const std::int32_t> ref);
 Comparison compare(std::span<const std::uint8_t> out, std::span<const std::uint8_t> ref);

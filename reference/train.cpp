@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "kernels/common/error.h"
@@ -38,41 +39,45 @@ std::pair<std::int64_t, std::int64_t> inside(const Layer& l, std::int64_t b) {
   return {first, last};
 }
 
-// One image's convolution, y [k, oh, ow] += W * x, loop order chosen so the
-// innermost loop runs along an output row (vectorizable in double).
-void conv_image(const Layer& l, const double* w, const double* in, double* y) {
+// Every tap of the convolution: for each weight (k, c, a, b) and output
+// row oi whose input row is inside, f(the weight's index, the input row's
+// offset shifted by b - pad, the output row's offset, and the outputs
+// [first, last) of the row whose input column is inside).
+template <class F>
+void for_each_tap(const Layer& l, F&& f) {
   for (std::int64_t k = 0; k < l.k; ++k)
     for (std::int64_t c = 0; c < l.c; ++c)
       for (std::int64_t a = 0; a < l.window; ++a)
         for (std::int64_t b = 0; b < l.window; ++b) {
-          const double wv = w[((k * l.c + c) * l.window + a) * l.window + b];
+          const std::int64_t weight = ((k * l.c + c) * l.window + a) * l.window + b;
           const auto [first, last] = inside(l, b);
           for (std::int64_t oi = 0; oi < l.oh; ++oi) {
             const std::int64_t row = oi * l.stride + a - l.pad;
             if (row < 0 || row >= l.h) continue;
-            const double* src = in + (c * l.h + row) * l.w + b - l.pad;
-            double* dst = y + (k * l.oh + oi) * l.ow;
-            for (std::int64_t oj = first; oj < last; ++oj) dst[oj] += wv * src[oj * l.stride];
+            f(weight, (c * l.h + row) * l.w + b - l.pad, (k * l.oh + oi) * l.ow, first, last);
           }
         }
 }
 
+// One image's convolution, y [k, oh, ow] += W * x, loop order chosen so the
+// innermost loop runs along an output row (vectorizable in double).
+void conv_image(const Layer& l, const double* w, const double* in, double* y) {
+  for_each_tap(l, [&](std::int64_t weight, std::int64_t at_in, std::int64_t at_out, std::int64_t first, std::int64_t last) {
+    const double wv = w[weight];
+    const double* src = in + at_in;
+    double* dst = y + at_out;
+    for (std::int64_t oj = first; oj < last; ++oj) dst[oj] += wv * src[oj * l.stride];
+  });
+}
+
 // Its adjoints: dx [c, h, w] += W^T dy, and gw [k, c, r, r] += dy x^T.
 void conv_input_grad(const Layer& l, const double* w, const double* dy, double* dx) {
-  for (std::int64_t k = 0; k < l.k; ++k)
-    for (std::int64_t c = 0; c < l.c; ++c)
-      for (std::int64_t a = 0; a < l.window; ++a)
-        for (std::int64_t b = 0; b < l.window; ++b) {
-          const double wv = w[((k * l.c + c) * l.window + a) * l.window + b];
-          const auto [first, last] = inside(l, b);
-          for (std::int64_t oi = 0; oi < l.oh; ++oi) {
-            const std::int64_t row = oi * l.stride + a - l.pad;
-            if (row < 0 || row >= l.h) continue;
-            double* dst = dx + (c * l.h + row) * l.w + b - l.pad;
-            const double* src = dy + (k * l.oh + oi) * l.ow;
-            for (std::int64_t oj = first; oj < last; ++oj) dst[oj * l.stride] += wv * src[oj];
-          }
-        }
+  for_each_tap(l, [&](std::int64_t weight, std::int64_t at_in, std::int64_t at_out, std::int64_t first, std::int64_t last) {
+    const double wv = w[weight];
+    double* dst = dx + at_in;
+    const double* src = dy + at_out;
+    for (std::int64_t oj = first; oj < last; ++oj) dst[oj * l.stride] += wv * src[oj];
+  });
 }
 
 void conv_weight_grad(const Layer& l, const double* dy, const double* in, std::int64_t k, double* gw) {
@@ -508,47 +513,39 @@ void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGr
   }
 }
 
-GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
-                                const TrainGradients& ref, double tolerance) {
+Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                             const TrainGradients& ref, double tolerance) {
   DLB_REQUIRE(got.size() == params.size() && ref.grads.size() == params.size() && ref.magnitudes.size() == params.size(),
               "compare_gradients: tensor count");
-  GradientCheck c;
-  c.ok = true;
-  std::string worst_line;
+  std::vector<ScaledTensor> tensors;
   for (std::size_t j = 0; j < params.size(); ++j) {
     DLB_REQUIRE(got[j].size() == ref.grads[j].size(), "compare_gradients: size of " + params[j].name);
-    double scale = 0, err = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < got[j].size(); ++i) {
-      scale = std::max(scale, ref.magnitudes[j][i]);
-      if (!std::isfinite(got[j][i])) finite = false;
-      err = std::max(err, std::abs(static_cast<double>(got[j][i]) - ref.grads[j][i]));
-    }
-    const double rel = !finite ? std::numeric_limits<double>::infinity() : scale > 0 ? err / scale : err;
-    char line[256];
-    std::snprintf(line, sizeof line, "%s: error %.3g of the largest magnitude %.3g (bound %.3g)",
-                  params[j].name.c_str(), rel, scale, tolerance);
-    if (!(rel <= tolerance)) {
-      c.ok = false;
-      c.summary += std::string(c.summary.empty() ? "" : "; ") + line;
-    }
-    if (j == 0 || !(rel <= c.worst)) {
-      c.worst = rel;
-      c.worst_param = params[j].name;
-      worst_line = line;
-    }
+    tensors.push_back({params[j].name, got[j], ref.grads[j], ref.magnitudes[j]});
   }
-  if (c.ok) c.summary = "worst " + worst_line;
+  Comparison c = compare_scaled(tensors, tolerance);
+  c.first = "gradients relative to their magnitudes: " + c.first;
   return c;
 }
 
 std::vector<double> augmented_batch(const nn::Dataset& data, std::span<const std::int64_t> indices,
                                     const nn::BatchFormat& f, const nn::Augment& augment, std::uint64_t seed) {
+  DLB_REQUIRE(f.h >= data.h && f.w >= data.w, "reference batch: the network input is smaller than the images");
+  DLB_REQUIRE(data.c == 1 || data.c == f.c, "reference batch: channel counts that cannot be matched");
   const std::int64_t plane = f.h * f.w, image = f.c * plane, pad = augment.pad;
+  const std::int64_t top = (f.h - data.h) / 2, left = (f.w - data.w) / 2;
   std::vector<double> out;
   std::vector<float> centred(static_cast<std::size_t>(image));
   for (const std::int64_t index : indices) {
-    nn::network_input(data, index, 1, f.mean, f.std_dev, f.c, f.h, f.w, centred.data());
+    DLB_REQUIRE(index >= 0 && index < data.n, "reference batch: index " + std::to_string(index) + " outside the data set");
+    for (std::int64_t ch = 0; ch < f.c; ++ch)
+      for (std::int64_t y = 0; y < f.h; ++y)
+        for (std::int64_t x = 0; x < f.w; ++x) {
+          const std::int64_t sy = y - top, sx = x - left;  // in the data set's image
+          const bool inside = sy >= 0 && sy < data.h && sx >= 0 && sx < data.w;
+          const auto at = static_cast<std::size_t>(((index * data.c + (data.c == 1 ? 0 : ch)) * data.h + sy) * data.w + sx);
+          centred[static_cast<std::size_t>(ch * plane + y * f.w + x)] =
+              inside ? (static_cast<float>(data.pixels[at]) / 255.0f - f.mean) / f.std_dev : 0.0f;
+        }
     const nn::ImageAugment a = nn::augment_of(seed, index, augment);
     for (std::int64_t ch = 0; ch < f.c; ++ch)
       for (std::int64_t y = 0; y < f.h; ++y)

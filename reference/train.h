@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/nn/loader.h"
+#include "kernels/nn/augment.h"
+#include "kernels/nn/dataset.h"
 #include "kernels/nn/network.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/train_params.h"
+#include "reference/compare.h"
 
 namespace dlb::ref {
 
@@ -74,25 +76,24 @@ void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGr
 double loss(const nn::Network& net, const Params& p, std::span<const float> x, std::span<const std::uint8_t> labels,
             std::int64_t batch);
 
-// Gradients against the reference, per tensor: the error relative to the
-// largest magnitude, max_i |got_i - grads_i| / max_i magnitudes_i (the
-// normwise form of nn::gradient_tolerance's bound), each tensor held to
-// `tolerance`. `got`: one span per tensor in trainable_params order.
-struct GradientCheck {
-  bool ok = false;
-  double worst = 0;          // the largest error over the tensors
-  std::string worst_param;   // and its tensor
-  std::string summary;       // one line per tensor over the bound (or the worst one)
-};
-GradientCheck compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
-                                const TrainGradients& ref, double tolerance);
+// Gradients against the reference, per tensor, by compare_scaled's rule
+// (reference/compare.h): each tensor's error relative to its largest
+// magnitude, max_i |got_i - grads_i| / max_i magnitudes_i (the normwise form
+// of nn::gradient_tolerance's bound), held to `tolerance`. `got`: one span
+// per tensor in trainable_params order. `first` begins "gradients relative
+// to their magnitudes: " and names every tensor over the bound.
+Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                             const TrainGradients& ref, double tolerance);
 
 // torch.optim.SGD's update in double: v = momentum v + (g + wd p); p -= lr v.
 void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd);
 
-// nn::load_batch's batch the plain way: each image through network_input
-// (centred, normalized), then zero-padded by augment.pad, the h x w window
-// at the image's (dy, dx) taken and flipped where it says. [n, c, h, w].
+// nn::load_batch's batch the plain way: each image normalized as the
+// network's input is defined, (p / 255 - mean) / std in float (PyTorch's
+// ToTensor and Normalize), centred in the h x w input with zeros around it,
+// then zero-padded by augment.pad, the h x w window at the image's (dy, dx)
+// (nn::augment_of's draw) taken and flipped where it says. [n, c, h, w].
+// Its own loops: nn::network_input and the loader are what it checks.
 std::vector<double> augmented_batch(const nn::Dataset& data, std::span<const std::int64_t> indices,
                                     const nn::BatchFormat& format, const nn::Augment& augment, std::uint64_t seed);
 

@@ -167,6 +167,38 @@ TEST(CompareRows, EachRowAgainstItsOwnScale) {
   EXPECT_THROW(ref::compare_rows(std::span<const float>(out), ref, 3, 1e-5), Error);
 }
 
+TEST(CompareScaled, EachTensorAgainstItsOwnScale) {
+  // A gradient of 0.01 whose terms summed to magnitudes of 5: an error of
+  // 1e-3 is 2e-4 of its scale, within 1e-3 though 10% of its own value.
+  const std::vector<double> ref_a = {0.01, -0.005}, scale_a = {5.0, 2.0};
+  const std::vector<float> out_a = {0.011f, -0.005f};
+  // One on the scale of its values, off by 1e-2 of it.
+  const std::vector<double> ref_b = {1.0, 2.0}, scale_b = {1.0, 2.0};
+  const std::vector<float> out_b = {1.0f, 2.02f};
+  const std::vector<ref::ScaledTensor> both = {{"a.weight", out_a, ref_a, scale_a}, {"b.bias", out_b, ref_b, scale_b}};
+  const auto c = ref::compare_scaled(both, 1e-3);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.checked, 4u);
+  EXPECT_EQ(c.mismatches, 1u);
+  EXPECT_NEAR(c.max_rel_err, 1e-2, 1e-6);
+  // Only the tensor over the bound is named, with its error and scale.
+  EXPECT_EQ(c.first.find("a.weight"), std::string::npos) << c.first;
+  EXPECT_NE(c.first.find("b.bias: error 0.01 of the largest magnitude 2 (bound 0.001)"), std::string::npos) << c.first;
+  EXPECT_EQ(c.summary().find("..."), std::string::npos) << c.summary();
+  // All within the bound: the worst one is named.
+  const auto ok = ref::compare_scaled(both, 2e-2);
+  EXPECT_TRUE(ok.ok);
+  EXPECT_NE(ok.first.find("worst b.bias: error 0.01"), std::string::npos) << ok.first;
+  // A NaN fails whatever the bound; an all-zero scale compares absolutely.
+  const std::vector<float> nan_a = {NAN, -0.005f};
+  EXPECT_FALSE(ref::compare_scaled(std::vector<ref::ScaledTensor>{{"a", nan_a, ref_a, scale_a}}, 1.0).ok);
+  const std::vector<double> zero = {0.0, 0.0};
+  EXPECT_TRUE(ref::compare_scaled(std::vector<ref::ScaledTensor>{{"z", out_a, ref_a, zero}}, 1.1e-3).ok);
+  EXPECT_FALSE(ref::compare_scaled(std::vector<ref::ScaledTensor>{{"z", out_a, ref_a, zero}}, 0.9e-3).ok);
+  EXPECT_THROW(ref::compare_scaled(std::vector<ref::ScaledTensor>{{"short", out_a, ref_a, std::span<const double>(zero.data(), 1)}}, 1.0),
+               Error);
+}
+
 TEST(Compare, IntegersExactly) {
   const std::vector<std::int32_t> ref = {1, -7, 100000};
   EXPECT_TRUE(ref::compare(std::span<const std::int32_t>(ref), ref).ok);

@@ -23,21 +23,14 @@
 #include "kernels/nn/batch_loader.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/epoch.h"
+#include "tests/expect_error.h"
 
 namespace dlb {
 namespace {
 
 constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
-template <class F>
-void expect_error(F&& f, std::string_view part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(EpochGenerator, Splitmix64IsTheReferenceOne) {
   // The first outputs of Vigna's splitmix64.c from state 0 (its generator

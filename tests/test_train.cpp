@@ -21,6 +21,7 @@
 #include "kernels/nn/train.h"
 #include "reference/compare.h"
 #include "reference/train.h"
+#include "tests/expect_error.h"
 #include "tests/train_checks.h"
 #include "tests/train_nets.h"
 
@@ -29,16 +30,7 @@ namespace {
 
 constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
-// Fails unless `f` throws dlb::Error whose message contains `part`.
-template <class F>
-void expect_error(F&& f, std::string_view part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 using test::TinyNet;
 using test::expect_running_stats;
@@ -201,7 +193,7 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
       EXPECT_NEAR(loss, g.loss, 1e-5 * std::abs(g.loss));
       const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
-      EXPECT_TRUE(c.ok) << c.summary;
+      EXPECT_TRUE(c.ok) << c.summary();
     }
   }
   EXPECT_GE(own_nets, 1);  // cpu_own ran on a tiny net (no bias, pool after pool, 1x1 conv)
@@ -261,7 +253,7 @@ TEST(TrainStep, SameGradientsOnFewerThreads) {
   }
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
   const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
-  EXPECT_TRUE(c.ok) << c.summary;
+  EXPECT_TRUE(c.ok) << c.summary();
   for (std::size_t j = 0; j < first.size(); ++j)
     for (std::size_t i = 0; i < first[j].size(); ++i)
       ASSERT_NEAR(step.grad(j)[i], first[j][i], 1e-6 * (1 + std::abs(first[j][i]))) << step.params()[j].name;
@@ -359,7 +351,7 @@ TEST(TrainStep, WrittenParametersAreRead) {
     step.backward();
     const auto g = ref::gradients(net, p, b.x, b.labels, batch);
     const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
-    EXPECT_TRUE(c.ok) << c.summary;
+    EXPECT_TRUE(c.ok) << c.summary();
     for (std::size_t j = 0; j < p.size(); ++j)
       for (std::size_t i = 0; i < p[j].size(); ++i)
         ASSERT_EQ(std::as_const(step).param(j)[i], static_cast<float>(p[j][i])) << step.params()[j].name;
@@ -388,9 +380,9 @@ TEST_F(MnistCnn, StepMatchesTheReference) {
   step.backward();
   EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
   const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
-  EXPECT_TRUE(c.ok) << c.summary;
+  EXPECT_TRUE(c.ok) << c.summary();
   std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
-              static_cast<long long>(kBatch), c.summary.c_str());
+              static_cast<long long>(kBatch), c.summary().c_str());
   // The memory split: parameters, gradients and momentum of 1,199,882 floats
   // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
   // to 16: 768 floats more).
@@ -415,7 +407,7 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
     step.backward();
     EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
     const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch, impl));
-    EXPECT_TRUE(c.ok) << c.summary;
+    EXPECT_TRUE(c.ok) << c.summary();
   }
 }
 
@@ -429,7 +421,7 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
 // floating-point bound of a sum with cancellation is.
 // `impl`'s step on the first batch - 1 images of `b`, its gradients scaled
 // by (batch - 1) / batch, against the reference's on `batch` within `impl`'s bound.
-ref::GradientCheck missing_an_image(const nn::Network& net, std::int64_t batch, const Batch& b,
+ref::Comparison missing_an_image(const nn::Network& net, std::int64_t batch, const Batch& b,
                                     const ref::TrainGradients& g, nn::TrainImpl impl) {
   nn::TrainStep step(net, batch - 1, nn::Sgd{}, impl);
   step.forward(b.x.data(), b.labels.data());
@@ -450,7 +442,7 @@ TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
     EXPECT_FALSE(c.ok);
     for (const auto& p : nn::trainable_params(*net)) {
       if (p.name.rfind("conv1.", 0) == 0) continue;
-      EXPECT_NE(c.summary.find(p.name + ":"), std::string::npos) << c.summary;
+      EXPECT_NE(c.summary().find(p.name + ":"), std::string::npos) << c.summary();
     }
   }
 }
@@ -470,8 +462,8 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
   for (const auto& p : params) torch_grads.push_back(st.f32("grad." + p.name, p.shape));
   std::vector<std::span<const float>> spans(torch_grads.begin(), torch_grads.end());
   const auto c = ref::compare_gradients(params, spans, *g, nn::gradient_tolerance(*net, kBatch));
-  EXPECT_TRUE(c.ok) << c.summary;
-  std::printf("PyTorch's gradients against the reference: %s\n", c.summary.c_str());
+  EXPECT_TRUE(c.ok) << c.summary();
+  std::printf("PyTorch's gradients against the reference: %s\n", c.summary().c_str());
 
   // Two SGD steps (the same batch twice) from the committed weights, every
   // tensor the file keeps (fc1.weight left out for size): ours in fp32
@@ -528,9 +520,9 @@ TEST_F(ResNet20, StepMatchesTheReference) {
     step.backward();
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
     const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
-    EXPECT_TRUE(c.ok) << c.summary;
+    EXPECT_TRUE(c.ok) << c.summary();
     std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
-                static_cast<long long>(kBatch), c.summary.c_str());
+                static_cast<long long>(kBatch), c.summary().c_str());
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
     expect_running_stats(*net, kBatch, *g, want, running_means(step, *net), running_vars(step, *net), 1, 1,
@@ -561,10 +553,10 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
     const auto c = missing_an_image(*net, kBatch, *b, *g, impl);
     EXPECT_FALSE(c.ok);
     int failing = 0;
-    for (const auto& p : params) failing += c.summary.find(p.name + ":") != std::string::npos;
+    for (const auto& p : params) failing += c.summary().find(p.name + ":") != std::string::npos;
     std::printf("a resnet20 step (%s) missing one image of 64 fails its bound in %d of %zu tensors\n",
                 impl_name(impl), failing, params.size());
-    EXPECT_GE(failing, 1) << c.summary;
+    EXPECT_GE(failing, 1) << c.summary();
   }
 }
 
@@ -590,8 +582,8 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
   std::vector<std::span<const float>> spans(torch_grads.begin(), torch_grads.end());
   const double tol = nn::gradient_tolerance(*net, kBatch);
   const auto c = ref::compare_gradients(params, spans, *g, tol);
-  EXPECT_TRUE(c.ok) << c.summary;
-  std::printf("PyTorch's resnet20 gradients against the reference: %s\n", c.summary.c_str());
+  EXPECT_TRUE(c.ok) << c.summary();
+  std::printf("PyTorch's resnet20 gradients against the reference: %s\n", c.summary().c_str());
 
   // Running statistics after the first step's forward.
   std::vector<std::vector<float>> torch_mean(net->layers.size()), torch_var(net->layers.size());

@@ -37,6 +37,7 @@
 #include "kernels/nn/train.h"
 #include "kernels/nn/train_plan.h"
 #include "reference/train.h"
+#include "tests/expect_error.h"
 #include "tests/test_device.h"
 #include "tests/train_checks.h"
 #include "tests/train_nets.h"
@@ -53,15 +54,7 @@ namespace {
 
 constexpr double kU = 0x1p-24;  // fp32's unit roundoff
 
-template <class F>
-void expect_error(F&& f, std::string_view part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error thrown";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 double largest_magnitude(const ref::TrainGradients& g) {
   double largest = 0;
@@ -158,7 +151,7 @@ TEST(TrainTwin, MatchesTheReferenceOnSmallNets) {
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
       EXPECT_NEAR(loss, g.loss, 1e-5 * std::abs(g.loss));
       const auto c = ref::compare_gradients(step.plan().params(), grads_of(step), g, nn::gradient_tolerance(net, batch));
-      EXPECT_TRUE(c.ok) << c.summary;
+      EXPECT_TRUE(c.ok) << c.summary();
     }
   }
 }
@@ -190,9 +183,9 @@ TEST(TrainTwin, MatchesTheReferenceOnTheCommittedNets) {
     const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
     EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);  // the forward's fp32 bound
     const auto c = ref::compare_gradients(step.plan().params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch));
-    EXPECT_TRUE(c.ok) << c.summary;
+    EXPECT_TRUE(c.ok) << c.summary();
     std::printf("%s host twin of the GPU step against the reference, batch %lld: %s\n", name,
-                static_cast<long long>(kBatch), c.summary.c_str());
+                static_cast<long long>(kBatch), c.summary().c_str());
     for (std::size_t i = 0; i < g.log_probs.size(); ++i)
       ASSERT_NEAR(step.log_probs()[i], g.log_probs[i], 1e-5 * (1 + std::abs(g.log_probs[i]))) << i;
     // Backward's gradient buffers: two for a chain; at resnet20's forks
@@ -562,7 +555,7 @@ struct DeviceBatch {
   DeviceBuffer<std::uint8_t> labels;
 };
 
-ref::GradientCheck check_gpu_gradients(const nn::Network& net, std::int64_t batch, const nn::GpuTrainStep& step,
+ref::Comparison check_gpu_gradients(const nn::Network& net, std::int64_t batch, const nn::GpuTrainStep& step,
                                        const ref::TrainGradients& g) {
   std::vector<std::vector<float>> grads;
   for (std::size_t j = 0; j < step.params().size(); ++j) grads.push_back(step.grad(j));
@@ -583,7 +576,7 @@ TEST(TrainGpuCudnn, MatchesTheReferenceOnSmallNets) {
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
       EXPECT_NEAR(step.loss(), g.loss, 1e-5 * std::abs(g.loss));
       const auto c = check_gpu_gradients(net, batch, step, g);
-      EXPECT_TRUE(c.ok) << c.summary << " (" << step.algorithms() << ")";
+      EXPECT_TRUE(c.ok) << c.summary() << " (" << step.algorithms() << ")";
     }
   }
 }
@@ -606,9 +599,9 @@ TEST(TrainGpuCudnn, MatchesTheReferenceOnTheMnistNets) {
     const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
     EXPECT_NEAR(step.loss(), g.loss, 1e-5 * g.loss);
     const auto c = check_gpu_gradients(net, kBatch, step, g);
-    EXPECT_TRUE(c.ok) << c.summary;
+    EXPECT_TRUE(c.ok) << c.summary();
     std::printf("%s GPU step against the reference, batch %lld: %s\n  cuDNN: %s\n", name,
-                static_cast<long long>(kBatch), c.summary.c_str(), step.algorithms().c_str());
+                static_cast<long long>(kBatch), c.summary().c_str(), step.algorithms().c_str());
     const nn::TrainMemory m = step.memory();
     EXPECT_EQ(m.gradients, m.weights);
     EXPECT_EQ(m.optimizer, m.weights);
@@ -669,9 +662,9 @@ TEST(TrainGpuCudnn, Resnet20MatchesTheReferenceAndPyTorch) {
     step.backward();
     EXPECT_NEAR(step.loss(), g.loss, 1e-5 * g.loss);
     const auto c = check_gpu_gradients(net, kBatch, step, g);
-    EXPECT_TRUE(c.ok) << c.summary;
+    EXPECT_TRUE(c.ok) << c.summary();
     std::printf("resnet20 GPU step against the reference, batch %lld: %s\n  cuDNN: %s\n",
-                static_cast<long long>(kBatch), c.summary.c_str(), step.algorithms().c_str());
+                static_cast<long long>(kBatch), c.summary().c_str(), step.algorithms().c_str());
     ref::RunningStats want = ref::running_stats(net);
     ref::update_running_stats(net, want, g, kBatch);
     expect_running_stats_of(step, net, kBatch, g, want, 1, 1, "resnet20 GPU step against the reference");

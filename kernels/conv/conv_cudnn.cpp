@@ -87,13 +87,7 @@ double cudnn_fp32_tolerance(cudnnConvolutionFwdAlgo_t algo, std::int64_t r, std:
   return 1e-5;
 }
 
-namespace {
-
-// The statuses that say "this algorithm does not do this problem". The rest
-// of the NOT_SUPPORTED category (an incompatible driver or runtime, an
-// architecture mismatch, a missing sublibrary...) says the installation is
-// broken: that is an error, not a skipped case.
-bool not_supported(cudnnStatus_t status) {
+bool cudnn_not_supported(cudnnStatus_t status) {
   switch (status) {
     case CUDNN_STATUS_NOT_SUPPORTED:
     case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
@@ -108,6 +102,8 @@ bool not_supported(cudnnStatus_t status) {
   }
 }
 
+namespace {
+
 // Sets the algorithm, allocates its workspace and makes one trial call:
 // dlb::Unsupported with cuDNN's status where the algorithm does not support
 // this problem (asked for its workspace, or when called), dlb::Error for
@@ -116,14 +112,14 @@ void use_algorithm(CudnnConv& c, cudnnConvolutionFwdAlgo_t algo) {
   std::size_t bytes = 0;
   const cudnnStatus_t size_status = cudnnGetConvolutionForwardWorkspaceSize(
       c.handle.get(), c.x_desc.get(), c.w_desc.get(), c.conv_desc.get(), c.y_desc.get(), algo, &bytes);
-  if (not_supported(size_status))
+  if (cudnn_not_supported(size_status))
     throw Unsupported(std::string(cudnn_algo_name(algo)) + ": cudnnGetConvolutionForwardWorkspaceSize: " +
                       cudnnGetErrorString(size_status));
   detail::check_cudnn(size_status, "cudnnGetConvolutionForwardWorkspaceSize", __FILE__, __LINE__);
   c.algo = algo;
   c.workspace = DeviceBuffer<unsigned char>(bytes);
   const cudnnStatus_t run_status = c.forward();
-  if (not_supported(run_status))
+  if (cudnn_not_supported(run_status))
     throw Unsupported(std::string(cudnn_algo_name(algo)) + ": cudnnConvolutionForward: " + cudnnGetErrorString(run_status));
   detail::check_cudnn(run_status, "cudnnConvolutionForward", __FILE__, __LINE__);
   DLB_CUDA_CHECK(cudaStreamSynchronize(c.stream));
@@ -295,7 +291,7 @@ CudnnSearch cudnn_search(cudnnHandle_t handle, cudaStream_t stream, cudnnTensorD
         cudnnGetConvolutionForwardWorkspaceSize(handle, x_desc, w_desc, conv, y_desc, l.algo, &e.workspace_bytes);
     // A failure is an error only for an entry the search would time.
     const bool timed_if_it_fits = e.listed_ok && (tf32 || e.math != SearchMath::tensor_op) && e.tolerance <= 1e-5;
-    if (not_supported(size_status) || (size_status != CUDNN_STATUS_SUCCESS && !timed_if_it_fits))
+    if (cudnn_not_supported(size_status) || (size_status != CUDNN_STATUS_SUCCESS && !timed_if_it_fits))
       e.workspace_ok = false;
     else
       detail::check_cudnn(size_status, "cudnnGetConvolutionForwardWorkspaceSize", __FILE__, __LINE__);
@@ -319,7 +315,7 @@ CudnnSearch cudnn_search(cudnnHandle_t handle, cudaStream_t stream, cudnnTensorD
   for (auto& e : entries) {
     if (!e.skip.empty()) continue;
     const cudnnStatus_t first = forward(e);
-    if (not_supported(first)) {
+    if (cudnn_not_supported(first)) {
       e.skip = std::string("cudnnConvolutionForward: ") + cudnnGetErrorString(first);
       continue;
     }

@@ -15,6 +15,13 @@
 
 namespace dlb {
 
+// The statuses that say "this algorithm does not do this problem" (skipped
+// by an algorithm search, a case skipped as unsupported). The rest of the
+// NOT_SUPPORTED category (an incompatible driver or runtime, an
+// architecture mismatch, a missing sublibrary...) says the installation is
+// broken: that is an error, not a skipped case.
+bool cudnn_not_supported(cudnnStatus_t status);
+
 // The name of a forward algorithm ("CUDNN_CONVOLUTION_FWD_ALGO_FFT").
 const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t algo);
 

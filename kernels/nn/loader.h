@@ -15,28 +15,10 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/nn/augment.h"
 #include "kernels/nn/dataset.h"
 
 namespace dlb::nn {
-
-struct Augment {
-  std::int64_t pad = 4;  // crop offsets in [0, 2 pad]; 0: no crop
-  bool flip = true;
-};
-
-// The crop offset (top-left of the h x w window in the padded image) and
-// flip of image `index`.
-struct ImageAugment {
-  std::int64_t dy = 0, dx = 0;
-  bool flip = false;
-};
-ImageAugment augment_of(std::uint64_t seed, std::int64_t index, const Augment& augment);
-
-// Input layout of the network: c x h x w, and the normalization.
-struct BatchFormat {
-  std::int64_t c = 1, h = 28, w = 28;
-  float mean = 0, std_dev = 1;
-};
 
 // out [indices.size(), c, h, w], labels [indices.size()]. threads: 0 runs
 // in the calling thread, n > 0 on n OpenMP threads. Throws dlb::Error for an

@@ -269,6 +269,21 @@ void bn_grad_sums(const float* d, const float* z, float mean, float inv_std, std
 
 }  // namespace
 
+double log_softmax_nll(const float* logits, const std::uint8_t* labels, std::int64_t batch, std::int64_t classes,
+                       float* log_probs) {
+  double loss = 0;
+  for (std::int64_t n = 0; n < batch; ++n) {
+    const float* row = logits + n * classes;
+    const float m = *std::max_element(row, row + classes);
+    double sum = 0;
+    for (std::int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - m);
+    const double shift = m + std::log(sum);
+    for (std::int64_t j = 0; j < classes; ++j) log_probs[n * classes + j] = static_cast<float>(row[j] - shift);
+    loss -= log_probs[n * classes + labels[n]];
+  }
+  return loss / static_cast<double>(batch);
+}
+
 std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, const std::vector<int>& read,
                                         std::size_t& buffers) {
   std::vector<int> order;
@@ -693,22 +708,10 @@ struct TrainStep::Impl {
         case LayerKind::log_softmax: break;  // last layer only: the loss below
       }
     }
-    // Log-softmax (sums in double) and the mean negative log-likelihood.
-    const float* logits = layers[logits_layer].out.data();
-    double loss = 0;
-    for (std::int64_t n = 0; n < batch; ++n) {
-      const float* row = logits + n * classes;
-      const float m = *std::max_element(row, row + classes);
-      double sum = 0;
-      for (std::int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - m);
-      const double shift = m + std::log(sum);
-      for (std::int64_t j = 0; j < classes; ++j)
-        log_probs[static_cast<std::size_t>(n * classes + j)] = static_cast<float>(row[j] - shift);
-      loss -= log_probs[static_cast<std::size_t>(n * classes + label[n])];
-    }
+    const double loss = log_softmax_nll(layers[logits_layer].out.data(), label, batch, classes, log_probs.data());
     forward_done = true;
     backward_done = false;
-    return loss / static_cast<double>(batch);
+    return loss;
   }
 
   // The ReLU mask on one image's output gradient d (from the kept output),

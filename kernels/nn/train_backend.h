@@ -44,6 +44,13 @@ struct TrainBackend {
 std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, const std::vector<int>& read,
                                         std::size_t& buffers);
 
+// The loss on the logits [batch, classes]: log-softmax (sums in double,
+// shifted by each row's max) into log_probs [batch, classes], and the mean
+// negative log-likelihood of the labels, which the caller has checked
+// (each < classes).
+double log_softmax_nll(const float* logits, const std::uint8_t* labels, std::int64_t batch, std::int64_t classes,
+                       float* log_probs);
+
 #if DLB_HAVE_ONEDNN
 // TrainImpl::onednn: oneDNN's training primitives (train_onednn.cpp).
 std::unique_ptr<TrainBackend> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd);

@@ -23,23 +23,6 @@
 namespace dlb::nn {
 namespace {
 
-// The statuses that say "this algorithm does not do this problem" (as
-// conv_cudnn.cpp): skipped by the search; any other failure is an error.
-bool not_supported(cudnnStatus_t status) {
-  switch (status) {
-    case CUDNN_STATUS_NOT_SUPPORTED:
-    case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
-    case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
-    case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
-    case CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT:
-    case CUDNN_STATUS_NOT_SUPPORTED_PADDING:
-    case CUDNN_STATUS_NOT_SUPPORTED_BAD_LAUNCH_PARAM:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool tensor_op(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
@@ -69,12 +52,12 @@ int search_backward_among(const char* what, const std::vector<Candidate>& listed
     if (std::find(seen.begin(), seen.end(), c.algo) != seen.end()) continue;
     seen.push_back(c.algo);
     std::size_t need = 0;
-    if (not_supported(bytes(c.algo, &need))) continue;
+    if (cudnn_not_supported(bytes(c.algo, &need))) continue;
     if (need > free_bytes / 2) continue;
     DeviceBuffer<unsigned char> workspace(need);
     const auto call = [&] { return run(c.algo, workspace.data(), need); };
     const cudnnStatus_t first = call();
-    if (not_supported(first)) continue;
+    if (cudnn_not_supported(first)) continue;
     detail::check_cudnn(first, what, __FILE__, __LINE__);
     DLB_CUDNN_CHECK(call());
     // Timed as a case times a call (the stream held while it is enqueued),

@@ -177,22 +177,11 @@ class OnednnTrainStep final : public TrainBackend {
     labels_ = labels;
     run(forward_);
     update_running_stats();
-    // Log-softmax (sums in double) and the mean negative log-likelihood, as train.cpp.
-    const auto* logits = static_cast<const float*>(logits_plain_.get_data_handle());
-    double loss = 0;
-    for (std::int64_t n = 0; n < batch_; ++n) {
-      const float* row = logits + n * classes_;
-      const float m = *std::max_element(row, row + classes_);
-      double sum = 0;
-      for (std::int64_t j = 0; j < classes_; ++j) sum += std::exp(static_cast<double>(row[j]) - m);
-      const double shift = m + std::log(sum);
-      for (std::int64_t j = 0; j < classes_; ++j)
-        log_probs_[static_cast<std::size_t>(n * classes_ + j)] = static_cast<float>(row[j] - shift);
-      loss -= log_probs_[static_cast<std::size_t>(n * classes_ + labels[n])];
-    }
+    const double loss = log_softmax_nll(static_cast<const float*>(logits_plain_.get_data_handle()), labels, batch_,
+                                        classes_, log_probs_.data());
     forward_done_ = true;
     backward_done_ = false;
-    return loss / static_cast<double>(batch_);
+    return loss;
   }
 
   void backward() override {

@@ -1,11 +1,13 @@
-// The trainable tensors of a network (train.h): what the training step and
-// its reference (reference/train.h) share, built with or without Eigen.
+// The trainable tensors of a network (train_params.h): what the training
+// step and its reference (reference/train.h) share, and the bound on a
+// step's gradients (train.h), built with or without Eigen.
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/common/error.h"
 #include "kernels/nn/dataset.h"
 #include "kernels/nn/train.h"
+#include "kernels/nn/train_params.h"
 
 namespace dlb::nn {
 
