@@ -306,6 +306,12 @@ class CpuTrainingPeers(unittest.TestCase):
         self.assertIn("peer_torch_compile", networks.PEERS)
         self.assertFalse(networks.PEERS["peer_torch_compile"][0])
 
+    def test_only_channels_last_gets_the_fp32_statistics_allowance(self):
+        # cpu_onednn's allowance (kernels/nn/train.h) for PyTorch's
+        # channels_last batch norm, which sums its statistics in fp32; the
+        # eager NCHW mode sums in double and the compiled one passes without
+        self.assertEqual(training.FP32_BATCH_STATS, {"peer_torch_cl"})
+
     @unittest.skipUnless(Path(BENCH).exists(), f"{BENCH} not built")
     def test_listed(self):
         p = peers("--benchmark_list_tests", "--benchmark_filter=^mnist_cnn_train/peer_torch", venv="system")

@@ -88,7 +88,16 @@ class TrainingTable(unittest.TestCase):
             entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES),
             entry("mnist_cnn_train/cpu_eigen/batch:64", 2500.0, **PHASES),
             entry("mnist_cnn_train/cpu_onednn/batch:64/workers:1", 3500.0, load_us=300.0, **PHASES),
-            entry("mnist_cnn_train/peer_torch/batch:64", 3000.0),
+            # PyTorch's CPU modes: channels_last the fastest (the compiled
+            # one's faster figure is an error entry's, not counted), the
+            # loaded eager peer on the loaded row's loader
+            entry("mnist_cnn_train/peer_torch/batch:64", 1500.0),
+            entry("mnist_cnn_train/peer_torch_cl/batch:64", 2000.0),
+            entry("mnist_cnn_train/peer_torch_compile/batch:64", 1800.0),
+            entry("mnist_cnn_train/peer_torch/batch:64/workers:1", 2800.0),
+            [{"name": "mnist_cnn_train/peer_torch_compile/batch:256/real_time",
+              "run_name": "mnist_cnn_train/peer_torch_compile/batch:256/real_time", "run_type": "iteration",
+              "error_occurred": True, "error_message": "WRONG RESULT: planted"}],
             entry("mnist_cnn_train/gpu_cudnn/batch:64", 90000.0, h2d_us=20.0, **PHASES),
             entry("mnist_cnn_train/peer_torch_cuda/batch:64", 60000.0),
             entry("mnist_cnn_train/peer_torch_cuda_graph/batch:64", 100000.0),
@@ -114,7 +123,7 @@ class TrainingTable(unittest.TestCase):
         self.assertEqual(row[2], "4,000")
         self.assertEqual(row[3:8], ["", "", "4.00", "9.00", "0.50"])
         self.assertEqual(row[8], "46.5")
-        self.assertEqual(row[9], "1.33x `peer_torch`")
+        self.assertEqual(row[9], "2.00x `peer_torch_cl`")  # PyTorch's best CPU mode, not its eager one
 
     def test_the_gpu_row_meets_the_fastest_gpu_mode(self):
         row = self.rows("mnist_cnn")["gpu_cudnn"]
@@ -124,12 +133,12 @@ class TrainingTable(unittest.TestCase):
     def test_a_loaded_row_shows_its_load_phase(self):
         row = self.rows("mnist_cnn")["cpu_onednn/workers:1"]
         self.assertEqual(row[3], "0.30")
-        self.assertEqual(row[9], "1.17x `peer_torch`")
+        self.assertEqual(row[9], "1.25x `peer_torch/workers:1`")  # the eager peer on the same loader
 
     def test_targets_met_not_met_and_missing(self):
         block = self.block("mnist_cnn")
-        self.assertIn("| CPU batch 64 >= 1.3x PyTorch eager | `cpu_onednn` 4,000 img/s | `peer_torch` 3,000 img/s "
-                      "| 1.33x | met |", block)
+        self.assertIn("| CPU batch 64 >= 2x PyTorch's best CPU mode (eager, channels_last, torch.compile) | "
+                      "`cpu_onednn` 4,000 img/s | `peer_torch_cl` 2,000 img/s | 2.00x | met |", block)
         self.assertIn("| GPU batch 64 >= 1.0x PyTorch's best GPU mode | `gpu_cudnn` 90,000 img/s | "
                       "`peer_torch_cuda_graph` 100,000 img/s | 0.90x | **not met** |", block)
         self.assertNotIn("GPU batch 256", block)  # neither side in the run
@@ -140,7 +149,14 @@ class TrainingTable(unittest.TestCase):
         results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES),
                             entry("mnist_cnn_train/cpu_onednn/batch:64/workers:0", 4200.0, load_us=70.0, **PHASES),
                             entry("mnist_cnn_train/peer_torch/batch:64", 3000.0)])
-        self.assertIn("| `cpu_onednn` 4,000 img/s | `peer_torch` 3,000 img/s | 1.33x | met |", training.table(results))
+        self.assertIn("| `cpu_onednn` 4,000 img/s | `peer_torch` 3,000 img/s | 1.33x | **not met** |",
+                      training.table(results))
+
+    def test_a_loaded_peer_is_not_the_best_cpu_mode(self):
+        results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES),
+                            entry("mnist_cnn_train/peer_torch/batch:64/workers:0", 3900.0),
+                            entry("mnist_cnn_train/peer_torch/batch:64", 1000.0)])
+        self.assertIn("| `cpu_onednn` 4,000 img/s | `peer_torch` 1,000 img/s | 4.00x | met |", training.table(results))
 
     def test_a_side_missing_is_na(self):
         results = load_doc([entry("mnist_cnn_train/cpu_onednn/batch:64", 4000.0, **PHASES)])
@@ -162,7 +178,7 @@ class TrainingTable(unittest.TestCase):
     def test_figure_has_a_bar_per_row(self):
         fig = training.figures([self.results])["mnist_cnn_train"]
         labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-        self.assertEqual(len(labels), 7)
+        self.assertEqual(len(labels), 10)  # 7 rows and the three CPU modes' peers that ran (the errored one aside)
         self.assertIn("b64 cpu_onednn/workers:1", labels)
 
     def test_no_training_cases_no_table(self):

@@ -71,7 +71,10 @@ reference). For resnet20 the loss is held against float64 instead, within
 the forward's fp32 bound (1e-5 relative, kernels/nn/nn.cpp), and on the
 CPU its logits too (within the same bound, relative to the largest: the
 form that bound is stated in; a small loss can hide logits past it), and
-the gradients' error in this form is reported, not held.
+the gradients' error in this form is reported, not held. peer_torch_cl,
+whose batch norm sums its statistics in fp32 as our cpu_onednn step's
+does, gets that step's allowance on these bounds (forward_tolerance,
+chain_length; _cpu_step says why).
 Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
 for the input gradients of every conv and fc but the first), max_rel_err.
@@ -130,8 +133,13 @@ LR, MOMENTUM = 0.01, 0.9  # bench/cases/train_case.cpp: nn::Sgd{}
 LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/nn.cpp, kNetworkTolerance)
 
 
-def chain_length(model, shape, batch: int) -> int:
-    """kernels/nn/train_params.cpp's gradient_chain_length from the modules."""
+def chain_length(model, shape, batch: int, fp32_batch_stats: bool = False) -> int:
+    """kernels/nn/train_params.cpp's gradient_chain_length from the modules;
+    with fp32_batch_stats, its gradient_chain_length(net, batch,
+    TrainImpl::onednn): batch-norm's four per-channel sums (the forward's
+    mean and variance, the backward's sum dy and sum dy xhat) in fp32, up to
+    M - 1 roundings each (M = batch oh ow), 4 M per batch-norm layer on top
+    of the 15 (kernels/nn/train.h)."""
     import torch
 
     n, weight_sum, classes = 0, 0, 0
@@ -140,6 +148,8 @@ def chain_length(model, shape, batch: int) -> int:
         nonlocal n, weight_sum, classes
         if isinstance(module, torch.nn.BatchNorm2d):
             n += 15  # batch-norm's fp32 roundings around its double sums
+            if fp32_batch_stats:
+                n += 4 * batch * output.shape[2] * output.shape[3]
         elif hasattr(module, "downsample"):
             n += 2  # a residual join (dlbench.nets.BasicBlock)
         elif isinstance(module, torch.nn.Conv2d):
@@ -165,6 +175,55 @@ def chain_length(model, shape, batch: int) -> int:
     for h in hooks:
         h.remove()
     return n + weight_sum + 2 * classes
+
+
+FP32_BATCH_STATS = {"peer_torch_cl"}  # CPU modes whose batch norm sums its statistics in fp32 (_cpu_step)
+
+
+def batch_norm_terms(model, shape, batch: int) -> int:
+    """The sum over the batch-norm layers of M = batch oh ow, the terms of
+    each of their per-channel sums."""
+    import torch
+
+    m = 0
+
+    def count(module, inputs, output):
+        nonlocal m
+        m += batch * output.shape[2] * output.shape[3]
+
+    hooks = [x.register_forward_hook(count) for x in model.modules() if isinstance(x, torch.nn.BatchNorm2d)]
+    model.eval()
+    with torch.no_grad():
+        model(torch.zeros(1, *shape))
+    for h in hooks:
+        h.remove()
+    return m
+
+
+def forward_tolerance(model, shape, batch: int, fp32_batch_stats: bool = False) -> float:
+    """The bound on the loss (relative) and the logits (relative to the
+    largest) of the fp32 step against float64: the forward's fp32 bound
+    (LOSS_TOLERANCE, kNetworkTolerance), and with fp32_batch_stats the
+    share of batch norm's statistics summed in fp32 on top, derived as
+    kernels/nn/train.h derives gradient_tolerance(net, batch,
+    TrainImpl::onednn) (our cpu_onednn step's, whose oneDNN batch norm sums
+    in fp32 too): the forward's two per-channel sums (the mean, then the
+    variance, sum (z - mean)^2), up to M - 1 roundings each, on every chain
+    through the layer, 2 M per batch-norm layer (the backward's two sums
+    are the gradients' and do not reach the logits); as independent
+    zero-mean roundings, lambda sqrt(N) u with lambda = 8, u = 2^-24, and
+    N = 2 sum M. The rest of the forward, the same arithmetic as the NCHW
+    step's, keeps the forward's bound, which is added rather than refitted.
+    resnet20 at batch 64: 21 batch-norm layers, 7 each at M = 65,536,
+    16,384 and 4,096, N = 1,204,224: 5.2e-4 on top, 5.3e-4 in all (1.1e-3
+    at batch 256). Not covered, as in train.h's analysis, which measures
+    the same sums against magnitudes: a channel whose mean is far above its
+    spread passes the mean's rounding on amplified by mean / spread, which a
+    bound relative to the largest logit does not see."""
+    extra = 0.0
+    if fp32_batch_stats:
+        extra = 8 * math.sqrt(2 * batch_norm_terms(model, shape, batch)) * 2.0 ** -24
+    return LOSS_TOLERANCE + extra
 
 
 def step_flops(model, shape) -> float:
@@ -307,7 +366,7 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
     eager step's algorithms; the MNIST networks' gradients are held within
     it, resnet20's loss within the forward's bound, as for the eager peer.
 
-    Not covered, and refused by the check: batch-norm in training mode on a
+    Not covered by that bound: batch-norm in training mode on a
     channels_last input (resnet20's peer_torch_cl). chain_length counts
     batch-norm's roundings around statistics summed in double (bench's
     batch norm; PyTorch's NCHW CPU kernel accumulates in double too), and
@@ -318,9 +377,13 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
     channel do (the cause as read from the figures, not from PyTorch's
     source). resnet20's logits land 8.5e-6 (batch 64) and 3.2e-5 (256) of
     the largest from float64's (NCHW: 1.3e-7), its loss 1.07e-5 relative
-    at batch 64 (9.3e-6 at 256, where the logits' check refuses it): the
-    case gets an error entry, not a time, unless an analysis of that kernel
-    gives a bound."""
+    at batch 64. Our own cpu_onednn step has the same property (oneDNN's
+    batch norm sums in fp32) and its bound counts it (kernels/nn/train.h,
+    gradient_tolerance(net, batch, TrainImpl::onednn)): this mode gets the
+    same allowance (FP32_BATCH_STATS), on its gradients (chain_length's
+    4 M per batch-norm layer) and on its loss and logits (forward_tolerance's
+    2 M), no more; the eager NCHW mode, which sums in double, keeps the
+    bounds without it."""
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     words = "eager"
     forward = model
@@ -459,7 +522,9 @@ def training(session: Session, compiled: bool | None = None) -> None:
                     out.detach().double().numpy())
 
         probe = NETWORKS[network]()
-        bound = 8 * math.sqrt(chain_length(probe, shape, batch)) * 2.0 ** -24
+        fp32_stats = peer in FP32_BATCH_STATS  # batch norm's statistics in fp32: our cpu_onednn step's allowance
+        bound = 8 * math.sqrt(chain_length(probe, shape, batch, fp32_stats)) * 2.0 ** -24
+        forward_bound = forward_tolerance(probe, shape, batch, fp32_stats)
         if gpu:
             try:
                 _cuda_torch(torch)
@@ -487,15 +552,16 @@ def training(session: Session, compiled: bool | None = None) -> None:
         exact, loss64, logits64 = cpu_gradients(torch.float64)
         worst, over = worst_gradient(ours, exact, None if train_mode else bound)
         problem = f"{over} of the largest gradient (bound {bound:.3g})" if over else ""
-        if train_mode and not abs(loss32 - loss64) <= LOSS_TOLERANCE * abs(loss64):
-            problem = f"loss {loss32!r} against float64's {loss64!r} (bound {LOSS_TOLERANCE} relative)"
+        if train_mode and not abs(loss32 - loss64) <= forward_bound * abs(loss64):
+            problem = f"loss {loss32!r} against float64's {loss64!r} (bound {forward_bound:.3g} relative)"
         if train_mode and logits32 is not None and not problem:
             # the forward's bound is on the logits (kNetworkTolerance, relative
             # to the largest): a small loss can hide logits past it (resnet20
-            # in channels_last at batch 256: loss 9.3e-6, logits 3.2e-5 off)
+            # in channels_last at batch 256: loss 9.3e-6, logits 3.2e-5 off,
+            # within forward_tolerance's fp32-statistics allowance there)
             off = float(np.max(np.abs(logits32 - logits64)) / max(float(np.max(np.abs(logits64))), 1e-300))
-            if not off <= LOSS_TOLERANCE:
-                problem = f"logits {off:.3g} of the largest from float64's (bound {LOSS_TOLERANCE}, the forward's)"
+            if not off <= forward_bound:
+                problem = f"logits {off:.3g} of the largest from float64's (bound {forward_bound:.3g}, the forward's)"
         if problem:
             if gpu and not train_mode:  # the gradients are what is held (resnet20: its loss)
                 problem += diagnosis(torch, fresh, x, y, loss_of, exact, bound)
