@@ -37,8 +37,8 @@ _SUMMARY = re.compile(r"========= (?:ERROR SUMMARY: (\d+) errors?|RACECHECK SUMM
                       r"\((\d+) errors?, (\d+) warnings?\))")
 _API_ERROR = re.compile(r"Program hit (\w+) \(error \d+\) due to \"([^\"]*)\" on CUDA API call to (\w+)")
 _TEST_FRAME = re.compile(r"(\w+)_(\w+)_Test::TestBody")
-TIMED_OUT = (124, 137)
-SANITIZER_ERROR_EXIT = 9  # scripts/gpu-kit runs compute-sanitizer --error-exitcode 9  # timeout(1)'s exit, and SIGKILL's after -k
+TIMED_OUT = (124, 137)  # timeout(1)'s exit, and SIGKILL's after -k
+SANITIZER_ERROR_EXIT = 9  # scripts/gpu-kit runs compute-sanitizer --error-exitcode 9
 
 
 def sanitizer_records(text: str) -> list[dict]:
