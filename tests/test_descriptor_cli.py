@@ -165,7 +165,11 @@ class AloneRunsAlone(unittest.TestCase):
         self.assertEqual(names, {n for n in listed("--daxpy=n:1000")})
         for r in run["benchmarks"]:
             self.assertFalse(r.get("error_occurred"), r)
-            self.assertEqual(r["max_rel_err"], 0.0)
+            # Each variant's own bound (kernels/daxpy/daxpy.cpp): bit-exact but
+            # cpu_eigen, whose a*x + y the compiler may or may not contract into
+            # one FMA (the sanitizer build does not): at most 2^-52.
+            bound = 2.0 ** -52 if "/cpu_eigen/" in r["run_name"] else 0.0
+            self.assertLessEqual(r["max_rel_err"], bound, r["run_name"])
             self.assertGreater(r["bytes_per_second"], 0)
 
 
