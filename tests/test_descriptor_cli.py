@@ -101,7 +101,13 @@ class EachFlagRegistersTheFamilysCases(unittest.TestCase):
 
 class BadInputExits2NamingTheField(unittest.TestCase):
     def test_bad_descriptors(self):
+        # Every family's malformed descriptors, --conv's benchdnn-style ones among them.
         cases = {
+            "--conv=n64c16h32w32k16r3s3stride1pad1x": "unknown field 'x'",
+            "--conv=n0c16h32w32k16r3": "n must be a positive integer, got 0",
+            "--conv=n1c1h2k1r5": "the 5x5 filter is larger than the padded 2x2 input",
+            "--conv=n1c16h32k16": "field 'r' is missing",
+            "--conv=": "--conv= needs a value, e.g. --conv=n64c16h32w32k16r3s3stride1pad1",
             "--softmax=rows:0/cols:5": "softmax descriptor 'rows:0/cols:5': rows must be at least 1, got 0",
             "--softmax=rows:3": "field 'cols' is missing",
             "--softmax=rows:3/cols:4/rows:5": "field 'rows' given twice",
