@@ -188,6 +188,16 @@ class Peers(unittest.TestCase):
         self.assertFalse([l for l in lines if l.startswith("FAIL")], lines)
         self.assertTrue(any(l.startswith("peer refused (its cuDNN algorithm") for l in lines), lines)
 
+    def test_the_cases_cut_at_the_limit_are_named(self):
+        # 2026-11-28: SIGTERM at the limit left five compiled training peers
+        # unrun, and the summary said "0 not run".
+        listing = ["mnist_cnn_train/peer_torch_cuda/batch:64/manual_time",
+                   "mnist_lenet_train/peer_torch_cuda/batch:64/manual_time",
+                   "mnist_cnn_train/peer_torch_cuda_compile/batch:64/manual_time"]
+        lines = kit.peers_verdict(self.doc(self.OWN_ALGORITHM), 0, 100, listing=listing)
+        self.assertIn("0 not run within the time budget, 1 cut at the limit", lines[0])
+        self.assertIn("  cut at the limit: mnist_cnn_train/peer_torch_cuda_compile/batch:64", lines)
+
     def test_a_peer_refused_otherwise_fails(self):
         for message in (self.OWN_ALGORITHM.replace("within the bound (1.03e-06): cuDNN's algorithm choice, not TF32",
                                                    "also off (conv2.weight: 0.0009)"),

@@ -392,7 +392,12 @@ def ceiling_verdicts(docs: list[dict]) -> list[str]:
 PEER_OWN_ALGORITHM = "with cuDNN off: within the bound"
 
 
-def peers_verdict(doc: dict | None, rc: int, seconds: int, how: str = "") -> list[str]:
+def peers_verdict(doc: dict | None, rc: int, seconds: int, how: str = "",
+                  listing: list[str] | None = None) -> list[str]:
+    """The peers step's lines. With the listing (scripts/peers
+    --benchmark_list_tests), the listed cases neither timed, refused nor
+    named as not run are named too: the case in flight at SIGTERM and those
+    after it (on 2026-11-28, five compiled training peers went unsaid)."""
     if doc is None:
         return [f"FAIL: peers: exit {rc} in {seconds}s, no JSON ({how or 'see peers.log'})"]
     runs = [b for b in doc["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
@@ -400,8 +405,13 @@ def peers_verdict(doc: dict | None, rc: int, seconds: int, how: str = "") -> lis
     errors = {b["run_name"]: b.get("error_message", "") for b in runs if b.get("error_occurred")}
     not_run = doc["context"].get("peers_not_run", [])
     stopped = "stopped at its limit (SIGTERM)" if doc["context"].get("peers_stopped") else f"exit {rc}"
+    cut = []
+    if listing is not None:
+        accounted = {case_key(n) for n in list(timed) + list(errors) + list(not_run)}
+        cut = [n for n in listing if case_key(n) not in accounted]
     lines = [f"peers: {len(timed)} cases timed, {len(errors)} refused by validation, {len(not_run)} not run "
-             f"within the time budget, in {seconds}s ({stopped})"]
+             f"within the time budget" + (f", {len(cut)} cut at the limit" if listing is not None else "")
+             + f", in {seconds}s ({stopped})"]
     for name, message in sorted(errors.items()):
         if PEER_OWN_ALGORITHM in message:
             # PyTorch as users run it, refused by our bound, where the same
@@ -418,6 +428,8 @@ def peers_verdict(doc: dict | None, rc: int, seconds: int, how: str = "") -> lis
         by_peer[p] = by_peer.get(p, 0) + 1
     if by_peer:
         lines.append("  not run: " + ", ".join(f"{p} x{c}" for p, c in sorted(by_peer.items())))
+    if cut:
+        lines.append("  cut at the limit: " + ", ".join(case_key(n) for n in cut))
     return lines
 
 
@@ -639,6 +651,7 @@ def main(argv=None) -> int:
     r.add_argument("json", type=Path)
     r.add_argument("rc", type=int)
     r.add_argument("seconds", type=int)
+    r.add_argument("--listing", type=Path, help="scripts/peers --benchmark_list_tests output")
     m = sub.add_parser("compare", help="ours against PyTorch's best mode, per network, batch and precision")
     m.add_argument("--ours", type=Path, nargs="+", required=True)
     m.add_argument("--peers", type=Path)
@@ -671,7 +684,7 @@ def main(argv=None) -> int:
         _print(ceiling_verdicts([d for d in map(load, a.json) if d]))
     elif a.cmd == "peers":
         doc, how = read_bench_json(a.json)
-        _print(peers_verdict(doc, a.rc, a.seconds, how))
+        _print(peers_verdict(doc, a.rc, a.seconds, how, read_listing(a.listing)))
     elif a.cmd == "compare":
         rows = comparison([d for d in map(load, a.ours) if d], load(a.peers) if a.peers else None)
         _print(comparison_lines(rows))
