@@ -76,6 +76,28 @@ class CommittedDocs(unittest.TestCase):
                     self.assertIn(anchor, anchors(path.read_text()), where)
 
 
+class Recipes(unittest.TestCase):
+    """docs/architecture.md's recipes end at examples/ that ctest builds and
+    runs; the code a recipe shows must be the example's, so that neither
+    drifts from the other."""
+
+    def code_spans(self, section_title):
+        text = (ROOT / "docs" / "architecture.md").read_text()
+        start = text.index(section_title)
+        end = text.index("\n\n**", start + len(section_title))
+        return [c for c in re.findall(r"`([^`]+)`", text[start:end]) if ("(" in c or "{" in c) and " " in c]
+
+    def test_the_variant_recipe_is_the_examples_code(self):
+        example = (ROOT / "examples" / "daxpy_variant.cpp").read_text()
+        spans = self.code_spans("**A variant**")
+        self.assertGreaterEqual(len(spans), 2, spans)
+        for code in spans:
+            with self.subTest(code=code):
+                self.assertIn(code, example)
+        cmake = (ROOT / "examples" / "CMakeLists.txt").read_text()
+        self.assertIn("add_test(NAME example_daxpy_variant", cmake)
+
+
 class Markers(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
