@@ -135,6 +135,21 @@ class Memory(unittest.TestCase):
         self.assertGreater(cases["cpu_eigen"]["allocated_bytes_per_pass"], 0)
 
 
+class WhereThePassGoes(unittest.TestCase):
+    def test_every_network_case_times_its_layers(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = Path(d) / "pass.json"
+            bench("--benchmark_filter=^mnist_lenet/cpu_own/batch:1/", "--benchmark_min_time=0.01",
+                  f"--benchmark_out={out}", "--benchmark_out_format=json")
+            (b,) = json.loads(out.read_text())["benchmarks"]
+        self.assertNotIn("error_occurred", b, b.get("error_message"))
+        layers = [b[f"layer_us.{i}"] for i in range(len(LENET))]
+        self.assertNotIn(f"layer_us.{len(LENET)}", b)
+        for i, us in enumerate(layers):
+            self.assertGreater(us, 0, LENET[i])
+        self.assertAlmostEqual(b["layers_us"], sum(layers), delta=1e-6 * b["layers_us"])
+
+
 class Trace(unittest.TestCase):
     def test_trace_of_one_network_case(self):
         with tempfile.TemporaryDirectory() as d:
