@@ -172,6 +172,7 @@ struct GpuTrainStep::Impl final : TrainOps {
     dbuf = DeviceBuffer<float>(static_cast<std::size_t>(plan.dbuf_count() * plan.dbuf_floats()));
     bn = DeviceBuffer<float>(static_cast<std::size_t>(plan.bn_floats()));
     running = DeviceBuffer<float>(static_cast<std::size_t>(plan.running_floats()));
+    bn_parts = DeviceBuffer<double>(static_cast<std::size_t>(plan.bn_part_doubles()));
     // Zeros everywhere (the padding between tensors stays zero), then the parameters.
     for (auto* b : {&grads, &velocity, &acts, &dbuf, &bn})
       DLB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream));
@@ -183,7 +184,7 @@ struct GpuTrainStep::Impl final : TrainOps {
                                    stream));
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
     arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss_rows.data(),
-              dbuf.data(), bn.data(), running.data()};
+              dbuf.data(), bn.data(), running.data(), bn_parts.data()};
     choose_algorithms();
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
     // The peak of this process's own device allocations over the
@@ -373,7 +374,7 @@ struct GpuTrainStep::Impl final : TrainOps {
   CublasHandle cublas;
   DeviceBuffer<float> params, grads, velocity, acts, dbuf, bn, running;
   DeviceBuffer<std::uint8_t> routes;
-  DeviceBuffer<double> loss_rows;
+  DeviceBuffer<double> loss_rows, bn_parts;
   DeviceBuffer<unsigned char> workspace;
   std::vector<std::unique_ptr<ConvDescs>> conv;  // per layer (conv layers only)
   TrainArenas arenas;

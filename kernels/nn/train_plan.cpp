@@ -34,6 +34,7 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
   z_offset_.assign(ls.size(), -1);
   bn_offset_.assign(ls.size(), -1);
   running_offset_.assign(ls.size(), -1);
+  bn_slices_.assign(ls.size(), 0);
   std::int64_t largest = ls[logits_].out_size();
   for (std::size_t i = 0; i <= logits_; ++i) {
     const Layer& l = ls[i];
@@ -50,6 +51,8 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
       bn_floats_ += aligned(tg::kBnStats * l.k);
       running_offset_[i] = running_floats_;
       running_floats_ += aligned(2 * l.k);
+      bn_slices_[i] = tg::bn_slices(batch * l.oh * l.ow);
+      if (bn_slices_[i] > 1) bn_part_doubles_ = std::max(bn_part_doubles_, 2 * l.k * bn_slices_[i]);
     }
     // Backward's buffers hold the gradient of every layer's output and input.
     largest = std::max({largest, l.out_size(), l.in_size()});
@@ -152,7 +155,8 @@ TrainMemory TrainPlan::memory() const {
   m.weights = m.gradients = m.optimizer = param_floats_ * static_cast<std::int64_t>(sizeof(float));
   m.activations = (act_floats_ + bn_floats_ + running_floats_) * static_cast<std::int64_t>(sizeof(float)) +
                   route_bytes_ + batch_ * static_cast<std::int64_t>(sizeof(double));
-  m.workspace = dbuf_count_ * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float));
+  m.workspace = dbuf_count_ * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float)) +
+                bn_part_doubles_ * static_cast<std::int64_t>(sizeof(double));
   return m;
 }
 
@@ -179,7 +183,8 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
           ops.conv_forward(i, l, in, w, z);
           if (bias != nullptr) ops.run(tg::BiasAct{z, bias, count, plane, l.k, 0});
           ops.run(tg::BnStats{z, param(a.params, gamma_of_[i]), param(a.params, beta_of_[i]), stats,
-                              a.running + running_offset_[i], batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum});
+                              a.running + running_offset_[i], batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum,
+                              a.bn_parts, bn_slices_[i]});
           ops.run(tg::BnApply{z, y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
           break;
         }
@@ -219,7 +224,7 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
           const float* z = a.acts + z_offset_[i];
           float* stats = a.bn + bn_offset_[i];
           ops.run(tg::BnBackStats{dy, z, stats, param(a.grads, gamma_of_[i]), param(a.grads, beta_of_[i]), batch_,
-                                  l.k, plane});
+                                  l.k, plane, a.bn_parts, bn_slices_[i]});
           ops.run(tg::BnBackData{dy, z, stats, count, l.k, plane});
         }
         float* dw = param(a.grads, weight_of_[i]);
@@ -406,9 +411,10 @@ struct TwinTrainStep::Impl {
         routes(static_cast<std::size_t>(plan.route_bytes()), 0),
         loss(static_cast<std::size_t>(batch), 0.0),
         dbuf(static_cast<std::size_t>(plan.dbuf_count() * plan.dbuf_floats()), 0.0f),
-        bn(static_cast<std::size_t>(plan.bn_floats()), 0.0f), running(plan.initial_running()) {
+        bn(static_cast<std::size_t>(plan.bn_floats()), 0.0f), running(plan.initial_running()),
+        bn_parts(static_cast<std::size_t>(plan.bn_part_doubles()), 0.0) {
     arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss.data(),
-              dbuf.data(), bn.data(), running.data()};
+              dbuf.data(), bn.data(), running.data(), bn_parts.data()};
   }
   TrainPlan plan;
   Sgd sgd;
@@ -417,6 +423,7 @@ struct TwinTrainStep::Impl {
   std::vector<std::uint8_t> routes;
   std::vector<double> loss;
   std::vector<float> dbuf, bn, running;
+  std::vector<double> bn_parts;
   TrainArenas arenas;
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;

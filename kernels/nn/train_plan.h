@@ -80,9 +80,9 @@ class TrainOps {
   virtual void run(const tg::NllGrad& p) = 0;
   virtual void run(const tg::BiasGrad& p) = 0;  // one block per channel (kBiasGradThreads)
   virtual void run(const tg::Sgd& p) = 0;
-  virtual void run(const tg::BnStats& p) = 0;      // one block per channel (kBnThreads)
+  virtual void run(const tg::BnStats& p) = 0;      // one block per slice of a channel (kBnThreads)
   virtual void run(const tg::BnApply& p) = 0;
-  virtual void run(const tg::BnBackStats& p) = 0;  // one block per channel (kBnThreads)
+  virtual void run(const tg::BnBackStats& p) = 0;  // one block per slice of a channel (kBnThreads)
   virtual void run(const tg::BnBackData& p) = 0;
   virtual void run(const tg::AddGrad& p) = 0;
 };
@@ -99,6 +99,7 @@ struct TrainArenas {
   float* dbuf = nullptr;       // dbuf_count() x dbuf_floats(): backward's gradients
   float* bn = nullptr;         // bn_floats(): each batch-norm layer's statistics [kBnStats, k]
   float* running = nullptr;    // running_floats(): each batch-norm layer's running mean and var [2, k]
+  double* bn_parts = nullptr;  // bn_part_doubles(): the slices' sums of one batch-norm layer at a time
 };
 
 class TrainPlan {
@@ -122,6 +123,13 @@ class TrainPlan {
   std::int64_t dbuf_count() const { return dbuf_count_; }
   std::int64_t bn_floats() const { return bn_floats_; }
   std::int64_t running_floats() const { return running_floats_; }
+  // The batch-norm sums' scratch: [2, k, slices] doubles for the layer that
+  // needs the most (tg::bn_slices; 0 where no layer has more than one
+  // slice). The layers' sums run one after another on the step's stream, so
+  // they share it.
+  std::int64_t bn_part_doubles() const { return bn_part_doubles_; }
+  // The slices of layer i's batch-norm sums (tg::bn_slices of batch * plane; 0 without batch-norm).
+  std::int64_t bn_slices(std::size_t i) const { return bn_slices_.at(i); }
   // Where layer i's output (or, for a pool, its routes; with batch-norm,
   // the conv's output z, its statistics, its running statistics) is in its
   // arena; -1 for none.
@@ -162,13 +170,13 @@ class TrainPlan {
   std::int64_t batch_;
   std::vector<TrainParam> params_;
   std::vector<int> weight_of_, bias_of_, gamma_of_, beta_of_;  // per layer: parameter index or -1
-  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_, z_offset_, bn_offset_, running_offset_;
+  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_, z_offset_, bn_offset_, running_offset_, bn_slices_;
   std::vector<std::int64_t> dbuf_of_;  // per layer: the buffer of its output's gradient
   // Per layer: its backward adds to its input's (residual's) gradient, which another reader wrote first.
   std::vector<char> add_input_, add_residual_;
   std::vector<char> pool_masks_;  // per layer: the max pool reading it applies its ReLU mask in its backward
   std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, dbuf_count_ = 0;
-  std::int64_t bn_floats_ = 0, running_floats_ = 0, logp_offset_ = 0;
+  std::int64_t bn_floats_ = 0, running_floats_ = 0, bn_part_doubles_ = 0, logp_offset_ = 0;
   std::size_t logits_ = 0;
 };
 
