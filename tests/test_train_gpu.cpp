@@ -30,7 +30,9 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/nn/safetensors.h"
@@ -128,6 +130,28 @@ void expect_running_stats_of(const Step& step, const nn::Network& net, std::int6
   const auto [mean, var] = running_of(step, net);
   test::expect_running_stats(net, batch, g, want, {mean.begin(), mean.end()}, {var.begin(), var.end()}, forwards,
                              sides, what);
+}
+
+// The counters a profiled step gives, as the network alone says they must
+// be (train_plan.h's TrainPart): per layer in order, conv and fc: forward,
+// [batch_norm], backward_data, [batch_norm_backward], backward_weights;
+// pools and the log_softmax layer (the loss): forward, backward_data; then
+// update_us, profiled_us, profile_steps.
+std::vector<std::string> profile_names(const nn::Network& net, const nn::TrainPlan& plan) {
+  std::vector<std::string> names;
+  const auto& ls = net.layers;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const std::string at = "layer_us." + std::to_string(i) + ".";
+    names.push_back(at + "forward");
+    const bool bn = plan.bn_offset(i) >= 0;
+    if (bn) names.push_back(at + "batch_norm");
+    names.push_back(at + "backward_data");
+    if (ls[i].kind != nn::LayerKind::conv && ls[i].kind != nn::LayerKind::fc) continue;
+    if (bn) names.push_back(at + "batch_norm_backward");
+    names.push_back(at + "backward_weights");
+  }
+  for (const char* n : {"update_us", "profiled_us", "profile_steps"}) names.emplace_back(n);
+  return names;
 }
 
 #if !DLB_TEST_GPU
@@ -350,6 +374,86 @@ TEST(TrainTwin, BiasGradientTreeSumsEveryElementOnce) {
       for (std::int64_t i = 0; i < inner; ++i) exact += dy[static_cast<std::size_t>((n * k + channel) * inner + i)];
     EXPECT_NEAR(part[0], exact, 8 * std::sqrt(static_cast<double>(batch * inner)) * kU * exact) << channel;
   }
+}
+
+// The host twin's profile (the steady clock where the GPU records events):
+// its counters' names and order as profile_names says, every time >= 0,
+// the parts of one profiled step adding up to profiled_us; and profiling
+// changes nothing in the arithmetic: three profiled steps leave the
+// parameters and running statistics bit for bit as three plain steps do.
+TEST(TrainTwin, ProfileNamesEveryLayersParts) {
+  for (const auto& net : small_nets()) {
+    SCOPED_TRACE(std::to_string(net.layers.size()) + " layers");
+    const std::int64_t batch = 2;
+    const auto b = test::random_train_batch(net, batch, 21);
+    const nn::Sgd sgd{0.05, 0.9, 1e-3};
+    nn::TwinTrainStep profiled(net, batch, sgd), plain(net, batch, sgd);
+    const auto one = profiled.profile(b.x.data(), b.labels.data(), 1);
+    std::vector<std::string> names;
+    double parts = 0;
+    for (const auto& [name, value] : one) {
+      names.push_back(name);
+      EXPECT_GE(value, 0.0) << name;
+      if (name.starts_with("layer_us.") || name == "update_us") parts += value;
+    }
+    EXPECT_EQ(names, profile_names(net, profiled.plan()));
+    EXPECT_NEAR(parts, one[one.size() - 2].second, 1e-9 * parts);
+    EXPECT_EQ(one.back().second, 1.0);
+    const auto two = profiled.profile(b.x.data(), b.labels.data(), 2);
+    EXPECT_EQ(two.size(), one.size());
+    EXPECT_EQ(two.back(), std::make_pair(std::string("profile_steps"), 2.0));
+    for (int s = 0; s < 3; ++s) {
+      plain.forward(b.x.data(), b.labels.data());
+      plain.backward();
+      plain.update();
+    }
+    for (std::size_t j = 0; j < plain.plan().params().size(); ++j) {
+      const auto p = profiled.param(j), q = plain.param(j);
+      EXPECT_TRUE(std::equal(p.begin(), p.end(), q.begin(), q.end())) << plain.plan().params()[j].name;
+    }
+    EXPECT_EQ(running_of(profiled, net), running_of(plain, net));
+  }
+  nn::TwinTrainStep step(small_nets()[0], 1, nn::Sgd{});
+  const auto b = test::random_train_batch(small_nets()[0], 1, 3);
+  expect_error([&] { step.profile(b.x.data(), b.labels.data(), 0); }, "0 steps");
+}
+
+// The counters from made-up marks: a part's stretches in one step added, the
+// median over steps, the order (by layer, then part, the update last), and
+// the refusals.
+TEST(TrainTwin, ProfileCountersAreMediansAndRefuseBadMarks) {
+  using nn::TrainPart;
+  // Layer 1 forward 2 us, layer 0 forward 1, end; layer 1 backward_data 3,
+  // layer 0 backward_data 1 + (after its weights, 4) 5, end; update 6, end.
+  const auto step = [](double scale, double origin) {
+    std::vector<nn::TrainStamp> s = {{0, TrainPart::forward, 0},         {1, TrainPart::forward, 1},
+                                     {1, TrainPart::end, 3},             {1, TrainPart::backward_data, 3},
+                                     {0, TrainPart::backward_data, 6},   {0, TrainPart::backward_weights, 7},
+                                     {0, TrainPart::backward_data, 11},  {0, TrainPart::end, 16},
+                                     {1, TrainPart::update, 20},         {1, TrainPart::end, 26}};
+    for (auto& m : s) m.us = origin + scale * m.us;
+    return s;
+  };
+  const std::vector<std::vector<nn::TrainStamp>> steps = {step(1, 0), step(3, 100), step(2, 7)};
+  const std::vector<std::pair<std::string, double>> want = {
+      {"layer_us.0.forward", 2},  {"layer_us.0.backward_data", 12}, {"layer_us.0.backward_weights", 8},
+      {"layer_us.1.forward", 4},  {"layer_us.1.backward_data", 6},  {"update_us", 12},
+      {"profiled_us", 44},        {"profile_steps", 3}};
+  EXPECT_EQ(nn::train_profile_counters(steps), want);
+
+  auto differs = steps;
+  differs[1][4].part = TrainPart::backward_weights;
+  expect_error([&] { nn::train_profile_counters(differs); }, "differs from step 0's");
+  auto shorter = steps;
+  shorter[2].pop_back();
+  expect_error([&] { nn::train_profile_counters(shorter); }, "has 9 marks");
+  auto backwards = steps;
+  backwards[0][5].us = 5.5;
+  expect_error([&] { nn::train_profile_counters(backwards); }, "out of order");
+  auto open = steps;
+  for (auto& s : open) s.pop_back();
+  expect_error([&] { nn::train_profile_counters(open); }, "do not end");
+  expect_error([] { nn::train_profile_counters({}); }, "no profiled steps");
 }
 
 // The pool's backward gathers what the CPU step scatters: on overlapping
@@ -810,6 +914,36 @@ TEST(TrainGpuCudnn, Resnet20MatchesTheReferenceAndPyTorch) {
             << p.name << "[" << i << "]";
     }
     EXPECT_GE(compared, 50);  // all but stage3's conv weights, left out of the file for size
+  }
+}
+
+// The GPU step's profile (events at the plan's marks, the stream held):
+// the counters the twin names, in its order, every time >= 0, the parts
+// of one step adding up to profiled_us, on the eager and the graph step
+// (profiled call by call either way); the step runs on after it.
+TEST(TrainGpuCudnn, ProfileNamesEveryLayersParts) {
+  ExecContext ctx(Device::gpu);
+  const nn::Network net = test::tiny_resnet();
+  const std::int64_t batch = 4;
+  const auto b = test::random_train_batch(net, batch, 21);
+  const DeviceBatch d(net, b);
+  for (const auto launch : {nn::GpuLaunch::eager, nn::GpuLaunch::graph}) {
+    nn::GpuTrainStep step(net, batch, nn::Sgd{}, ctx.exec().stream, launch);
+    step.step(d.x.data(), d.labels.data());
+    const auto one = step.profile(d.x.data(), d.labels.data(), 1);
+    std::vector<std::string> names;
+    double parts = 0;
+    for (const auto& [name, value] : one) {
+      names.push_back(name);
+      EXPECT_GE(value, 0.0) << name;
+      if (name.starts_with("layer_us.") || name == "update_us") parts += value;
+    }
+    const nn::TrainPlan plan(net, batch);
+    EXPECT_EQ(names, profile_names(net, plan));
+    EXPECT_NEAR(parts, one[one.size() - 2].second, 1e-6 * parts);
+    EXPECT_GT(parts, 0.0);
+    step.step(d.x.data(), d.labels.data());
+    EXPECT_TRUE(std::isfinite(step.loss()));
   }
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/cudnn_resources.h"
 #include "kernels/common/device_bytes.h"
+#include "kernels/common/stream_hold.h"
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/nn/train_gpu_kernels.h"
 #include "kernels/nn/train_plan.h"
@@ -356,6 +357,13 @@ struct GpuTrainStep::Impl final : TrainOps {
   void run(const tg::BnBackStats& p) override { tg::launch(p, stream); }
   void run(const tg::BnBackData& p) override { tg::launch(p, stream); }
   void run(const tg::AddGrad& p) override { tg::launch(p, stream); }
+  // Profiling (GpuTrainStep::profile): an event at each mark while set.
+  void mark(std::size_t layer, TrainPart part) override {
+    if (!profiling) return;
+    if (marks.size() == mark_events.size()) mark_events.emplace_back();
+    mark_events[marks.size()].record(stream);
+    marks.push_back({layer, part, 0.0});
+  }
 
   std::vector<float> tensor(const DeviceBuffer<float>& arena, std::size_t j) const {
     std::vector<float> out(static_cast<std::size_t>(plan.params().at(j).size()));
@@ -384,6 +392,9 @@ struct GpuTrainStep::Impl final : TrainOps {
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
   PhaseGraphs forward_graphs, backward_graphs, update_graphs;  // GpuLaunch::graph
+  bool profiling = false;
+  std::vector<Event> mark_events;
+  std::vector<TrainStamp> marks;
 };
 
 GpuTrainStep::GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream, GpuLaunch launch)
@@ -418,6 +429,42 @@ void GpuTrainStep::update() {
   if (m.launch == GpuLaunch::graph) m.update_graphs.run(m.stream, nullptr, nullptr, record);
   else record();
   m.backward_done = false;
+}
+
+std::vector<std::pair<std::string, double>> GpuTrainStep::profile(const float* x, const std::uint8_t* labels,
+                                                                  int steps) {
+  DLB_REQUIRE(x != nullptr && labels != nullptr, "GPU training step: no input or no labels");
+  DLB_REQUIRE(steps >= 1, "training profile: " + std::to_string(steps) + " steps; at least 1");
+  Impl& m = *impl_;
+  std::vector<std::vector<TrainStamp>> stamps;
+  for (int n = 0; n < steps; ++n) {
+    DLB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    m.marks.clear();
+    m.profiling = true;
+    hold_stream(m.stream);
+    try {
+      m.plan.forward(m, m.arenas, x, labels);
+      m.plan.backward(m, m.arenas, x, labels);
+      m.plan.update(m, m.arenas, m.sgd);
+    } catch (...) {
+      release_stream();
+      m.profiling = false;
+      throw;
+    }
+    release_stream();
+    m.profiling = false;
+    DLB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    DLB_REQUIRE(!stream_hold_timed_out(),
+                "training profile: the host took over the stream hold's second to enqueue a step");
+    for (std::size_t j = 0; j < m.marks.size(); ++j)
+      m.marks[j].us = 1e3 * static_cast<double>(m.mark_events[j].elapsed_ms_since(m.mark_events[0]));
+    stamps.push_back(m.marks);
+  }
+  m.x = x;
+  m.labels = labels;
+  m.forward_done = true;
+  m.backward_done = false;
+  return train_profile_counters(stamps);
 }
 
 double GpuTrainStep::loss() const {

@@ -44,6 +44,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/nn/network.h"
@@ -52,11 +54,65 @@
 
 namespace dlb::nn {
 
+// Where a step's time goes (the profile: GpuTrainStep::profile,
+// TwinTrainStep::profile). The plan marks each stretch of a phase's
+// operations with the layer and the part of it they do; `end` closes a
+// phase (forward, backward, update). A layer's parts, in the order the
+// plan runs them:
+//   forward              conv/fc: the library's call and BiasAct (bias,
+//                        join, ReLU; with batch-norm only the bias); a
+//                        pool's kernel; the log_softmax layer: the loss
+//                        (LogSoftmaxNll)
+//   batch_norm           BnStats and BnApply (scale, shift, the join's
+//                        add, ReLU)
+//   backward_data        the gradient through the layer to its input:
+//                        before batch-norm's backward, the ReLU mask and
+//                        the join's gradient (ReluBack, AddGrad); after the
+//                        weights, the library's data gradient; a pool's
+//                        backward; the log_softmax layer: NllGrad. Marked
+//                        for every conv and fc, also where nothing runs
+//                        (the first layer's data gradient; a mask the
+//                        pool above applies): about 0 there
+//   batch_norm_backward  BnBackStats and BnBackData
+//   backward_weights     the library's weight gradient and BiasGrad
+//   update               Sgd over the whole parameter arena (the layer is
+//                        the last one's: the update is no layer's)
+enum class TrainPart : int { forward, batch_norm, backward_data, batch_norm_backward, backward_weights, update, end };
+const char* train_part_name(TrainPart part);
+// A profile's counter of one part: "layer_us.<i>.<part>" (i the index of
+// the network's layer, as the layer profiles' layer:<i> and gpu_onekernel's
+// layer_us.<i>), "update_us" for the update.
+std::string train_part_counter(std::size_t layer, TrainPart part);
+
+// One mark of a profiled step: the time (us, from any fixed origin) at
+// which the stretch of `part` of `layer` starts (or a phase ends).
+struct TrainStamp {
+  std::size_t layer = 0;
+  TrainPart part = TrainPart::end;
+  double us = 0;
+};
+// The counters of profiled steps (each the same sequence of marks): per
+// layer and part (train_part_counter) the median over the steps of its
+// time, a stretch lasting to the next mark and a part's stretches in one
+// step added; "profiled_us", the median of a step's stretches together
+// (the phases' ends to the next phase's start are not in it), and
+// "profile_steps". In layer order, each layer's parts in TrainPart's
+// order, then update_us. Throws dlb::Error for no steps, steps whose marks
+// differ, a step that does not end with `end`, or times out of order.
+std::vector<std::pair<std::string, double>> train_profile_counters(std::span<const std::vector<TrainStamp>> steps);
+
 // What a backend runs. Pointers are into the backend's memory (device or
 // host); layer i of the network, l its description; batch from the plan.
 class TrainOps {
  public:
   virtual ~TrainOps() = default;
+  // The operations from here to the next mark are `part` of layer `layer`
+  // (TrainPart; `end`: the phase ends). Backends that do not profile
+  // ignore it.
+  virtual void mark(std::size_t layer, TrainPart part) {
+    (void)layer;
+    (void)part;
+  }
   // Convolution without bias: y = conv(x, w); dw = the filter gradient
   // from x and dy; dx = the data gradient from w and dy (overwritten).
   virtual void conv_forward(std::size_t i, const Layer& l, const float* x, const float* w, float* y) = 0;
@@ -164,6 +220,10 @@ class TrainPlan {
     return a.dbuf + dbuf_of_[static_cast<std::size_t>(layer)] * dbuf_floats_;
   }
   float* param(float* arena, int j) const { return j < 0 ? nullptr : arena + param_offset_[static_cast<std::size_t>(j)]; }
+  // The layer the loss is marked on (the log_softmax layer; the logits' where there is none).
+  std::size_t loss_layer() const {
+    return net_.layers.back().kind == LayerKind::log_softmax ? net_.layers.size() - 1 : logits_;
+  }
   void assign_gradient_buffers();
 
   const Network& net_;
@@ -205,6 +265,11 @@ class TwinTrainStep {
   // A layer's batch-norm running statistics (empty without batch-norm).
   std::span<const float> running_mean(std::size_t layer) const;
   std::span<const float> running_var(std::size_t layer) const;
+  // `steps` whole steps (forward, backward, update: they change the
+  // parameters) on x and labels with every mark stamped by the host's
+  // steady clock, and their counters (train_profile_counters), as
+  // GpuTrainStep::profile reports the GPU's.
+  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels, int steps);
 
  private:
   struct Impl;
