@@ -6,9 +6,12 @@
 //
 // Every function reads its inputs and writes only element i of its output:
 // the order of the sums is fixed by the code (no atomics), and where a
-// kernel reduces across threads (bias_grad: one block per channel) the
-// partial sums and their combining tree are spelled out here too
-// (bias_grad_partial, kBiasGradThreads, tree_step) for the twin to replay.
+// kernel reduces across threads (bias_grad: one block per channel;
+// batch-norm's sums: one block per slice of a channel, then the slices in
+// order) the partial sums and their combining tree are spelled out here
+// too (bias_grad_partial, kBiasGradThreads, tree_step; bn_slices,
+// bn_slice_begin, BnWalk, bn_combine, bn_sums_on_host) for the twin to
+// replay.
 // Products and sums that must not be contracted differently by the host and
 // device compilers use fmaf explicitly.
 #pragma once
