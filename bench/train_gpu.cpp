@@ -28,12 +28,22 @@
 // accounting) and its split weights_bytes, activations_bytes (outputs kept
 // for backward, pool routes, log-probabilities, per-row losses, batch-norm's
 // statistics), gradients_bytes, optimizer_bytes (momentum), workspace_bytes
-// (backward's gradient buffers and the largest cuDNN workspace), input_bytes (one
+// (backward's gradient buffers, batch-norm's slice sums and the largest cuDNN workspace), input_bytes (one
 // device batch, two for overlap); measured_device_bytes (the peak of the
 // process's own device allocations from setting the case up to the end of
 // its validation step, kernels/common/device_bytes.h: the same and the
 // search's temporary workspaces; not the library handles' insides). The label names the cuDNN
 // algorithms chosen.
+//
+// Where the step's time goes: after the timed loop (never inside it),
+// kProfileSteps more steps launched call by call (graph rows too: a graph
+// has no marks) with the stream held while each is enqueued and a CUDA
+// event at each of the plan's marks (GpuTrainCase::profile); counters
+// layer_us.<i>.<part> (the median over the steps of layer i's forward,
+// batch_norm, backward_data, batch_norm_backward, backward_weights: the
+// parts train_plan.h's TrainPart lists), update_us, profiled_us (their
+// sum per step, median) and profile_steps. docs/training.md says what
+// each part holds.
 #include <optional>
 #include <string>
 
@@ -58,6 +68,9 @@ constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet
 // Event time a repetition accumulates: 50-200 steps of 0.3-1 ms (estimated,
 // unmeasured), rather than --gpu_min_time's handful.
 constexpr double kMinTime = 0.05;
+// Profiled steps after the timed loop (about 3-50 ms of event time in all,
+// estimated).
+constexpr int kProfileSteps = 11;
 
 void register_train_gpu(Config& config) {
   if (!config.gpu && !config.name_only) return;
@@ -95,6 +108,7 @@ void register_train_gpu(Config& config) {
               state.counters["forward_us"] = sum.forward / steps * 1e6;
               state.counters["backward_us"] = sum.backward / steps * 1e6;
               state.counters["optimizer_us"] = sum.optimizer / steps * 1e6;
+              for (const auto& [counter, value] : c->profile(kProfileSteps)) state.counters[counter] = value;
               const nn::TrainMemory m = c->step().memory();
               state.counters["peak_bytes"] = static_cast<double>(m.total() + c->input_bytes());
               state.counters["weights_bytes"] = static_cast<double>(m.weights);

@@ -146,6 +146,13 @@ GpuTrainCase::Times GpuTrainCase::run() {
   return t;
 }
 
+std::vector<std::pair<std::string, double>> GpuTrainCase::profile(int steps) {
+  // overlap: the batch the next run() reads, once its copy has landed.
+  if (mode_ == H2d::overlap) DLB_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+  const int in = mode_ == H2d::overlap ? current_ : 0;
+  return step_->profile(x_dev_[in].data(), labels_dev_[in].data(), steps);
+}
+
 double GpuTrainCase::flops_per_step() const { return nn::train_step_flops(net_, batch_); }
 
 std::int64_t GpuTrainCase::input_bytes() const {

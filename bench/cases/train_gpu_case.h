@@ -21,7 +21,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/cuda_resources.h"
@@ -54,6 +56,11 @@ class GpuTrainCase {
   // One step: the batch in (the case's way), forward, backward, update;
   // waits for it and returns its events' times.
   Times run();
+  // Where a step's time goes, per layer and part (nn::GpuTrainStep::profile:
+  // `steps` steps launched call by call with an event at every mark, the
+  // stream held while each is enqueued), on the batch the case's steps
+  // read; for after the timed loop, never inside it. Waits.
+  std::vector<std::pair<std::string, double>> profile(int steps);
   // The arithmetic of one step, as the CPU cases count it (nn::train_step_flops).
   double flops_per_step() const;
   // The device buffers of the input: one batch (two for overlap).

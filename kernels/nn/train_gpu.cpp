@@ -11,6 +11,7 @@
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/cudnn_resources.h"
 #include "kernels/common/device_bytes.h"
+#include "kernels/common/stream_hold.h"
 #include "kernels/conv/conv_cudnn.h"
 #include "kernels/nn/train_gpu_kernels.h"
 #include "kernels/nn/train_plan.h"
@@ -172,6 +173,7 @@ struct GpuTrainStep::Impl final : TrainOps {
     dbuf = DeviceBuffer<float>(static_cast<std::size_t>(plan.dbuf_count() * plan.dbuf_floats()));
     bn = DeviceBuffer<float>(static_cast<std::size_t>(plan.bn_floats()));
     running = DeviceBuffer<float>(static_cast<std::size_t>(plan.running_floats()));
+    bn_parts = DeviceBuffer<double>(static_cast<std::size_t>(plan.bn_part_doubles()));
     // Zeros everywhere (the padding between tensors stays zero), then the parameters.
     for (auto* b : {&grads, &velocity, &acts, &dbuf, &bn})
       DLB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->bytes(), stream));
@@ -183,7 +185,7 @@ struct GpuTrainStep::Impl final : TrainOps {
                                    stream));
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
     arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss_rows.data(),
-              dbuf.data(), bn.data(), running.data()};
+              dbuf.data(), bn.data(), running.data(), bn_parts.data()};
     choose_algorithms();
     DLB_CUDA_CHECK(cudaStreamSynchronize(stream));
     // The peak of this process's own device allocations over the
@@ -355,6 +357,13 @@ struct GpuTrainStep::Impl final : TrainOps {
   void run(const tg::BnBackStats& p) override { tg::launch(p, stream); }
   void run(const tg::BnBackData& p) override { tg::launch(p, stream); }
   void run(const tg::AddGrad& p) override { tg::launch(p, stream); }
+  // Profiling (GpuTrainStep::profile): an event at each mark while set.
+  void mark(std::size_t layer, TrainPart part) override {
+    if (!profiling) return;
+    if (marks.size() == mark_events.size()) mark_events.emplace_back();
+    mark_events[marks.size()].record(stream);
+    marks.push_back({layer, part, 0.0});
+  }
 
   std::vector<float> tensor(const DeviceBuffer<float>& arena, std::size_t j) const {
     std::vector<float> out(static_cast<std::size_t>(plan.params().at(j).size()));
@@ -373,7 +382,7 @@ struct GpuTrainStep::Impl final : TrainOps {
   CublasHandle cublas;
   DeviceBuffer<float> params, grads, velocity, acts, dbuf, bn, running;
   DeviceBuffer<std::uint8_t> routes;
-  DeviceBuffer<double> loss_rows;
+  DeviceBuffer<double> loss_rows, bn_parts;
   DeviceBuffer<unsigned char> workspace;
   std::vector<std::unique_ptr<ConvDescs>> conv;  // per layer (conv layers only)
   TrainArenas arenas;
@@ -383,6 +392,9 @@ struct GpuTrainStep::Impl final : TrainOps {
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
   PhaseGraphs forward_graphs, backward_graphs, update_graphs;  // GpuLaunch::graph
+  bool profiling = false;
+  std::vector<Event> mark_events;
+  std::vector<TrainStamp> marks;
 };
 
 GpuTrainStep::GpuTrainStep(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream, GpuLaunch launch)
@@ -417,6 +429,42 @@ void GpuTrainStep::update() {
   if (m.launch == GpuLaunch::graph) m.update_graphs.run(m.stream, nullptr, nullptr, record);
   else record();
   m.backward_done = false;
+}
+
+std::vector<std::pair<std::string, double>> GpuTrainStep::profile(const float* x, const std::uint8_t* labels,
+                                                                  int steps) {
+  DLB_REQUIRE(x != nullptr && labels != nullptr, "GPU training step: no input or no labels");
+  DLB_REQUIRE(steps >= 1, "training profile: " + std::to_string(steps) + " steps; at least 1");
+  Impl& m = *impl_;
+  std::vector<std::vector<TrainStamp>> stamps;
+  for (int n = 0; n < steps; ++n) {
+    DLB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    m.marks.clear();
+    m.profiling = true;
+    hold_stream(m.stream);
+    try {
+      m.plan.forward(m, m.arenas, x, labels);
+      m.plan.backward(m, m.arenas, x, labels);
+      m.plan.update(m, m.arenas, m.sgd);
+    } catch (...) {
+      release_stream();
+      m.profiling = false;
+      throw;
+    }
+    release_stream();
+    m.profiling = false;
+    DLB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    DLB_REQUIRE(!stream_hold_timed_out(),
+                "training profile: the host took over the stream hold's second to enqueue a step");
+    for (std::size_t j = 0; j < m.marks.size(); ++j)
+      m.marks[j].us = 1e3 * static_cast<double>(m.mark_events[j].elapsed_ms_since(m.mark_events[0]));
+    stamps.push_back(m.marks);
+  }
+  m.x = x;
+  m.labels = labels;
+  m.forward_done = true;
+  m.backward_done = false;
+  return train_profile_counters(stamps);
 }
 
 double GpuTrainStep::loss() const {

@@ -17,7 +17,8 @@
 //     ReLU backward, global average pool and its backward, log-softmax +
 //     NLL per row, its gradient, bias gradients (a block per channel),
 //     batch-norm in training mode (the batch's statistics with sums in
-//     double, a block per channel; normalize, scale, shift, the residual
+//     double, a block per slice of a channel and a kernel combining the
+//     slices in order; normalize, scale, shift, the residual
 //     join's add and ReLU in one pass; backward's sums and dz; the running
 //     statistics' update), the residual join's gradient, SGD with momentum
 //     over the whole parameter arena in one pass.
@@ -35,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/nn/network.h"
@@ -79,6 +81,17 @@ class GpuTrainStep {
   }
   // The mean loss of the last forward (waits for the stream).
   double loss() const;
+  // Where the step's time goes, for outside any timed loop: `steps` whole
+  // steps on x and labels (they change the parameters, as steps do), each
+  // launched call by call whatever the GpuLaunch (a graph has no marks),
+  // the stream held (stream_hold.h) until the whole step is enqueued, a
+  // CUDA event recorded at every mark of the plan (TrainPart: a layer's
+  // forward, batch_norm, backward_data, batch_norm_backward,
+  // backward_weights; the update), and their counters
+  // (train_profile_counters: layer_us.<i>.<part>, update_us, profiled_us,
+  // profile_steps). Waits. Throws dlb::Error for steps below 1 or where the
+  // host took longer than the hold's second to enqueue a step.
+  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels, int steps);
 
   std::int64_t batch() const;
   CUstream_st* stream() const;
@@ -94,7 +107,8 @@ class GpuTrainStep {
   // The last forward's log-probabilities, [batch, classes] (waits).
   std::vector<float> log_probs() const;
   // The step's own device buffers as TrainMemory splits them (workspace:
-  // backward's gradient buffers and the largest cuDNN workspace).
+  // backward's gradient buffers, batch-norm's slice sums and the largest
+  // cuDNN workspace).
   TrainMemory memory() const;
   // Device memory the constructor took at its peak, counted from this
   // process's own allocations (kernels/common/device_bytes.h): its buffers,

@@ -1,6 +1,7 @@
 // The GPU training step's own kernels (train_gpu.h): each launcher runs one
 // element function of train_gpu_math.h over its elements, one thread each
-// (BiasGrad, BnStats, BnBackStats: one block per channel), and only enqueues
+// (BiasGrad: one block per channel; BnStats, BnBackStats: one block per
+// slice of a channel, and a second kernel combining the slices), and only enqueues
 // on `stream`. Internal to kernels/nn; built with CUDA only.
 #pragma once
 

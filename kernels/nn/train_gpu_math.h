@@ -6,9 +6,12 @@
 //
 // Every function reads its inputs and writes only element i of its output:
 // the order of the sums is fixed by the code (no atomics), and where a
-// kernel reduces across threads (bias_grad: one block per channel) the
-// partial sums and their combining tree are spelled out here too
-// (bias_grad_partial, kBiasGradThreads, tree_step) for the twin to replay.
+// kernel reduces across threads (bias_grad: one block per channel;
+// batch-norm's sums: one block per slice of a channel, then the slices in
+// order) the partial sums and their combining tree are spelled out here
+// too (bias_grad_partial, kBiasGradThreads, tree_step; bn_slices,
+// bn_slice_begin, BnWalk, bn_combine, bn_sums_on_host) for the twin to
+// replay.
 // Products and sums that must not be contracted differently by the host and
 // device compilers use fmaf explicitly.
 #pragma once
@@ -205,20 +208,72 @@ DLB_TG_HD inline void tree_step(T* part, int t, int half) {
 // bias added), and the layer's statistics [kBnStats, k] in the batch-norm
 // arena: the batch mean, 1 / sqrt(var + eps), scale = gamma inv_std, shift =
 // beta - mean scale (forward), then a = mean(dy), b = mean(dy xhat)
-// (backward). The per-channel sums are in double, as the CPU step's: one
-// block of kBnThreads threads per channel, thread t summing the elements t,
-// t + kBnThreads, ... of the channel's batch * plane values in order (the
-// _partial functions), the block halving its partial sums (tree_step, in
-// double), thread 0 finishing (the _finish functions). Double's own
-// rounding over M = batch * plane terms (about M 2^-53) stays far below
-// fp32's u, whatever the order; products in double of two floats are exact
-// (fma where a sum follows, so host and device give the same bits).
+// (backward). The per-channel sums are in double, as the CPU step's, over
+// the channel's M = batch * plane values e = n plane + q, in a fixed order
+// that does not depend on the GPU:
+//   - the values are cut into `slices` slices (bn_slices(M): enough blocks
+//     to fill the GPU where a channel is long, one block where it is
+//     short): slice s holds e in [bn_slice_begin(M, slices, s),
+//     bn_slice_begin(M, slices, s + 1)), which need not fall on a plane's
+//     or an image's edge;
+//   - one block of kBnThreads threads per (slice, channel): thread t sums
+//     the slice's values first + t, first + t + kBnThreads, ... in order
+//     (the _partial functions), the block halves its partial sums
+//     (tree_step, in double);
+//   - with one slice, thread 0 finishes (the _finish functions); with
+//     more, thread 0 writes the slice's two sums to parts ([2, k, slices]
+//     doubles) and a second kernel, one thread per channel, adds the
+//     slices' sums in slice order (bn_combine) and finishes.
+// The error of such a blocked sum in double is at most (d + 1) 2^-53 times
+// the sum of the magnitudes, d the additions on the longest path (a
+// thread's ceil(M / (slices kBnThreads)) terms, the tree's 8 levels, the
+// slices): d <= M, so about M 2^-53 at worst, far below fp32's u = 2^-24
+// for any M a batch holds (M < 2^26: 2^-27), whatever the split. Products
+// in double of two floats are exact (fma where a sum follows, so host and
+// device give the same bits).
 inline constexpr int kBnThreads = 256;
+// A slice holds at most kBnSliceValues values of its channel (8 per
+// thread), up to kBnMaxSlices slices: resnet20 at batch 64 has 512, 256
+// and 128 blocks in its three stages (16 x 32, 32 x 8, 64 x 2), where one
+// block per channel gave 16 to 64 on a GPU of 132 SMs.
+inline constexpr std::int64_t kBnSliceValues = 2048;
+inline constexpr std::int64_t kBnMaxSlices = 64;
+DLB_TG_HD inline std::int64_t bn_slices(std::int64_t m) {
+  const std::int64_t s = (m + kBnSliceValues - 1) / kBnSliceValues;
+  return s < 1 ? 1 : s > kBnMaxSlices ? kBnMaxSlices : s;
+}
+// The first value of slice s of `slices` over m values (s = slices: m):
+// slices of floor or ceil(m / slices) values.
+DLB_TG_HD inline std::int64_t bn_slice_begin(std::int64_t m, std::int64_t slices, std::int64_t s) {
+  return m * s / slices;
+}
 enum BnStat : int { kBnMean = 0, kBnInvStd, kBnScale, kBnShift, kBnA, kBnB, kBnStats };
+
+// Thread t's walk over its values of a slice [first, last) of a channel:
+// e = first + t, first + t + kBnThreads, ..., as offsets into [batch, k,
+// plane], with one division per thread rather than per value (kBnThreads =
+// dn plane + dq: a step moves dn images and dq places, and one image more
+// where the place passes the plane's end).
+struct BnWalk {
+  std::int64_t e, last, at, q, dn, dq, k, plane;
+  DLB_TG_HD BnWalk(std::int64_t first, std::int64_t end, std::int64_t t, std::int64_t channel, std::int64_t k_,
+                   std::int64_t plane_)
+      : e(first + t), last(end), at(0), q(0), dn(kBnThreads / plane_), dq(kBnThreads % plane_), k(k_), plane(plane_) {
+    q = e % plane;
+    at = (e / plane * k + channel) * plane + q;
+  }
+  DLB_TG_HD bool more() const { return e < last; }
+  DLB_TG_HD void next() {
+    e += kBnThreads;
+    at += dn * k * plane + dq;
+    q += dq;
+    if (q >= plane) q -= plane, at += (k - 1) * plane;
+  }
+};
 
 // Forward statistics and the running statistics' update (running [2, k]:
 // mean, var; momentum as nn.BatchNorm2d's, the unbiased variance M / (M - 1)
-// for running_var).
+// for running_var). parts: [2, k, slices] doubles where slices > 1.
 struct BnStats {
   const float* z = nullptr;
   const float* gamma = nullptr;
@@ -227,12 +282,14 @@ struct BnStats {
   float* running = nullptr;  // [2, k]
   std::int64_t batch = 0, k = 0, plane = 1;
   double eps = 1e-5, momentum = 0.1;
+  double* parts = nullptr;
+  std::int64_t slices = 1;
 };
-DLB_TG_HD inline void bn_stats_partial(const BnStats& p, std::int64_t channel, std::int64_t t, double& sum,
-                                       double& sum2) {
+DLB_TG_HD inline void bn_stats_partial(const BnStats& p, std::int64_t channel, std::int64_t first, std::int64_t last,
+                                       std::int64_t t, double& sum, double& sum2) {
   sum = 0.0, sum2 = 0.0;
-  for (std::int64_t e = t; e < p.batch * p.plane; e += kBnThreads) {
-    const double v = p.z[(e / p.plane * p.k + channel) * p.plane + e % p.plane];
+  for (BnWalk w(first, last, t, channel, p.k, p.plane); w.more(); w.next()) {
+    const double v = p.z[w.at];
     sum += v;
     sum2 = fma(v, v, sum2);
   }
@@ -280,18 +337,19 @@ struct BnBackStats {
   float* dgamma = nullptr;
   float* dbeta = nullptr;
   std::int64_t batch = 0, k = 0, plane = 1;
+  double* parts = nullptr;  // [2, k, slices] where slices > 1
+  std::int64_t slices = 1;
 };
 DLB_TG_HD inline float bn_xhat(float z, const float* stats, std::int64_t k, std::int64_t c) {
   return (z - stats[kBnMean * k + c]) * stats[kBnInvStd * k + c];
 }
-DLB_TG_HD inline void bn_back_stats_partial(const BnBackStats& p, std::int64_t channel, std::int64_t t, double& sum,
-                                            double& sum_x) {
+DLB_TG_HD inline void bn_back_stats_partial(const BnBackStats& p, std::int64_t channel, std::int64_t first,
+                                            std::int64_t last, std::int64_t t, double& sum, double& sum_x) {
   sum = 0.0, sum_x = 0.0;
-  for (std::int64_t e = t; e < p.batch * p.plane; e += kBnThreads) {
-    const std::int64_t at = (e / p.plane * p.k + channel) * p.plane + e % p.plane;
-    const double d = p.dy[at];
+  for (BnWalk w(first, last, t, channel, p.k, p.plane); w.more(); w.next()) {
+    const double d = p.dy[w.at];
     sum += d;
-    sum_x = fma(d, static_cast<double>(bn_xhat(p.z[at], p.stats, p.k, channel)), sum_x);
+    sum_x = fma(d, static_cast<double>(bn_xhat(p.z[w.at], p.stats, p.k, channel)), sum_x);
   }
 }
 DLB_TG_HD inline void bn_back_stats_finish(const BnBackStats& p, std::int64_t channel, double sum, double sum_x) {
@@ -302,17 +360,42 @@ DLB_TG_HD inline void bn_back_stats_finish(const BnBackStats& p, std::int64_t ch
   p.stats[kBnB * p.k + channel] = static_cast<float>(sum_x / m);
 }
 
-// The kernel's block per channel replayed on the host (the twin, the
-// tests): every thread's two partial sums, the halving tree over both, the
-// finish. partial, finish: bn_stats_* or bn_back_stats_*.
+// With slices > 1, the second kernel's thread for a channel: the slices'
+// sums added in slice order (parts [2, k, slices]).
+template <class Params>
+DLB_TG_HD inline void bn_combine(const Params& p, std::int64_t channel, double& first, double& second) {
+  const double* a = p.parts + channel * p.slices;
+  const double* b = p.parts + (p.k + channel) * p.slices;
+  first = 0.0, second = 0.0;
+  for (std::int64_t s = 0; s < p.slices; ++s) first += a[s], second += b[s];
+}
+
+// The kernels replayed on the host (the twin, the tests): per channel and
+// slice, every thread's two partial sums and the halving tree over both;
+// then the finish (one slice), or the slices' sums through parts and
+// bn_combine. partial, finish: bn_stats_* or bn_back_stats_*.
 template <class Params, class Partial, class Finish>
 inline void bn_sums_on_host(const Params& p, Partial&& partial, Finish&& finish) {
   double first[kBnThreads], second[kBnThreads];
+  const std::int64_t m = p.batch * p.plane;
+  for (std::int64_t channel = 0; channel < p.k; ++channel)
+    for (std::int64_t s = 0; s < p.slices; ++s) {
+      const std::int64_t lo = bn_slice_begin(m, p.slices, s), hi = bn_slice_begin(m, p.slices, s + 1);
+      for (int t = 0; t < kBnThreads; ++t) partial(p, channel, lo, hi, t, first[t], second[t]);
+      for (int half = kBnThreads / 2; half > 0; half /= 2)
+        for (int t = 0; t < half; ++t) tree_step(first, t, half), tree_step(second, t, half);
+      if (p.slices == 1) {
+        finish(p, channel, first[0], second[0]);
+      } else {
+        p.parts[channel * p.slices + s] = first[0];
+        p.parts[(p.k + channel) * p.slices + s] = second[0];
+      }
+    }
+  if (p.slices == 1) return;
   for (std::int64_t channel = 0; channel < p.k; ++channel) {
-    for (int t = 0; t < kBnThreads; ++t) partial(p, channel, t, first[t], second[t]);
-    for (int half = kBnThreads / 2; half > 0; half /= 2)
-      for (int t = 0; t < half; ++t) tree_step(first, t, half), tree_step(second, t, half);
-    finish(p, channel, first[0], second[0]);
+    double sum = 0.0, sum2 = 0.0;
+    bn_combine(p, channel, sum, sum2);
+    finish(p, channel, sum, sum2);
   }
 }
 

@@ -2,6 +2,7 @@
 #include "kernels/nn/train_plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "kernels/common/error.h"
@@ -34,6 +35,7 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
   z_offset_.assign(ls.size(), -1);
   bn_offset_.assign(ls.size(), -1);
   running_offset_.assign(ls.size(), -1);
+  bn_slices_.assign(ls.size(), 0);
   std::int64_t largest = ls[logits_].out_size();
   for (std::size_t i = 0; i <= logits_; ++i) {
     const Layer& l = ls[i];
@@ -50,6 +52,8 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
       bn_floats_ += aligned(tg::kBnStats * l.k);
       running_offset_[i] = running_floats_;
       running_floats_ += aligned(2 * l.k);
+      bn_slices_[i] = tg::bn_slices(batch * l.oh * l.ow);
+      if (bn_slices_[i] > 1) bn_part_doubles_ = std::max(bn_part_doubles_, 2 * l.k * bn_slices_[i]);
     }
     // Backward's buffers hold the gradient of every layer's output and input.
     largest = std::max({largest, l.out_size(), l.in_size()});
@@ -152,7 +156,8 @@ TrainMemory TrainPlan::memory() const {
   m.weights = m.gradients = m.optimizer = param_floats_ * static_cast<std::int64_t>(sizeof(float));
   m.activations = (act_floats_ + bn_floats_ + running_floats_) * static_cast<std::int64_t>(sizeof(float)) +
                   route_bytes_ + batch_ * static_cast<std::int64_t>(sizeof(double));
-  m.workspace = dbuf_count_ * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float));
+  m.workspace = dbuf_count_ * dbuf_floats_ * static_cast<std::int64_t>(sizeof(float)) +
+                bn_part_doubles_ * static_cast<std::int64_t>(sizeof(double));
   return m;
 }
 
@@ -166,6 +171,7 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
     const Layer& l = net_.layers[i];
     const float* in = input_of(a, x, i);
     float* y = out(a, i);
+    ops.mark(i, TrainPart::forward);
     switch (l.kind) {
       case LayerKind::conv:
       case LayerKind::fc: {
@@ -178,8 +184,10 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
           float* stats = a.bn + bn_offset_[i];
           ops.conv_forward(i, l, in, w, z);
           if (bias != nullptr) ops.run(tg::BiasAct{z, bias, count, plane, l.k, 0});
+          ops.mark(i, TrainPart::batch_norm);
           ops.run(tg::BnStats{z, param(a.params, gamma_of_[i]), param(a.params, beta_of_[i]), stats,
-                              a.running + running_offset_[i], batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum});
+                              a.running + running_offset_[i], batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum,
+                              a.bn_parts, bn_slices_[i]});
           ops.run(tg::BnApply{z, y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
           break;
         }
@@ -196,10 +204,13 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
       case LayerKind::log_softmax: break;  // the last layer only: the loss below
     }
   }
+  ops.mark(loss_layer(), TrainPart::forward);
   ops.run(tg::LogSoftmaxNll{out(a, logits_), a.acts + logp_offset_, labels, a.loss, batch_, classes()});
+  ops.mark(loss_layer(), TrainPart::end);
 }
 
 void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
+  ops.mark(loss_layer(), TrainPart::backward_data);
   ops.run(tg::NllGrad{a.acts + logp_offset_, labels, grad_of(a, static_cast<int>(logits_)), batch_, classes(),
                       1.0f / static_cast<float>(batch_)});
   for (std::size_t i = logits_ + 1; i-- > 0;) {
@@ -212,22 +223,26 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
     switch (l.kind) {
       case LayerKind::conv:
       case LayerKind::fc: {
+        ops.mark(i, TrainPart::backward_data);
         if (l.relu && pool_masks_[i] == 0) ops.run(tg::ReluBack{dy, out(a, i), count});
         if (l.residual >= 0)
           ops.run(tg::AddGrad{dy, grad_of(a, l.residual), count, add_residual_[i] != 0 ? 1 : 0});
         if (gamma_of_[i] >= 0) {
           const float* z = a.acts + z_offset_[i];
           float* stats = a.bn + bn_offset_[i];
+          ops.mark(i, TrainPart::batch_norm_backward);
           ops.run(tg::BnBackStats{dy, z, stats, param(a.grads, gamma_of_[i]), param(a.grads, beta_of_[i]), batch_,
-                                  l.k, plane});
+                                  l.k, plane, a.bn_parts, bn_slices_[i]});
           ops.run(tg::BnBackData{dy, z, stats, count, l.k, plane});
         }
         float* dw = param(a.grads, weight_of_[i]);
         const float* w = param(a.params, weight_of_[i]);
+        ops.mark(i, TrainPart::backward_weights);
         if (l.kind == LayerKind::conv) ops.conv_backward_filter(i, l, in, dy, dw);
         else ops.fc_backward_weights(i, l, in, dy, dw);
         if (float* db = param(a.grads, bias_of_[i]); db != nullptr)
           ops.run(tg::BiasGrad{dy, db, batch_, l.k, plane});
+        ops.mark(i, TrainPart::backward_data);
         if (to != nullptr) {
           if (l.kind == LayerKind::conv) ops.conv_backward_data(i, l, w, dy, to, add);
           else ops.fc_backward_data(i, l, w, dy, to, add);
@@ -235,6 +250,7 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
         break;
       }
       case LayerKind::max_pool:
+        ops.mark(i, TrainPart::backward_data);
         if (to != nullptr) {
           const auto below = static_cast<std::size_t>(l.input);
           ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], pool_masks_[below] != 0 ? out(a, below) : nullptr,
@@ -242,16 +258,96 @@ void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, co
         }
         break;
       case LayerKind::global_avg_pool:
+        ops.mark(i, TrainPart::backward_data);
         if (to != nullptr) ops.run(tg::AvgPoolBack{dy, to, batch_ * l.c, l.h * l.w});
         break;
       case LayerKind::log_softmax: break;
     }
   }
+  ops.mark(0, TrainPart::end);
 }
 
 void TrainPlan::update(TrainOps& ops, const TrainArenas& a, const Sgd& sgd) const {
+  ops.mark(net_.layers.size() - 1, TrainPart::update);
   ops.run(tg::Sgd{a.params, a.grads, a.velocity, param_floats_, static_cast<float>(sgd.lr),
                   static_cast<float>(sgd.momentum), static_cast<float>(sgd.weight_decay)});
+  ops.mark(net_.layers.size() - 1, TrainPart::end);
+}
+
+const char* train_part_name(TrainPart part) {
+  switch (part) {
+    case TrainPart::forward: return "forward";
+    case TrainPart::batch_norm: return "batch_norm";
+    case TrainPart::backward_data: return "backward_data";
+    case TrainPart::batch_norm_backward: return "batch_norm_backward";
+    case TrainPart::backward_weights: return "backward_weights";
+    case TrainPart::update: return "update";
+    case TrainPart::end: return "end";
+  }
+  return "unknown";
+}
+
+std::string train_part_counter(std::size_t layer, TrainPart part) {
+  if (part == TrainPart::update) return "update_us";
+  return "layer_us." + std::to_string(layer) + "." + train_part_name(part);
+}
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> train_profile_counters(std::span<const std::vector<TrainStamp>> steps) {
+  DLB_REQUIRE(!steps.empty(), "training profile: no profiled steps");
+  const std::vector<TrainStamp>& first = steps.front();
+  DLB_REQUIRE(!first.empty() && first.back().part == TrainPart::end,
+              "training profile: a step's marks do not end with the end of a phase");
+  // The parts in counter order: by layer, then TrainPart's order (update last).
+  std::vector<std::pair<std::size_t, TrainPart>> keys;
+  for (const TrainStamp& s : first)
+    if (s.part != TrainPart::end)
+      keys.emplace_back(s.part == TrainPart::update ? SIZE_MAX : s.layer, s.part);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<std::vector<double>> us(keys.size());
+  std::vector<double> total;
+  for (std::size_t n = 0; n < steps.size(); ++n) {
+    const std::vector<TrainStamp>& step = steps[n];
+    DLB_REQUIRE(step.size() == first.size(), "training profile: step " + std::to_string(n) + " has " +
+                                                 std::to_string(step.size()) + " marks, step 0 " +
+                                                 std::to_string(first.size()));
+    std::vector<double> sum(keys.size(), 0.0);
+    double all = 0;
+    for (std::size_t j = 0; j < step.size(); ++j) {
+      const TrainStamp& s = step[j];
+      DLB_REQUIRE(s.layer == first[j].layer && s.part == first[j].part,
+                  "training profile: mark " + std::to_string(j) + " of step " + std::to_string(n) + " (" +
+                      train_part_counter(s.layer, s.part) + ") differs from step 0's (" +
+                      train_part_counter(first[j].layer, first[j].part) + ")");
+      if (j + 1 < step.size())
+        DLB_REQUIRE(step[j + 1].us >= s.us, "training profile: marks " + std::to_string(j) + " and " +
+                                                std::to_string(j + 1) + " of step " + std::to_string(n) +
+                                                " are out of order");
+      if (s.part == TrainPart::end) continue;
+      const double d = step[j + 1].us - s.us;  // the last mark is an end: j + 1 exists
+      const auto key = std::make_pair(s.part == TrainPart::update ? SIZE_MAX : s.layer, s.part);
+      sum[static_cast<std::size_t>(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin())] += d;
+      all += d;
+    }
+    for (std::size_t k = 0; k < keys.size(); ++k) us[k].push_back(sum[k]);
+    total.push_back(all);
+  }
+  std::vector<std::pair<std::string, double>> counters;
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    counters.emplace_back(train_part_counter(keys[k].first, keys[k].second), median_of(us[k]));
+  counters.emplace_back("profiled_us", median_of(total));
+  counters.emplace_back("profile_steps", static_cast<double>(steps.size()));
+  return counters;
 }
 
 void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch) {
@@ -273,6 +369,15 @@ namespace {
 class HostOps final : public TrainOps {
  public:
   explicit HostOps(std::int64_t batch) : n_(batch) {}
+
+  // Profiling (TwinTrainStep::profile): each mark stamped by the steady
+  // clock into *stamps while it is set.
+  std::vector<TrainStamp>* stamps = nullptr;
+  void mark(std::size_t layer, TrainPart part) override {
+    if (stamps == nullptr) return;
+    const std::chrono::duration<double, std::micro> us = std::chrono::steady_clock::now().time_since_epoch();
+    stamps->push_back({layer, part, us.count()});
+  }
 
   void conv_forward(std::size_t, const Layer& l, const float* x, const float* w, float* y) override {
     for (std::int64_t n = 0; n < n_; ++n)
@@ -406,9 +511,10 @@ struct TwinTrainStep::Impl {
         routes(static_cast<std::size_t>(plan.route_bytes()), 0),
         loss(static_cast<std::size_t>(batch), 0.0),
         dbuf(static_cast<std::size_t>(plan.dbuf_count() * plan.dbuf_floats()), 0.0f),
-        bn(static_cast<std::size_t>(plan.bn_floats()), 0.0f), running(plan.initial_running()) {
+        bn(static_cast<std::size_t>(plan.bn_floats()), 0.0f), running(plan.initial_running()),
+        bn_parts(static_cast<std::size_t>(plan.bn_part_doubles()), 0.0) {
     arenas = {params.data(), grads.data(), velocity.data(), acts.data(), routes.data(), loss.data(),
-              dbuf.data(), bn.data(), running.data()};
+              dbuf.data(), bn.data(), running.data(), bn_parts.data()};
   }
   TrainPlan plan;
   Sgd sgd;
@@ -417,6 +523,7 @@ struct TwinTrainStep::Impl {
   std::vector<std::uint8_t> routes;
   std::vector<double> loss;
   std::vector<float> dbuf, bn, running;
+  std::vector<double> bn_parts;
   TrainArenas arenas;
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
@@ -461,6 +568,25 @@ void TwinTrainStep::update() {
   DLB_REQUIRE(impl_->backward_done, "training step: update without a backward");
   impl_->plan.update(impl_->ops, impl_->arenas, impl_->sgd);
   impl_->backward_done = false;
+}
+
+std::vector<std::pair<std::string, double>> TwinTrainStep::profile(const float* x, const std::uint8_t* labels,
+                                                                   int steps) {
+  DLB_REQUIRE(steps >= 1, "training profile: " + std::to_string(steps) + " steps; at least 1");
+  std::vector<std::vector<TrainStamp>> stamps(static_cast<std::size_t>(steps));
+  for (auto& step : stamps) {
+    impl_->ops.stamps = &step;
+    try {
+      forward(x, labels);
+      backward();
+      update();
+    } catch (...) {
+      impl_->ops.stamps = nullptr;
+      throw;
+    }
+    impl_->ops.stamps = nullptr;
+  }
+  return train_profile_counters(stamps);
 }
 
 const TrainPlan& TwinTrainStep::plan() const { return impl_->plan; }

@@ -44,6 +44,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/nn/network.h"
@@ -52,11 +54,65 @@
 
 namespace dlb::nn {
 
+// Where a step's time goes (the profile: GpuTrainStep::profile,
+// TwinTrainStep::profile). The plan marks each stretch of a phase's
+// operations with the layer and the part of it they do; `end` closes a
+// phase (forward, backward, update). A layer's parts, in the order the
+// plan runs them:
+//   forward              conv/fc: the library's call and BiasAct (bias,
+//                        join, ReLU; with batch-norm only the bias); a
+//                        pool's kernel; the log_softmax layer: the loss
+//                        (LogSoftmaxNll)
+//   batch_norm           BnStats and BnApply (scale, shift, the join's
+//                        add, ReLU)
+//   backward_data        the gradient through the layer to its input:
+//                        before batch-norm's backward, the ReLU mask and
+//                        the join's gradient (ReluBack, AddGrad); after the
+//                        weights, the library's data gradient; a pool's
+//                        backward; the log_softmax layer: NllGrad. Marked
+//                        for every conv and fc, also where nothing runs
+//                        (the first layer's data gradient; a mask the
+//                        pool above applies): about 0 there
+//   batch_norm_backward  BnBackStats and BnBackData
+//   backward_weights     the library's weight gradient and BiasGrad
+//   update               Sgd over the whole parameter arena (the layer is
+//                        the last one's: the update is no layer's)
+enum class TrainPart : int { forward, batch_norm, backward_data, batch_norm_backward, backward_weights, update, end };
+const char* train_part_name(TrainPart part);
+// A profile's counter of one part: "layer_us.<i>.<part>" (i the index of
+// the network's layer, as the layer profiles' layer:<i> and gpu_onekernel's
+// layer_us.<i>), "update_us" for the update.
+std::string train_part_counter(std::size_t layer, TrainPart part);
+
+// One mark of a profiled step: the time (us, from any fixed origin) at
+// which the stretch of `part` of `layer` starts (or a phase ends).
+struct TrainStamp {
+  std::size_t layer = 0;
+  TrainPart part = TrainPart::end;
+  double us = 0;
+};
+// The counters of profiled steps (each the same sequence of marks): per
+// layer and part (train_part_counter) the median over the steps of its
+// time, a stretch lasting to the next mark and a part's stretches in one
+// step added; "profiled_us", the median of a step's stretches together
+// (the phases' ends to the next phase's start are not in it), and
+// "profile_steps". In layer order, each layer's parts in TrainPart's
+// order, then update_us. Throws dlb::Error for no steps, steps whose marks
+// differ, a step that does not end with `end`, or times out of order.
+std::vector<std::pair<std::string, double>> train_profile_counters(std::span<const std::vector<TrainStamp>> steps);
+
 // What a backend runs. Pointers are into the backend's memory (device or
 // host); layer i of the network, l its description; batch from the plan.
 class TrainOps {
  public:
   virtual ~TrainOps() = default;
+  // The operations from here to the next mark are `part` of layer `layer`
+  // (TrainPart; `end`: the phase ends). Backends that do not profile
+  // ignore it.
+  virtual void mark(std::size_t layer, TrainPart part) {
+    (void)layer;
+    (void)part;
+  }
   // Convolution without bias: y = conv(x, w); dw = the filter gradient
   // from x and dy; dx = the data gradient from w and dy (overwritten).
   virtual void conv_forward(std::size_t i, const Layer& l, const float* x, const float* w, float* y) = 0;
@@ -80,9 +136,9 @@ class TrainOps {
   virtual void run(const tg::NllGrad& p) = 0;
   virtual void run(const tg::BiasGrad& p) = 0;  // one block per channel (kBiasGradThreads)
   virtual void run(const tg::Sgd& p) = 0;
-  virtual void run(const tg::BnStats& p) = 0;      // one block per channel (kBnThreads)
+  virtual void run(const tg::BnStats& p) = 0;      // one block per slice of a channel (kBnThreads)
   virtual void run(const tg::BnApply& p) = 0;
-  virtual void run(const tg::BnBackStats& p) = 0;  // one block per channel (kBnThreads)
+  virtual void run(const tg::BnBackStats& p) = 0;  // one block per slice of a channel (kBnThreads)
   virtual void run(const tg::BnBackData& p) = 0;
   virtual void run(const tg::AddGrad& p) = 0;
 };
@@ -99,6 +155,7 @@ struct TrainArenas {
   float* dbuf = nullptr;       // dbuf_count() x dbuf_floats(): backward's gradients
   float* bn = nullptr;         // bn_floats(): each batch-norm layer's statistics [kBnStats, k]
   float* running = nullptr;    // running_floats(): each batch-norm layer's running mean and var [2, k]
+  double* bn_parts = nullptr;  // bn_part_doubles(): the slices' sums of one batch-norm layer at a time
 };
 
 class TrainPlan {
@@ -122,6 +179,13 @@ class TrainPlan {
   std::int64_t dbuf_count() const { return dbuf_count_; }
   std::int64_t bn_floats() const { return bn_floats_; }
   std::int64_t running_floats() const { return running_floats_; }
+  // The batch-norm sums' scratch: [2, k, slices] doubles for the layer that
+  // needs the most (tg::bn_slices; 0 where no layer has more than one
+  // slice). The layers' sums run one after another on the step's stream, so
+  // they share it.
+  std::int64_t bn_part_doubles() const { return bn_part_doubles_; }
+  // The slices of layer i's batch-norm sums (tg::bn_slices of batch * plane; 0 without batch-norm).
+  std::int64_t bn_slices(std::size_t i) const { return bn_slices_.at(i); }
   // Where layer i's output (or, for a pool, its routes; with batch-norm,
   // the conv's output z, its statistics, its running statistics) is in its
   // arena; -1 for none.
@@ -156,19 +220,23 @@ class TrainPlan {
     return a.dbuf + dbuf_of_[static_cast<std::size_t>(layer)] * dbuf_floats_;
   }
   float* param(float* arena, int j) const { return j < 0 ? nullptr : arena + param_offset_[static_cast<std::size_t>(j)]; }
+  // The layer the loss is marked on (the log_softmax layer; the logits' where there is none).
+  std::size_t loss_layer() const {
+    return net_.layers.back().kind == LayerKind::log_softmax ? net_.layers.size() - 1 : logits_;
+  }
   void assign_gradient_buffers();
 
   const Network& net_;
   std::int64_t batch_;
   std::vector<TrainParam> params_;
   std::vector<int> weight_of_, bias_of_, gamma_of_, beta_of_;  // per layer: parameter index or -1
-  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_, z_offset_, bn_offset_, running_offset_;
+  std::vector<std::int64_t> param_offset_, out_offset_, route_offset_, z_offset_, bn_offset_, running_offset_, bn_slices_;
   std::vector<std::int64_t> dbuf_of_;  // per layer: the buffer of its output's gradient
   // Per layer: its backward adds to its input's (residual's) gradient, which another reader wrote first.
   std::vector<char> add_input_, add_residual_;
   std::vector<char> pool_masks_;  // per layer: the max pool reading it applies its ReLU mask in its backward
   std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, dbuf_count_ = 0;
-  std::int64_t bn_floats_ = 0, running_floats_ = 0, logp_offset_ = 0;
+  std::int64_t bn_floats_ = 0, running_floats_ = 0, bn_part_doubles_ = 0, logp_offset_ = 0;
   std::size_t logits_ = 0;
 };
 
@@ -197,6 +265,11 @@ class TwinTrainStep {
   // A layer's batch-norm running statistics (empty without batch-norm).
   std::span<const float> running_mean(std::size_t layer) const;
   std::span<const float> running_var(std::size_t layer) const;
+  // `steps` whole steps (forward, backward, update: they change the
+  // parameters) on x and labels with every mark stamped by the host's
+  // steady clock, and their counters (train_profile_counters), as
+  // GpuTrainStep::profile reports the GPU's.
+  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels, int steps);
 
  private:
   struct Impl;
