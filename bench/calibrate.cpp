@@ -18,8 +18,8 @@
 
 #include "bench/cli.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/calibration.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/model/calibration.h"
+#include "kernels/nn/data/dataset.h"
 #include "reference/nn.h"
 
 namespace {

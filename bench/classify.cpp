@@ -19,8 +19,8 @@
 #include "kernels/common/error.h"
 #include "kernels/common/gpu.h"
 #include "kernels/common/operand.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/nn.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/infer/nn.h"
 
 namespace {
 

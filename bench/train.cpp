@@ -40,7 +40,7 @@
 #include "bench/suites.h"
 #include "bench/train_memory.h"
 #include "bench/user_shapes.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 namespace dlb::bench {
 namespace {

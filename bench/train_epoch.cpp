@@ -28,9 +28,9 @@
 
 #include "bench/cli.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/epoch.h"
-#include "kernels/nn/network.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/epoch.h"
+#include "kernels/nn/model/network.h"
 
 namespace {
 

@@ -51,7 +51,7 @@
 #include "bench/harness.h"
 #include "bench/suites.h"
 #include "bench/user_shapes.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 namespace dlb::bench {
 namespace {

@@ -26,7 +26,7 @@
 #include "bench/cases/loaded_train_case.h"
 #include "bench/harness.h"
 #include "bench/train_memory.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 namespace dlb::bench {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_common.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/calibration.h"
+#include "kernels/nn/model/calibration.h"
 
 namespace {
 

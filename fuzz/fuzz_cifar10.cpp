@@ -7,7 +7,7 @@
 
 #include "fuzz/fuzz_common.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const dlb::fuzz::Scratch path_file("cifar10");

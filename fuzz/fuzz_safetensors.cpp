@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/safetensors.h"
+#include "kernels/nn/model/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::byte> bytes(size);

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/nn/network.h"
+#include "kernels/nn/model/network.h"
 
 namespace dlb::ref {
 

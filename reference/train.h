@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/nn/augment.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/network.h"
-#include "kernels/nn/train_params.h"
+#include "kernels/nn/data/augment.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train_params.h"
 #include "reference/compare.h"
 
 namespace dlb::ref {

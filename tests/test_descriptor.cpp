@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/network.h"
+#include "kernels/nn/model/network.h"
 
 namespace dlb::bench {
 namespace {

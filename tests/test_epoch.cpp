@@ -20,9 +20,9 @@
 #include <string>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/batch_loader.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/epoch.h"
+#include "kernels/nn/data/batch_loader.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/epoch.h"
 #include "tests/expect_error.h"
 
 namespace dlb {

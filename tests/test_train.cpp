@@ -15,10 +15,10 @@
 #include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/loader.h"
-#include "kernels/nn/safetensors.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/data/loader.h"
+#include "kernels/nn/model/safetensors.h"
+#include "kernels/nn/train/train.h"
 #include "reference/compare.h"
 #include "reference/train.h"
 #include "tests/expect_error.h"

@@ -35,9 +35,9 @@
 #include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/safetensors.h"
-#include "kernels/nn/train.h"
-#include "kernels/nn/train_plan.h"
+#include "kernels/nn/model/safetensors.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_plan.h"
 #include "reference/train.h"
 #include "tests/expect_error.h"
 #include "tests/test_device.h"
@@ -47,8 +47,8 @@
 #if DLB_TEST_GPU
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/gpu.h"
-#include "kernels/nn/train_gpu.h"
-#include "kernels/nn/train_gpu_kernels.h"
+#include "kernels/nn/train/train_gpu.h"
+#include "kernels/nn/train/train_gpu_kernels.h"
 #endif
 
 namespace dlb {

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/epoch.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/epoch.h"
 #include "reference/train.h"
 
 namespace dlb {

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/nn/batch_loader.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/batch_loader.h"
+#include "kernels/nn/train/train.h"
 #include "reference/compare.h"
 
 namespace dlb {

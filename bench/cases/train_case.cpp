@@ -6,7 +6,7 @@
 #include <random>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 #include "reference/train.h"
 
 namespace dlb {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/nn/loader.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/loader.h"
+#include "kernels/nn/train/train.h"
 #include "reference/compare.h"
 
 namespace dlb {

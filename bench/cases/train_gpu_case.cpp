@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/train_plan.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/train_plan.h"
+#include "kernels/nn/train/train.h"
 #include "reference/train.h"
 
 namespace dlb {

@@ -29,7 +29,7 @@
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/device_bytes.h"
 #include "kernels/common/gpu.h"
-#include "kernels/nn/train_gpu.h"
+#include "kernels/nn/train/train_gpu.h"
 #include "reference/compare.h"
 
 namespace dlb {
