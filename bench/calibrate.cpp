@@ -1,5 +1,5 @@
 // calibrate: measures a network's activation ranges for post-training int8
-// quantization (kernels/nn/calibration.h) with the reference forward pass
+// quantization (kernels/nn/model/calibration.h) with the reference forward pass
 // over the first training images of Fashion-MNIST, and writes the
 // calibration file the int8 rows read.
 //

@@ -1,6 +1,6 @@
 // <network>/<backend>/batch:<b>: a whole forward pass of resnet20,
 // mnist_cnn and mnist_lenet with the committed Fashion-MNIST weights, on the
-// real test images, for every backend of the network table (kernels/nn/nn.h),
+// real test images, for every backend of the network table (kernels/nn/infer/nn.h),
 // at batch 1, 16, 64 and 256 (GPU backends also 1024), or, with
 // --net=<network>/batch:B (bench/user_shapes.h), at batch B alone (with
 // --suite given too: B and the suite's batches), every backend.

@@ -1,4 +1,4 @@
-// <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train.h:
+// <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train/train.h:
 // forward, cross-entropy loss, backward, SGD with momentum) of each network
 // the step supports (resnet20, with batch-norm in training mode; mnist_cnn,
 // mnist_lenet), from the committed weights, on the first <b> Fashion-MNIST
@@ -7,7 +7,7 @@
 // cpu_eigen (the im2col step's GEMMs by Eigen) and, in builds with oneDNN,
 // cpu_onednn_sgemm (the same step, its GEMMs by oneDNN's sgemm) and
 // cpu_onednn (oneDNN's training primitives for every layer:
-// kernels/nn/train_onednn.cpp); cpu_own (every convolution's forward,
+// kernels/nn/train/train_onednn.cpp); cpu_own (every convolution's forward,
 // backward-data and backward-weights on the own direct kernel, the fc GEMMs
 // on Eigen; chains of stride-1 convolutions: mnist_cnn and mnist_lenet).
 //

@@ -1,5 +1,5 @@
 // train_epoch: one epoch of Fashion-MNIST with the training step
-// (kernels/nn/epoch.h), from the fresh start PyTorch's reference epoch used
+// (kernels/nn/train/epoch.h), from the fresh start PyTorch's reference epoch used
 // (scripts/train.py --epoch-reference), its loss curve beside PyTorch's,
 // window by window, and the test accuracy after it. Issue 35.
 //

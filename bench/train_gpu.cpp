@@ -1,5 +1,5 @@
 // <network>_train/<impl>/batch:<b>/h2d:<mode>: one GPU training step
-// (kernels/nn/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
+// (kernels/nn/train/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
 // with momentum), its calls launched one by one (impl gpu_cudnn) or each
 // phase (forward, backward, update) replayed from a CUDA graph
 // (gpu_cudnn_graph, as the inference rows' gpu_cudnn_graph), of resnet20

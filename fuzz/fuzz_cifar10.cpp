@@ -1,4 +1,4 @@
-// The CIFAR-10 binary reader (kernels/nn/dataset.cpp) on arbitrary bytes,
+// The CIFAR-10 binary reader (kernels/nn/data/dataset.cpp) on arbitrary bytes,
 // written to a scratch file: either whole 3073-byte records with labels
 // 0..9, or dlb::Error.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The safetensors reader (kernels/nn/safetensors.cpp) on arbitrary bytes:
+// The safetensors reader (kernels/nn/model/safetensors.cpp) on arbitrary bytes:
 // either a file whose every tensor can be read back within its bytes, or
 // dlb::Error.
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Reference training step (kernels/nn/train.h) in double precision with
+// Reference training step (kernels/nn/train/train.h) in double precision with
 // plain loops, layer by layer over the whole batch: the forward pass
 // keeping every layer's output, batch-norm in training mode (the batch's
 // mean and biased variance per channel, two passes), residual joins, the

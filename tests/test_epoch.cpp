@@ -1,6 +1,6 @@
 // One epoch of Fashion-MNIST with the training step against PyTorch's from
-// the same start (kernels/nn/epoch.h, issue 35), and the batch loader that
-// runs beside the step (kernels/nn/batch_loader.h).
+// the same start (kernels/nn/train/epoch.h, issue 35), and the batch loader that
+// runs beside the step (kernels/nn/data/batch_loader.h).
 //
 // PyTorch's side is committed: models/fashion-mnist/<net>.epoch-reference.json,
 // written by scripts/train.py --epoch-reference (no PyTorch in CI). Checked:

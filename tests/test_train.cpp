@@ -1,4 +1,4 @@
-// The training step (kernels/nn/train.h, issue 35): the double-precision
+// The training step (kernels/nn/train/train.h, issue 35): the double-precision
 // reference (reference/train.h) against central finite differences of its
 // own loss on small random networks; the fp32 step against the reference on
 // those and on mnist_cnn with the committed weights and real Fashion-MNIST

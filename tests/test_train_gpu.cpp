@@ -1,4 +1,4 @@
-// The GPU training step (kernels/nn/train_gpu.h, issue 35), in two binaries:
+// The GPU training step (kernels/nn/train/train_gpu.h, issue 35), in two binaries:
 //
 // test_train_twin (CPU, in CI): the step's host twin (TwinTrainStep,
 // train_plan.h) runs the GPU step's schedule with the own kernels'

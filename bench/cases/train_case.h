@@ -1,4 +1,4 @@
-// One network's training step at one batch size (kernels/nn/train.h): the
+// One network's training step at one batch size (kernels/nn/train/train.h): the
 // committed weights, the first `batch` Fashion-MNIST training images and
 // their labels (no augmentation), the prepared step. Validation (before any
 // timing) runs forward and backward once on a step of its own and compares
@@ -38,7 +38,7 @@ class TrainCase {
   std::unique_ptr<nn::TrainStep> step_;
 };
 
-// The data-loading phase of `network`'s step (kernels/nn/loader.h): batches
+// The data-loading phase of `network`'s step (kernels/nn/data/loader.h): batches
 // of the Fashion-MNIST training set in the order of a seeded permutation
 // (an epoch's access pattern), cropped with padding 4 and flipped, on
 // `threads` loader threads (0: the calling thread). Validation compares the

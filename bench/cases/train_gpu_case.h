@@ -1,4 +1,4 @@
-// One network's GPU training step at one batch size (kernels/nn/train_gpu.h;
+// One network's GPU training step at one batch size (kernels/nn/train/train_gpu.h;
 // its launches one by one, or a CUDA graph per phase: nn::GpuLaunch), with
 // the batch copied from the host each step in one of three ways:
 //   pageable  cudaMemcpyAsync from pageable host memory on the step's

@@ -1,5 +1,5 @@
 // Networks as a benchmark family: one row per backend, each running a whole
-// forward pass of a network (kernels/nn/network.h) on a fixed batch. A
+// forward pass of a network (kernels/nn/model/network.h) on a fixed batch. A
 // backend reuses the op kernels (the conv family's own kernels, oneDNN
 // primitives, Eigen); what is its own is how the layers are chained: the
 // layouts kept between layers, the fused epilogues, the buffers allocated

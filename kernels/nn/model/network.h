@@ -68,7 +68,7 @@ struct Layer {
 };
 
 // The one switch over LayerKind that walks a network: `on` (a backend of
-// kernels/nn/walk.h, the reference's image pass) has one member function
+// kernels/nn/infer/walk.h, the reference's image pass) has one member function
 // per kind, on.conv(l, io), on.fc, on.max_pool, on.global_avg_pool and
 // on.log_softmax, and this calls the one for l's kind. Adding a kind adds
 // its case here and its function to each walker that supports it.
