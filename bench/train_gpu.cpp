@@ -52,16 +52,12 @@
 #include "bench/suites.h"
 #include "bench/user_shapes.h"
 #include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace dlb::bench {
 namespace {
 
 constexpr std::int64_t kBatches[] = {64, 256};
-struct Impl {
-  const char* name;
-  nn::GpuLaunch launch;
-};
-constexpr Impl kImpls[] = {{"gpu_cudnn", nn::GpuLaunch::eager}, {"gpu_cudnn_graph", nn::GpuLaunch::graph}};
 constexpr H2d kModes[] = {H2d::pageable, H2d::pinned, H2d::overlap};
 // The networks the step supports (nn::trainable_params accepts them).
 constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
@@ -75,19 +71,20 @@ constexpr int kProfileSteps = 11;
 void register_train_gpu(Config& config) {
   if (!config.gpu && !config.name_only) return;
   for (const std::string_view network : kTrainable)
-    for (const auto& [impl, launch] : kImpls)
+    for (const nn::TrainVariant& row : nn::train_variants())
     for (const auto& [batch, user] : net_batches(std::string(network) + "_train", kBatches))
       for (const H2d mode : kModes) {
+        if (row.device != Device::gpu || row.refuses(network)) continue;
         std::optional<SuiteBypass> bypass;
         if (user) bypass.emplace();
-        const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}}) + "/h2d:" +
+        const auto name = case_name(std::string(network) + "_train", row.name, {{"batch", batch}}) + "/h2d:" +
                           h2d_name(mode);
         add_case(
             name, Device::gpu,
-            [network, batch = batch, mode, launch = launch](benchmark::State& state) {
+            [network, batch = batch, mode, &row](benchmark::State& state) {
               if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
                 return report_input_error(state, problem);
-              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, launch);
+              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, row.launch);
               if (c == nullptr) return;
               // Warm-up: the update's first launch, and (gpu_cudnn_graph) the
               // graphs' captures, for both input buffers of overlap.
@@ -118,7 +115,7 @@ void register_train_gpu(Config& config) {
               state.counters["workspace_bytes"] = static_cast<double>(m.workspace);
               state.counters["input_bytes"] = static_cast<double>(c->input_bytes());
               state.counters["measured_device_bytes"] = static_cast<double>(c->measured_bytes());
-              state.SetLabel(std::string("cuDNN + cuBLAS fp32, h2d ") + h2d_name(mode) + ", SGD momentum 0.9; " +
+              state.SetLabel(std::string(row.label) + ", h2d " + h2d_name(mode) + ", SGD momentum 0.9; " +
                              c->step().algorithms());
             },
             CaseOptions{.min_time = kMinTime});

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "kernels/common/error.h"
@@ -19,6 +20,7 @@
 #include "kernels/nn/data/loader.h"
 #include "kernels/nn/model/safetensors.h"
 #include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 #include "reference/train.h"
 #include "tests/expect_error.h"
@@ -138,43 +140,26 @@ TEST(TrainReference, MatchesFiniteDifferences) {
   }
 }
 
-// The implementations this build has (train.h's TrainImpl): the im2col
-// step with Eigen's and oneDNN's GEMMs, oneDNN's training primitives.
-std::vector<nn::TrainImpl> impls() {
-#if DLB_HAVE_ONEDNN
-  return {nn::TrainImpl::eigen, nn::TrainImpl::onednn_sgemm, nn::TrainImpl::onednn};
-#else
-  return {nn::TrainImpl::eigen};
-#endif
-}
-
-// With TrainImpl::own (the own direct convolution kernel), which takes
-// chains of stride-1 convolutions without batch-norm only: the tests on
+// The CPU rows of the training table (train_variants.h) this build has, as
+// the implementations their steps are made with. impls(): the rows that
+// take every network (the im2col step with Eigen's and oneDNN's GEMMs,
+// oneDNN's training primitives); chain_impls(): every CPU row, cpu_own
+// (chains of stride-1 convolutions without batch-norm) too: the tests on
 // such networks.
-std::vector<nn::TrainImpl> chain_impls() {
-  auto all = impls();
-  all.push_back(nn::TrainImpl::own);
-  return all;
+std::vector<nn::TrainImpl> cpu_rows(bool every_network_only) {
+  std::vector<nn::TrainImpl> out;
+  for (const auto& row : nn::train_variants())
+    if (row.device == Device::cpu && (!every_network_only || row.accepts == nullptr)) out.push_back(row.impl);
+  return out;
 }
+std::vector<nn::TrainImpl> impls() { return cpu_rows(true); }
+std::vector<nn::TrainImpl> chain_impls() { return cpu_rows(false); }
 
-// Whether `impl` takes `net` (TrainImpl::own refuses the rest by layer name:
+// Whether `impl`'s row takes `net` (cpu_own refuses the rest by layer name:
 // TrainStep.CpuOwnRefusesByName).
-bool takes(nn::TrainImpl impl, const nn::Network& net) {
-  if (impl != nn::TrainImpl::own) return true;
-  for (const auto& l : net.layers)
-    if (l.kind == nn::LayerKind::conv && (l.stride != 1 || l.residual >= 0 || !l.raw.bn_name.empty())) return false;
-  return true;
-}
+bool takes(nn::TrainImpl impl, const nn::Network& net) { return nn::train_variant(impl).takes(net); }
 
-const char* impl_name(nn::TrainImpl impl) {
-  switch (impl) {
-    case nn::TrainImpl::eigen: return "cpu_eigen";
-    case nn::TrainImpl::onednn_sgemm: return "cpu_onednn_sgemm";
-    case nn::TrainImpl::onednn: return "cpu_onednn";
-    case nn::TrainImpl::own: return "cpu_own";
-  }
-  return "?";
-}
+std::string impl_name(nn::TrainImpl impl) { return std::string(nn::train_variant(impl).name); }
 
 
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
@@ -184,7 +169,7 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
     if (!takes(impl, net)) continue;
     own_nets += impl == nn::TrainImpl::own;
     for (const std::int64_t batch : {1, 5}) {
-      SCOPED_TRACE(std::string(impl_name(impl)) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
+      SCOPED_TRACE(impl_name(impl) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
                    std::to_string(batch));
       const Batch b = random_batch(net, batch, 11);
       nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, impl);
@@ -381,7 +366,7 @@ TEST_F(MnistCnn, StepMatchesTheReference) {
   EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
   const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
   EXPECT_TRUE(c.ok) << c.summary();
-  std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
+  std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl).c_str(),
               static_cast<long long>(kBatch), c.summary().c_str());
   // The memory split: parameters, gradients and momentum of 1,199,882 floats
   // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
@@ -521,7 +506,7 @@ TEST_F(ResNet20, StepMatchesTheReference) {
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
     const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
     EXPECT_TRUE(c.ok) << c.summary();
-    std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
+    std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl).c_str(),
                 static_cast<long long>(kBatch), c.summary().c_str());
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
@@ -555,7 +540,7 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
     int failing = 0;
     for (const auto& p : params) failing += c.summary().find(p.name + ":") != std::string::npos;
     std::printf("a resnet20 step (%s) missing one image of 64 fails its bound in %d of %zu tensors\n",
-                impl_name(impl), failing, params.size());
+                impl_name(impl).c_str(), failing, params.size());
     EXPECT_GE(failing, 1) << c.summary();
   }
 }
@@ -645,7 +630,7 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
         worst = std::max(worst, std::abs(step.running_mean(i)[k] - m2[k]) / (g->batch_mean_scale[i][k] * tol));
     }
     std::printf("running means after two steps, ours (%s) against PyTorch's: %.3g of tol x scale at worst\n",
-                impl_name(impl), worst);
+                impl_name(impl).c_str(), worst);
   }
 }
 
@@ -666,6 +651,58 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
                            "tiny resnet, fp32 step against the reference", impl);
     }
   }
+}
+
+// The training table: one row per implementation, named for its device, each
+// CPU step made by one row; a row's bound is the one its step's analysis
+// gives (train.h: cpu_onednn's counts its fp32 batch-norm sums; the GPU
+// step's is the double sums' bound, what GpuTrainCase checks); what a row
+// needs is what its step refuses (TrainStep.CpuOwnRefusesByName).
+TEST(TrainVariants, OneRowPerImplementation) {
+  std::set<std::string_view> names;
+  std::set<nn::TrainImpl> cpu_impls;
+  int gpu_rows = 0;
+  for (const auto& row : nn::train_variants()) {
+    SCOPED_TRACE(std::string(row.name));
+    EXPECT_TRUE(names.insert(row.name).second) << "two rows named " << row.name;
+    EXPECT_EQ(row.name.substr(0, 4), std::string(device_name(row.device)) + "_");
+    EXPECT_FALSE(row.label.empty());
+    ASSERT_NE(row.tolerance, nullptr);
+    for (const nn::Network& net : {tiny_nets()[0], tiny_resnet()})
+      for (const std::int64_t batch : {1, 64}) {
+        if (row.device == Device::cpu)
+          EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch, row.impl));
+        else
+          EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch));
+      }
+    if (row.device == Device::cpu) {
+      EXPECT_TRUE(cpu_impls.insert(row.impl).second) << "two CPU rows make the same step";
+      EXPECT_EQ(&nn::train_variant(row.impl), &row);
+    } else {
+      EXPECT_FALSE(row.loader_cases) << "the loader feeds the CPU step only";
+      ++gpu_rows;
+    }
+    EXPECT_EQ(&nn::train_variant(row.name, row.device, "--impl"), &row);
+  }
+  EXPECT_EQ(cpu_impls.size(), impls().size() + 1);  // cpu_own takes chains only
+#if DLB_HAVE_CUDNN
+  EXPECT_EQ(gpu_rows, 2);
+#else
+  EXPECT_EQ(gpu_rows, 0);
+#endif
+  // cpu_own refuses resnet20 (batch-norm, joins, strides) by its description,
+  // takes the MNIST networks; a name whose files cannot be read is not refused.
+  const auto& own = nn::train_variant("cpu_own", Device::cpu, "--impl");
+  EXPECT_TRUE(own.refuses("resnet20"));
+  EXPECT_FALSE(own.refuses("mnist_cnn"));
+  EXPECT_FALSE(own.refuses("mnist_lenet"));
+  EXPECT_FALSE(own.refuses("no_such_network"));
+  EXPECT_FALSE(nn::train_variant("cpu_eigen", Device::cpu, "--impl").refuses("resnet20"));
+#if DLB_HAVE_ONEDNN
+  expect_error([] { nn::train_variant("blas", Device::cpu, "--impl"); },
+               "--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not 'blas'");
+#endif
+  expect_error([] { nn::train_variant("cpu_eigen", Device::gpu, "--impl"); }, "not 'cpu_eigen'");
 }
 
 TEST(TrainStep, BadInputIsAClearError) {

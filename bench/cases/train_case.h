@@ -3,7 +3,7 @@
 // their labels (no augmentation), the prepared step. Validation (before any
 // timing) runs forward and backward once on a step of its own and compares
 // every parameter's gradient with the double-precision reference
-// (reference/train.h) within nn::gradient_tolerance for the step's TrainImpl.
+// (reference/train.h) within the row's bound (nn::TrainVariant::tolerance).
 #pragma once
 
 #include <cstdint>
@@ -13,13 +13,15 @@
 
 #include "kernels/nn/data/loader.h"
 #include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 
 namespace dlb {
 
 class TrainCase {
  public:
-  TrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl = nn::TrainImpl::eigen);
+  // `row`: a CPU row of nn::train_variants(), which outlives the case.
+  TrainCase(std::string_view network, std::int64_t batch, const nn::TrainVariant& row);
   ref::Comparison validate();
   nn::TrainStep& step() { return *step_; }
   const nn::Network& network() const { return net_; }
@@ -32,7 +34,7 @@ class TrainCase {
  private:
   const nn::Network& net_;
   std::int64_t batch_;
-  nn::TrainImpl impl_;
+  const nn::TrainVariant& row_;
   std::vector<float> x_;
   std::vector<std::uint8_t> labels_;
   std::unique_ptr<nn::TrainStep> step_;
