@@ -97,38 +97,31 @@ int run(int argc, char** argv) {
   long long workers = 0, window = 50, steps = 0;
   bool augment = false, steps_given = false;
   double lr = -1, momentum = -1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    const auto value = [&](std::string_view flag) { return dlb::cli::flag_value(arg, flag); };
-    if (arg == "--help" || arg == "-h") {
-      std::puts(usage().c_str());
-      return 0;
-    } else if (arg == "--list_impls") {
-      for (const auto& row : dlb::nn::train_variants())
-        std::printf("%s %s\n", std::string(row.name).c_str(), std::string(dlb::device_name(row.device)).c_str());
-      return 0;
-    } else if (auto v = value("--network")) {
-      network = *v;
-    } else if (auto v = value("--impl")) {
-      impl = *v;
-    } else if (auto v = value("--workers")) {
-      workers = dlb::cli::parse_count("--workers", *v);
-    } else if (auto v = value("--window")) {
-      window = dlb::cli::parse_count("--window", *v);
-    } else if (auto v = value("--steps")) {
-      steps = dlb::cli::parse_count("--steps", *v);
-      steps_given = true;
-    } else if (auto v = value("--losses")) {
-      losses_path = *v;
-    } else if (auto v = value("--lr")) {
-      lr = parse_real("--lr", *v);
-    } else if (auto v = value("--momentum")) {
-      momentum = parse_real("--momentum", *v);
-    } else if (arg == "--augment") {
-      augment = true;
-    } else {
-      throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + usage());
-    }
+  bool list_impls = false;
+  const auto count = [](long long& to, const char* flag) {
+    return [&to, flag](std::string_view v) { to = dlb::cli::parse_count(flag, v); };
+  };
+  const auto real = [](double& to, const char* flag) { return [&to, flag](std::string_view v) { to = parse_real(flag, v); }; };
+  if (!dlb::cli::parse_flags(argc, argv,
+                             {{"--list_impls", [&](std::string_view) { list_impls = true; }, false},
+                              {"--network", [&](std::string_view v) { network = v; }},
+                              {"--impl", [&](std::string_view v) { impl = v; }},
+                              {"--workers", count(workers, "--workers")},
+                              {"--window", count(window, "--window")},
+                              {"--steps", [&](std::string_view v) {
+                                 steps = dlb::cli::parse_count("--steps", v);
+                                 steps_given = true;
+                               }},
+                              {"--losses", [&](std::string_view v) { losses_path = v; }},
+                              {"--lr", real(lr, "--lr")},
+                              {"--momentum", real(momentum, "--momentum")},
+                              {"--augment", [&](std::string_view) { augment = true; }, false}},
+                             usage()))
+    return 0;
+  if (list_impls) {
+    for (const auto& row : dlb::nn::train_variants())
+      std::printf("%s %s\n", std::string(row.name).c_str(), std::string(dlb::device_name(row.device)).c_str());
+    return 0;
   }
   const dlb::nn::TrainVariant& row = dlb::nn::train_variant(impl, dlb::Device::cpu, "--impl");
   if (window < 1) throw dlb::Error("--window needs at least 1 step");

@@ -343,31 +343,41 @@ TEST(TrainStep, WrittenParametersAreRead) {
   }
 }
 
-struct MnistCnn : public ::testing::Test {
+// A committed network at batch 64 on the first 64 training images, and the
+// double reference's gradients on them, made once for the suite.
+template <const char* Name>
+struct CommittedNet : public ::testing::Test {
   static void SetUpTestSuite() {
-    net = &nn::network("mnist_cnn");
+    net = &nn::network(Name);
     b = new Batch(fashion_batch(*net, kBatch));
     g = new ref::TrainGradients(ref::gradients(*net, ref::train_params(*net), b->x, b->labels, kBatch));
   }
+  // One forward and backward of `impl`'s step on the batch: the loss within
+  // the forward's fp32 bound (nn.cpp, kNetworkTolerance), the gradients
+  // within the step's (train.h); printed.
+  static void expect_step_matches(nn::TrainStep& step, nn::TrainImpl impl) {
+    const double loss = step.forward(b->x.data(), b->labels.data());
+    step.backward();
+    EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
+    const auto c =
+        ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
+    EXPECT_TRUE(c.ok) << c.summary();
+    std::printf("%s fp32 step (%s) against the reference, batch %lld: %s\n", Name, impl_name(impl).c_str(),
+                static_cast<long long>(kBatch), c.summary().c_str());
+  }
   static constexpr std::int64_t kBatch = 64;
-  static const nn::Network* net;
-  static Batch* b;
-  static ref::TrainGradients* g;
+  static inline const nn::Network* net = nullptr;
+  static inline Batch* b = nullptr;
+  static inline ref::TrainGradients* g = nullptr;
 };
-const nn::Network* MnistCnn::net = nullptr;
-Batch* MnistCnn::b = nullptr;
-ref::TrainGradients* MnistCnn::g = nullptr;
+
+constexpr char kMnistCnn[] = "mnist_cnn";
+struct MnistCnn : CommittedNet<kMnistCnn> {};
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
   for (const auto impl : chain_impls()) {
   nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
-  const double loss = step.forward(b->x.data(), b->labels.data());
-  step.backward();
-  EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
-  const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
-  EXPECT_TRUE(c.ok) << c.summary();
-  std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl).c_str(),
-              static_cast<long long>(kBatch), c.summary().c_str());
+  expect_step_matches(step, impl);
   // The memory split: parameters, gradients and momentum of 1,199,882 floats
   // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
   // to 16: 768 floats more).
@@ -483,31 +493,13 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
 // batch-norm with the batch's statistics (and the running statistics'
 // update), identity and projection joins. The double reference takes a
 // few seconds at this batch (once for the suite).
-struct ResNet20 : public ::testing::Test {
-  static void SetUpTestSuite() {
-    net = &nn::network("resnet20");
-    b = new Batch(fashion_batch(*net, kBatch));
-    g = new ref::TrainGradients(ref::gradients(*net, ref::train_params(*net), b->x, b->labels, kBatch));
-  }
-  static constexpr std::int64_t kBatch = 64;
-  static const nn::Network* net;
-  static Batch* b;
-  static ref::TrainGradients* g;
-};
-const nn::Network* ResNet20::net = nullptr;
-Batch* ResNet20::b = nullptr;
-ref::TrainGradients* ResNet20::g = nullptr;
+constexpr char kResNet20[] = "resnet20";
+struct ResNet20 : CommittedNet<kResNet20> {};
 
 TEST_F(ResNet20, StepMatchesTheReference) {
   for (const auto impl : impls()) {
     nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
-    const double loss = step.forward(b->x.data(), b->labels.data());
-    step.backward();
-    EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
-    EXPECT_TRUE(c.ok) << c.summary();
-    std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl).c_str(),
-                static_cast<long long>(kBatch), c.summary().c_str());
+    expect_step_matches(step, impl);
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
     expect_running_stats(*net, kBatch, *g, want, running_means(step, *net), running_vars(step, *net), 1, 1,
