@@ -365,6 +365,18 @@ struct CommittedNet : public ::testing::Test {
     std::printf("%s fp32 step (%s) against the reference, batch %lld: %s\n", Name, impl_name(impl).c_str(),
                 static_cast<long long>(kBatch), c.summary().c_str());
   }
+  // PyTorch's autograd on the same weights and batch (scripts/train.py
+  // --train-reference): its batch and labels are ours, its loss within the
+  // forward's fp32 bound of the reference's. A file of another batch fails
+  // here, and its tensors' shapes then throw.
+  static nn::SafeTensors torch_reference() {
+    nn::SafeTensors st = nn::SafeTensors::read(nn::models_dir() + "/" + Name + ".train-reference.safetensors");
+    EXPECT_EQ(st.metadata("batch"), std::to_string(kBatch));
+    EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
+    const double torch_loss = st.f32("loss", {1})[0];
+    EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+    return st;
+  }
   static constexpr std::int64_t kBatch = 64;
   static inline const nn::Network* net = nullptr;
   static inline Batch* b = nullptr;
@@ -446,12 +458,7 @@ TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
 // double reference: PyTorch's sums have the same lengths as ours, so the
 // same bound holds for its errors.
 TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
-  const std::string path = nn::models_dir() + "/mnist_cnn.train-reference.safetensors";
-  const nn::SafeTensors st = nn::SafeTensors::read(path);
-  ASSERT_EQ(st.metadata("batch"), std::to_string(kBatch));
-  EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
-  const double torch_loss = st.f32("loss", {1})[0];
-  EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+  const nn::SafeTensors st = torch_reference();
   const auto params = nn::trainable_params(*net);
   std::vector<std::vector<float>> torch_grads;
   for (const auto& p : params) torch_grads.push_back(st.f32("grad." + p.name, p.shape));
@@ -543,12 +550,7 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
 // statistics after one forward against the reference's and our fp32
 // step's; the parameters after two SGD steps against our fp32 step's.
 TEST_F(ResNet20, ReferenceMatchesPyTorch) {
-  const std::string path = nn::models_dir() + "/resnet20.train-reference.safetensors";
-  const nn::SafeTensors st = nn::SafeTensors::read(path);
-  ASSERT_EQ(st.metadata("batch"), std::to_string(kBatch));
-  EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
-  const double torch_loss = st.f32("loss", {1})[0];
-  EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+  const nn::SafeTensors st = torch_reference();
   const auto params = nn::trainable_params(*net);
   // PyTorch's named_parameters order is ours.
   std::string names;
