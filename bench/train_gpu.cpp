@@ -84,7 +84,7 @@ void register_train_gpu(Config& config) {
             [network, batch = batch, mode, &row](benchmark::State& state) {
               if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
                 return report_input_error(state, problem);
-              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, row.launch);
+              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, row);
               if (c == nullptr) return;
               // Warm-up: the update's first launch, and (gpu_cudnn_graph) the
               // graphs' captures, for both input buffers of overlap.

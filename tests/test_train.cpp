@@ -650,7 +650,7 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
 // The training table: one row per implementation, named for its device, each
 // CPU step made by one row; a row's bound is the one its step's analysis
 // gives (train.h: cpu_onednn's counts its fp32 batch-norm sums; the GPU
-// step's is the double sums' bound, what GpuTrainCase checks); what a row
+// step's is the double sums' bound); what a row
 // needs is what its step refuses (TrainStep.CpuOwnRefusesByName).
 TEST(TrainVariants, OneRowPerImplementation) {
   std::set<std::string_view> names;

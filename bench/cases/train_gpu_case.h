@@ -14,9 +14,9 @@
 // their labels (no augmentation): each step copies and trains on the same
 // batch. Validation (before any timing) copies the batch the case's way, runs
 // forward and backward once and compares every parameter's gradient with the
-// double-precision reference (reference/train.h) within
-// nn::gradient_tolerance; the reference is computed once per network and
-// batch in a process.
+// double-precision reference (reference/train.h) within the row's bound
+// (nn::TrainVariant::tolerance); the reference is computed once per network
+// and batch in a process.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@
 #include "kernels/common/device_bytes.h"
 #include "kernels/common/gpu.h"
 #include "kernels/nn/train/train_gpu.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 
 namespace dlb {
@@ -39,7 +40,8 @@ const char* h2d_name(H2d mode);
 
 class GpuTrainCase {
  public:
-  GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, nn::GpuLaunch launch = nn::GpuLaunch::eager);
+  // `row`: a GPU row of nn::train_variants(), which outlives the case.
+  GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, const nn::TrainVariant& row);
   ref::Comparison validate();
   const ExecContext& context() const { return ctx_; }
   nn::GpuTrainStep& step() { return *step_; }
@@ -80,6 +82,7 @@ class GpuTrainCase {
   const nn::Network& net_;
   std::int64_t batch_;
   H2d mode_;
+  const nn::TrainVariant& row_;
   std::vector<float> x_;                 // pageable
   std::vector<std::uint8_t> labels_;
   PinnedBuffer<float> x_pinned_;
