@@ -195,8 +195,10 @@ DLB_OK_HD inline void conv_sum(const Layer& d, const Buffers& b, const ConvTile&
   for (int ci = c0; ci < c1; ++ci) {
     const float* xi = in + ci * g.rows_in * g.cols_in;
     const float* wi = ws + ci * r * r * tk;
+    // The rows rolled (the registers of a fully unrolled 5 x 5 window of 8
+    // channels spill), each row's taps unrolled.
 #if defined(__CUDA_ARCH__)
-#pragma unroll
+#pragma unroll 1
 #endif
     for (int a = 0; a < r; ++a) {
 #if defined(__CUDA_ARCH__)
