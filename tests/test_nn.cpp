@@ -1428,9 +1428,9 @@ TEST(GpuOwnS8OnTheHost, TheGemmPathMatchesPyTorchAndTheDirectPath) {
 }
 #endif
 
-// gpu_onekernel's program and element functions on the host (nn_onekernel.h):
-// its kernel runs these functions, a warp per work item, so this checks the
-// row's descriptors, packing and indexing where no GPU runs it. fp32, held
+// gpu_onekernel's program and tile steps on the host (nn_onekernel.h): its
+// kernel runs these functions, a block per tile, so this checks the row's
+// descriptors, packing, tiling and indexing where no GPU runs it. fp32, held
 // to the fp32 rows' bound.
 const nn::NetVariant kOneKernelOnHost{
     "cpu_twin_of_gpu_onekernel", Device::cpu,

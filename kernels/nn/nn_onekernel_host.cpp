@@ -209,7 +209,7 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
     } else {
       d.items = batch * l.out_size();
     }
-    constexpr std::int64_t kMax = 0x7fffffff;  // the element functions index in 32 bits
+    constexpr std::int64_t kMax = 0x7fffffff;  // the tile steps index in 32 bits
     DLB_REQUIRE(batch * std::max(l.in_size(), l.out_size()) <= kMax && l.k * ok::reduction(d) <= kMax,
                 "gpu_onekernel: " + l.name + " at batch " + std::to_string(batch) + " has more than 2^31 - 1 elements");
     switch (d.kind) {
