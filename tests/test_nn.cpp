@@ -1437,12 +1437,12 @@ const nn::NetVariant kOneKernelOnHost{
     [](const nn::NetArgs& args, const Exec&) { return nn::prepare_onekernel_on_host(args); }, 1e-5};
 
 #if !DLB_TEST_GPU
-// The double reference and PyTorch's logits at batch 1 and 3 (the arena
-// poisoned with NaN: a layer reading a region before it is written fails),
-// and the layer calls make the pass.
+// The double reference and PyTorch's logits at batch 1, 3 and 16 (each its
+// own tilings; the arena poisoned with NaN: a layer reading a region before
+// it is written fails), and the layer calls make the pass.
 TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
   for (const auto name : nn::network_names()) {
-    for (const std::int64_t batch : {1, 3}) {
+    for (const std::int64_t batch : {1, 3, 16}) {
       SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
       NetCase twin(kOneKernelOnHost, name, batch);
       const std::int64_t count = (kReferenceImages + batch - 1) / batch * batch;

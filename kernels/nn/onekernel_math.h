@@ -152,10 +152,17 @@ DLB_OK_HD inline void conv_stage(const Layer& d, const Buffers& b, const ConvTil
   const int c = static_cast<int>(d.c), h = static_cast<int>(d.h), w = static_cast<int>(d.w);
   const int stride = static_cast<int>(d.stride), pad = static_cast<int>(d.pad), r = static_cast<int>(d.window);
   const float* image = x + static_cast<std::int64_t>(g.n) * c * h * w;
-  for (int e = t; e < g.in_floats; e += kThreads) {
-    const int col = e % g.cols_in, row = (e / g.cols_in) % g.rows_in, ci = e / (g.cols_in * g.rows_in);
+  // e = (ci x rows_in + row) x cols_in + col, stepped by kThreads: the column
+  // and the line (ci x rows_in + row) carried forward, one division an
+  // element left (the line's channel) where three would cost more issue
+  // slots than the load.
+  const int step_line = kThreads / g.cols_in, step_col = kThreads % g.cols_in;
+  for (int e = t, line = t / g.cols_in, col = t % g.cols_in; e < g.in_floats; e += kThreads) {
+    const int ci = line / g.rows_in, row = line - ci * g.rows_in;
     const int iy = g.y0 * stride - pad + row, ix = col - pad;
     smem[e] = iy < 0 || iy >= h || ix < 0 || ix >= w ? 0.0f : image[(ci * h + iy) * w + ix];
+    line += step_line, col += step_col;
+    if (col >= g.cols_in) col -= g.cols_in, ++line;
   }
   const int per_k = c * r * r;
   const float* wt = b.params + d.weight + static_cast<std::int64_t>(g.k0) * per_k;
