@@ -1460,6 +1460,26 @@ TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
 }
 #endif
 
+#if !DLB_TEST_GPU
+// The twin runs each step's threads one after another, which stands for
+// any schedule of a block only if no thread of a step reads what another
+// thread of that step writes: run in the reverse order, every output is the
+// same bits (batch 3 and 16: tilings with and without slices, every kind of
+// step).
+TEST(GpuOneKernelOnTheHost, AStepsThreadsAreIndependent) {
+  const nn::NetVariant reversed{
+      "cpu_twin_of_gpu_onekernel_reversed", Device::cpu,
+      [](const nn::NetArgs& args, const Exec&) { return nn::prepare_onekernel_on_host_threads_reversed(args); }, 1e-5};
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {3, 16}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      NetCase in_order(kOneKernelOnHost, name, batch), backwards(reversed, name, batch);
+      EXPECT_EQ(in_order.outputs(0, 48), backwards.outputs(0, 48));
+    }
+  }
+}
+#endif
+
 // The program: each layer reads the region its input layer wrote (or x),
 // joins the region of its residual layer, writes a region of its own (the
 // last layer y); regions are disjoint, aligned and inside the arena, whose

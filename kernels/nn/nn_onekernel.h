@@ -68,5 +68,10 @@ std::vector<std::pair<std::string, double>> onekernel_stamp_counters(
 // stamps its timer; measured_counters reports the last pass's stamps as the
 // kernel's are reported.
 Run prepare_onekernel_on_host(const NetArgs& args);
+// The same, each step's threads run from the last to the first: a step
+// whose threads read what another thread of the same step writes would
+// compute other bits in the two orders (a test's check of the premise that
+// lets the twin stand for any schedule of a block).
+Run prepare_onekernel_on_host_threads_reversed(const NetArgs& args);
 
 }  // namespace dlb::nn

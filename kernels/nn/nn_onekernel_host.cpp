@@ -39,7 +39,7 @@ ok::Kind kind_of(LayerKind kind) {
 // as the blocks do, so they run in parallel, each on its own "shared
 // memory", poisoned with NaN before every tile: a thread that reads a value
 // its tile did not stage shows in the logits.
-void run_layer(const ok::Layer& d, const ok::Buffers& b) {
+void run_layer(const ok::Layer& d, const ok::Buffers& b, bool reversed) {
   const int steps = ok::steps(d);
 #pragma omp parallel
   {
@@ -48,7 +48,7 @@ void run_layer(const ok::Layer& d, const ok::Buffers& b) {
     for (std::int64_t tile = 0; tile < d.tiles; ++tile) {
       std::fill(smem.begin(), smem.end(), std::numeric_limits<float>::quiet_NaN());
       for (int s = 0; s < steps; ++s)
-        for (int t = 0; t < ok::kThreads; ++t) ok::step(d, b, tile, smem.data(), s, t);
+        for (int i = 0; i < ok::kThreads; ++i) ok::step(d, b, tile, smem.data(), s, reversed ? ok::kThreads - 1 - i : i);
     }
   }
 }
@@ -240,7 +240,9 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
   return p;
 }
 
-Run prepare_onekernel_on_host(const NetArgs& args) {
+namespace {
+
+Run prepare_on_host(const NetArgs& args, bool reversed) {
   struct State {
     OneKernelProgram program;
     std::vector<OneKernelPhase> phases;
@@ -257,7 +259,7 @@ Run prepare_onekernel_on_host(const NetArgs& args) {
   const ok::Buffers b{s->program.params.data(), args.x, s->arena.data(), args.y};
   std::vector<Run> calls;
   for (std::size_t i = 0; i < s->program.layers.size(); ++i)
-    calls.push_back([s, b, i] { run_layer(s->program.layers[i], b); });
+    calls.push_back([s, b, i, reversed] { run_layer(s->program.layers[i], b, reversed); });
   // The pass stamps where the kernel does, by the same walk; a stamp is
   // the steady clock's ns, + 1 so that none is 0 (the mark of a slot never
   // written).
@@ -284,5 +286,11 @@ Run prepare_onekernel_on_host(const NetArgs& args) {
     s->stamps.at(static_cast<std::size_t>(barriers) + 1) = now();
   };
 }
+
+}  // namespace
+
+Run prepare_onekernel_on_host(const NetArgs& args) { return prepare_on_host(args, false); }
+
+Run prepare_onekernel_on_host_threads_reversed(const NetArgs& args) { return prepare_on_host(args, true); }
 
 }  // namespace dlb::nn
