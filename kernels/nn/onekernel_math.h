@@ -266,8 +266,11 @@ DLB_OK_HD inline void fc_step(const Layer& d, const Buffers& b, std::int64_t til
     for (int i = 0; i < images; ++i) {
       const float* row = at(b, d.in) + static_cast<std::int64_t>(n0 + i) * total;
       float acc = 0.0f;
+      // Unrolled so that a thread's loads (independent of the chain) are in
+      // flight together: mnist_cnn's fc1 is 36 products a thread, three
+      // L2 round trips rather than 36.
 #if defined(__CUDA_ARCH__)
-#pragma unroll 8
+#pragma unroll 16
 #endif
       for (int j = t; j < total; j += kThreads) acc = fmaf(row[j], wt[j], acc);
       smem[i * kThreads + t] = acc;
@@ -306,6 +309,9 @@ DLB_OK_HD inline void element(const Layer& d, const Buffers& b, std::int64_t ite
     }
     case Kind::global_avg_pool: {
       const float* p = x + static_cast<std::int64_t>(item) * h * w;  // item = n * c + channel
+#if defined(__CUDA_ARCH__)
+#pragma unroll 16
+#endif
       for (int j = 0; j < h * w; ++j) v += p[j];
       v = v / static_cast<float>(h * w);
       break;
