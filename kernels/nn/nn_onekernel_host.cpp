@@ -3,9 +3,7 @@
 // (onekernel_math.h) over the same tiles and threads, so that the CPU tests
 // check the program, the tiling and the indexing no GPU here can run.
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
