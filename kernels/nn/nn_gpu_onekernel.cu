@@ -155,9 +155,11 @@ Run prepare_net_gpu_onekernel(const NetArgs& args, const Exec& exec) {
               "gpu_onekernel: the program needs " + std::to_string(dev->smem_bytes) +
                   " bytes of shared memory a block, more than the device's " + std::to_string(most_smem));
   // Over 48 KiB of dynamic shared memory (the layers' copy on top of a
-  // tile's 48 KiB) needs the opt-in.
-  DLB_CUDA_CHECK(cudaFuncSetAttribute(onekernel_pass, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(dev->smem_bytes)));
+  // tile's 48 KiB) needs the opt-in. The attribute is the kernel's, for the
+  // whole process: set to the device's most, never to this program's need,
+  // so that preparing a smaller program cannot fail the launches of a
+  // larger one prepared before it.
+  DLB_CUDA_CHECK(cudaFuncSetAttribute(onekernel_pass, cudaFuncAttributeMaxDynamicSharedMemorySize, most_smem));
   DLB_CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, onekernel_pass, kBlock, dev->smem_bytes));
   DLB_REQUIRE(per_sm >= 1, "gpu_onekernel: no block of the kernel fits on a multiprocessor");
