@@ -1,5 +1,5 @@
 // calibrate: measures a network's activation ranges for post-training int8
-// quantization (kernels/nn/calibration.h) with the reference forward pass
+// quantization (kernels/nn/model/calibration.h) with the reference forward pass
 // over the first training images of Fashion-MNIST, and writes the
 // calibration file the int8 rows read.
 //
@@ -18,8 +18,8 @@
 
 #include "bench/cli.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/calibration.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/model/calibration.h"
+#include "kernels/nn/data/dataset.h"
 #include "reference/nn.h"
 
 namespace {
@@ -39,21 +39,12 @@ dlb::nn::Range outward(double lo, double hi) {
 int run(int argc, char** argv) {
   std::string network, out;
   long long images = 500;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::puts(kUsage);
-      return 0;
-    } else if (auto v = dlb::cli::flag_value(arg, "--network")) {
-      network = *v;
-    } else if (auto v = dlb::cli::flag_value(arg, "--images")) {
-      images = dlb::cli::parse_count("--images", *v);
-    } else if (auto v = dlb::cli::flag_value(arg, "--out")) {
-      out = *v;
-    } else {
-      throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + kUsage);
-    }
-  }
+  if (!dlb::cli::parse_flags(argc, argv,
+                             {{"--network", [&](std::string_view v) { network = v; }},
+                              {"--images", [&](std::string_view v) { images = dlb::cli::parse_count("--images", v); }},
+                              {"--out", [&](std::string_view v) { out = v; }}},
+                             kUsage))
+    return 0;
   if (network.empty()) throw dlb::Error(std::string("--network is required\n") + kUsage);
   const dlb::nn::Network& net = dlb::nn::network(network);
   const auto& data = dlb::nn::fashion_mnist_train();

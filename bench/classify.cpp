@@ -19,8 +19,8 @@
 #include "kernels/common/error.h"
 #include "kernels/common/gpu.h"
 #include "kernels/common/operand.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/nn.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/infer/nn.h"
 
 namespace {
 
@@ -33,26 +33,14 @@ constexpr const char* kUsage =
 int run(int argc, char** argv) {
   std::string network = "resnet20", backend, weights;
   long long images = 10, first = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    const auto value = [&](std::string_view flag) { return dlb::cli::flag_value(arg, flag); };
-    if (arg == "--help" || arg == "-h") {
-      std::puts(kUsage);
-      return 0;
-    } else if (auto v = value("--network")) {
-      network = *v;
-    } else if (auto v = value("--backend")) {
-      backend = *v;
-    } else if (auto v = value("--images")) {
-      images = dlb::cli::parse_count("--images", *v);
-    } else if (auto v = value("--first")) {
-      first = dlb::cli::parse_count("--first", *v);
-    } else if (auto v = value("--weights")) {
-      weights = *v;
-    } else {
-      throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + kUsage);
-    }
-  }
+  if (!dlb::cli::parse_flags(argc, argv,
+                             {{"--network", [&](std::string_view v) { network = v; }},
+                              {"--backend", [&](std::string_view v) { backend = v; }},
+                              {"--images", [&](std::string_view v) { images = dlb::cli::parse_count("--images", v); }},
+                              {"--first", [&](std::string_view v) { first = dlb::cli::parse_count("--first", v); }},
+                              {"--weights", [&](std::string_view v) { weights = v; }}},
+                             kUsage))
+    return 0;
 
   const auto variants = dlb::usable_variants(dlb::nn::network_variants(), dlb::Device::cpu);
   if (backend.empty()) backend = variants.front()->name;  // the first row of the table

@@ -11,8 +11,8 @@
 #include "bench/nn_layers.h"
 #include "bench/suites.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/network.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/model/network.h"
 
 // Google Benchmark 1.7's flags, defined and exported by its library but not
 // declared in its header. Read and set around the one listing bench makes

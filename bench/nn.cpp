@@ -1,6 +1,6 @@
 // <network>/<backend>/batch:<b>: a whole forward pass of resnet20,
 // mnist_cnn and mnist_lenet with the committed Fashion-MNIST weights, on the
-// real test images, for every backend of the network table (kernels/nn/nn.h),
+// real test images, for every backend of the network table (kernels/nn/infer/nn.h),
 // at batch 1, 16, 64 and 256 (GPU backends also 1024), or, with
 // --net=<network>/batch:B (bench/user_shapes.h), at batch B alone (with
 // --suite given too: B and the suite's batches), every backend.
@@ -17,8 +17,9 @@
 // peak_bytes (NetCase::peak_bytes: what a pass holds),
 // allocated_bytes_per_pass and allocations_per_pass (host heap allocations of
 // the whole process during passes, alloc_counter.h; not in sanitizer
-// builds), and at batch 1 the p50/p90/p99 latency of single calls in
-// microseconds (latency_p50_us ...).
+// builds), at batch 1 the p50/p90/p99 latency of single calls in
+// microseconds (latency_p50_us ...), and where the pass goes: layer_us.<i>
+// and layers_us (add_layer_times).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,6 +46,36 @@ constexpr int kAllocPasses = 10;
 // GPU batch-1 cases: at least this much time of single calls per repetition
 // (a few hundred calls of resnet20), for their latency percentiles.
 constexpr double kLatencyMinTime = 0.05;
+
+// Passes of the per-layer profile each network case adds after its timing.
+constexpr int kLayerPasses = 5;
+
+// Where every row's pass goes, after the timing: layer_us.<i>, each layer's
+// median over kLayerPasses passes issued layer by layer by the layer
+// profile's timer (LayerTimer: CUDA events between the layer calls on a
+// held stream on the GPU, the host clock on the CPU; for gpu_cudnn_graph the
+// graph's calls one by one), and layers_us, their sum. The pass's own time
+// minus layers_us is what the layers' boundaries cost inside a pass (launch
+// gaps, or what a graph or a fused pass saves). A row whose calls are not
+// one per layer (none today) gets none; gpu_onekernel stamps its own.
+void add_layer_times(benchmark::State& state, const NetCase& c) {
+  const std::size_t n = c.network().layers.size();
+  if (c.report().layer_calls.size() != n) return;
+  LayerTimer timer(c);
+  std::vector<std::vector<double>> seconds(n);
+  for (int p = 0; p < kLayerPasses; ++p) {
+    const PassTimes t = timer.pass();
+    for (std::size_t i = 0; i < n; ++i) seconds[i].push_back(t.layer_s[i]);
+  }
+  double sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::sort(seconds[i].begin(), seconds[i].end());
+    const double median = percentile(seconds[i], 0.5);
+    state.counters["layer_us." + std::to_string(i)] = median * 1e6;
+    sum += median;
+  }
+  state.counters["layers_us"] = sum * 1e6;
+}
 
 // Once per (network, backend) and process.
 const NetAccuracy& accuracy_of(const nn::NetVariant& variant, std::string_view network) {
@@ -129,8 +160,13 @@ void register_nn(Config& config) {
           for (const auto& [counter, value] : c->report().counters) state.counters[counter] = value;
           // After the timing: what the row measures of itself (gpu_onekernel's
           // per-layer stamps), from passes of its own.
+          bool own_layer_times = false;
           if (c->report().measured_counters)
-            for (const auto& [counter, value] : c->report().measured_counters()) state.counters[counter] = value;
+            for (const auto& [counter, value] : c->report().measured_counters()) {
+              state.counters[counter] = value;
+              own_layer_times = own_layer_times || counter.starts_with("layer_us.");
+            }
+          if (!own_layer_times) add_layer_times(state, *c);
           state.SetLabel(c->report().implementation);
         },
         // Batch 1 on the GPU: latency percentiles need calls, not GPU time

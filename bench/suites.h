@@ -14,8 +14,8 @@
 //              batch-64 shapes; copies at 1 MiB, 256 MiB, 1 GiB (pinned,
 //              registered and write-combined: the 1 GiB pageable copies are
 //              left out) and the 64 MiB pipeline; every GPU network backend
-//              at batch 1, 64 and 1024 (but gpu_hybrid_first_conv, gpu_own
-//              and fp32 gpu_cudnn_fused at 1024); resnet20's GPU layers at
+//              at batch 1, 64 and 1024 (but gpu_hybrid_first_conv and gpu_own
+//              at 1024, and fp32 gpu_cudnn_fused at all); resnet20's GPU layers at
 //              batch 64; the streamed test set;
 //              the GPU training steps at batch 64 and 256, every copy mode):
 //              what the GPU kit runs on a GPU machine (scripts/gpu-kit)

@@ -1,15 +1,17 @@
-// <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train.h:
+// <network>_train/<impl>/batch:<b>: one training step (kernels/nn/train/train.h:
 // forward, cross-entropy loss, backward, SGD with momentum) of each network
 // the step supports (resnet20, with batch-norm in training mode; mnist_cnn,
 // mnist_lenet), from the committed weights, on the first <b> Fashion-MNIST
 // training images, at batch 64 and 256. Each iteration is one
 // step on the same batch (the parameters move as training would). <impl>:
+// every CPU row of the training table (kernels/nn/train/train_variants.h):
 // cpu_eigen (the im2col step's GEMMs by Eigen) and, in builds with oneDNN,
 // cpu_onednn_sgemm (the same step, its GEMMs by oneDNN's sgemm) and
 // cpu_onednn (oneDNN's training primitives for every layer:
-// kernels/nn/train_onednn.cpp); cpu_own (every convolution's forward,
+// kernels/nn/train/train_onednn.cpp); cpu_own (every convolution's forward,
 // backward-data and backward-weights on the own direct kernel, the fc GEMMs
-// on Eigen; chains of stride-1 convolutions: mnist_cnn and mnist_lenet).
+// on Eigen; chains of stride-1 convolutions: mnist_cnn and mnist_lenet), each
+// on the networks its row takes.
 //
 // Before timing, the case's gradients are checked against the double
 // reference (TrainCase::validate). Counters: items_per_second (images/s),
@@ -40,29 +42,14 @@
 #include "bench/suites.h"
 #include "bench/train_memory.h"
 #include "bench/user_shapes.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace dlb::bench {
 namespace {
 
 constexpr std::int64_t kTrainBatches[] = {64, 256};
 constexpr int kAllocSteps = 3;
-
-struct Impl {
-  const char* name;
-  nn::TrainImpl impl;
-  const char* label;
-  bool chains_only = false;  // refuses batch-norm and joins (resnet20): not registered for it
-};
-constexpr Impl kImpls[] = {
-    {"cpu_eigen", nn::TrainImpl::eigen, "im2col + Eigen GEMM, fp32, SGD momentum 0.9"},
-#if DLB_HAVE_ONEDNN
-    {"cpu_onednn_sgemm", nn::TrainImpl::onednn_sgemm, "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
-    {"cpu_onednn", nn::TrainImpl::onednn, "oneDNN training primitives, fp32, SGD momentum 0.9"},
-#endif
-    {"cpu_own", nn::TrainImpl::own, "own direct conv (fwd, bwd data, bwd weights) + Eigen fc, fp32, SGD momentum 0.9",
-     true},
-};
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -74,16 +61,16 @@ constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet
 
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
-    for (const auto& [impl, choice, label, chains_only] : kImpls)
+    for (const nn::TrainVariant& row : nn::train_variants())
     for (const auto& [batch, user] : net_batches(std::string(network) + "_train", kTrainBatches)) {
-      if (chains_only && network == "resnet20") continue;
+      if (row.device != Device::cpu || row.refuses(network)) continue;
       std::optional<SuiteBypass> bypass;
       if (user) bypass.emplace();
-      const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}});
-      add_case(name, Device::cpu, [network, batch = batch, choice = choice, label = label](benchmark::State& state) {
+      const auto name = case_name(std::string(network) + "_train", row.name, {{"batch", batch}});
+      add_case(name, Device::cpu, [network, batch = batch, &row](benchmark::State& state) {
         if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
           return report_input_error(state, problem);
-        auto* c = validated_case<TrainCase>(state, network, batch, choice);
+        auto* c = validated_case<TrainCase>(state, network, batch, row);
         if (c == nullptr) return;
         nn::TrainStep& step = c->step();
         double forward = 0, backward = 0, optimizer = 0;
@@ -106,14 +93,14 @@ void register_train(Config&) {
         state.counters["backward_us"] = backward / steps * 1e6;
         state.counters["optimizer_us"] = optimizer / steps * 1e6;
         set_memory_counters(state, step.memory(),
-                            measured_step_peak(c->network(), batch, choice, c->x(), c->labels()));
+                            measured_step_peak(c->network(), batch, row.impl, c->x(), c->labels()));
         if (alloc_counting()) {
           const AllocCounts before = alloc_counts();
           for (int i = 0; i < kAllocSteps; ++i) step.step(c->x(), c->labels());
           const AllocCounts after = alloc_counts();
           state.counters["allocated_bytes_per_step"] = static_cast<double>(after.bytes - before.bytes) / kAllocSteps;
         }
-        state.SetLabel(label);
+        state.SetLabel(std::string(row.label));
       });
     }
   }

@@ -1,11 +1,16 @@
 // train_epoch: one epoch of Fashion-MNIST with the training step
-// (kernels/nn/epoch.h), from the fresh start PyTorch's reference epoch used
+// (kernels/nn/train/epoch.h), from the fresh start PyTorch's reference epoch used
 // (scripts/train.py --epoch-reference), its loss curve beside PyTorch's,
 // window by window, and the test accuracy after it. Issue 35.
 //
 //   build/train_epoch [--network=mnist_cnn] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn|cpu_own] [--workers=N]
 //                     [--window=50]
 //                     [--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]
+//   build/train_epoch --list_impls
+//
+// --impl takes the CPU rows of the training table
+// (kernels/nn/train/train_variants.h) this build has; --list_impls prints
+// every row of it, CPU and GPU, one a line: the name and the device.
 //
 // The configuration is the reference's (batch 64, SGD lr 0.01 momentum 0.9,
 // seed 35, no augmentation); --steps runs the first N steps only (N >= 1;
@@ -28,17 +33,24 @@
 
 #include "bench/cli.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/epoch.h"
-#include "kernels/nn/network.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/epoch.h"
+#include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn|cpu_own] [--workers=N] "
-    "[--window=N] "
-    "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]\n"
-    "  --steps=N  the first N steps (N >= 1); without it, the whole epoch";
+std::string usage() {
+  std::string impls;
+  for (const auto& row : dlb::nn::train_variants())
+    if (row.device == dlb::Device::cpu) impls.append(impls.empty() ? "" : "|").append(row.name);
+  return "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=" + impls + "] [--workers=N] "
+         "[--window=N] "
+         "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]\n"
+         "       train_epoch --list_impls\n"
+         "  --steps=N     the first N steps (N >= 1); without it, the whole epoch\n"
+         "  --list_impls  every row of the training table, one a line: name and device (--impl takes the cpu ones)";
+}
 
 // The networks train_epoch runs: those with a PyTorch epoch reference to
 // start from and compare with.
@@ -85,37 +97,33 @@ int run(int argc, char** argv) {
   long long workers = 0, window = 50, steps = 0;
   bool augment = false, steps_given = false;
   double lr = -1, momentum = -1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    const auto value = [&](std::string_view flag) { return dlb::cli::flag_value(arg, flag); };
-    if (arg == "--help" || arg == "-h") {
-      std::puts(kUsage);
-      return 0;
-    } else if (auto v = value("--network")) {
-      network = *v;
-    } else if (auto v = value("--impl")) {
-      impl = *v;
-    } else if (auto v = value("--workers")) {
-      workers = dlb::cli::parse_count("--workers", *v);
-    } else if (auto v = value("--window")) {
-      window = dlb::cli::parse_count("--window", *v);
-    } else if (auto v = value("--steps")) {
-      steps = dlb::cli::parse_count("--steps", *v);
-      steps_given = true;
-    } else if (auto v = value("--losses")) {
-      losses_path = *v;
-    } else if (auto v = value("--lr")) {
-      lr = parse_real("--lr", *v);
-    } else if (auto v = value("--momentum")) {
-      momentum = parse_real("--momentum", *v);
-    } else if (arg == "--augment") {
-      augment = true;
-    } else {
-      throw dlb::Error("unknown argument '" + std::string(arg) + "'\n" + kUsage);
-    }
+  bool list_impls = false;
+  const auto count = [](long long& to, const char* flag) {
+    return [&to, flag](std::string_view v) { to = dlb::cli::parse_count(flag, v); };
+  };
+  const auto real = [](double& to, const char* flag) { return [&to, flag](std::string_view v) { to = parse_real(flag, v); }; };
+  if (!dlb::cli::parse_flags(argc, argv,
+                             {{"--list_impls", [&](std::string_view) { list_impls = true; }, false},
+                              {"--network", [&](std::string_view v) { network = v; }},
+                              {"--impl", [&](std::string_view v) { impl = v; }},
+                              {"--workers", count(workers, "--workers")},
+                              {"--window", count(window, "--window")},
+                              {"--steps", [&](std::string_view v) {
+                                 steps = dlb::cli::parse_count("--steps", v);
+                                 steps_given = true;
+                               }},
+                              {"--losses", [&](std::string_view v) { losses_path = v; }},
+                              {"--lr", real(lr, "--lr")},
+                              {"--momentum", real(momentum, "--momentum")},
+                              {"--augment", [&](std::string_view) { augment = true; }, false}},
+                             usage()))
+    return 0;
+  if (list_impls) {
+    for (const auto& row : dlb::nn::train_variants())
+      std::printf("%s %s\n", std::string(row.name).c_str(), std::string(dlb::device_name(row.device)).c_str());
+    return 0;
   }
-  if (impl != "cpu_eigen" && impl != "cpu_onednn_sgemm" && impl != "cpu_onednn" && impl != "cpu_own")
-    throw dlb::Error("--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not '" + impl + "'");
+  const dlb::nn::TrainVariant& row = dlb::nn::train_variant(impl, dlb::Device::cpu, "--impl");
   if (window < 1) throw dlb::Error("--window needs at least 1 step");
   if (workers > 64) throw dlb::Error("--workers: " + std::to_string(workers) + " loader threads is too many (64 at most)");
   require_network(network);
@@ -127,10 +135,7 @@ int run(int argc, char** argv) {
     throw dlb::Error("--steps=0: give at least 1 step, or leave --steps out for the whole epoch (" +
                      std::to_string(ref.losses.size()) + " steps)");
   dlb::nn::EpochConfig config = ref.config;
-  config.impl = impl == "cpu_own"           ? dlb::nn::TrainImpl::own
-                : impl == "cpu_onednn"       ? dlb::nn::TrainImpl::onednn
-                : impl == "cpu_onednn_sgemm" ? dlb::nn::TrainImpl::onednn_sgemm
-                                             : dlb::nn::TrainImpl::eigen;
+  config.impl = row.impl;
   config.workers = static_cast<int>(workers);
   config.steps = steps;
   if (augment) config.augment = {4, true};

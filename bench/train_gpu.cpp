@@ -1,5 +1,5 @@
 // <network>_train/<impl>/batch:<b>/h2d:<mode>: one GPU training step
-// (kernels/nn/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
+// (kernels/nn/train/train_gpu.h: cuDNN convolutions, cuBLAS fc, own kernels, SGD
 // with momentum), its calls launched one by one (impl gpu_cudnn) or each
 // phase (forward, backward, update) replayed from a CUDA graph
 // (gpu_cudnn_graph, as the inference rows' gpu_cudnn_graph), of resnet20
@@ -28,12 +28,22 @@
 // accounting) and its split weights_bytes, activations_bytes (outputs kept
 // for backward, pool routes, log-probabilities, per-row losses, batch-norm's
 // statistics), gradients_bytes, optimizer_bytes (momentum), workspace_bytes
-// (backward's gradient buffers and the largest cuDNN workspace), input_bytes (one
+// (backward's gradient buffers, batch-norm's slice sums and the largest cuDNN workspace), input_bytes (one
 // device batch, two for overlap); measured_device_bytes (the peak of the
 // process's own device allocations from setting the case up to the end of
 // its validation step, kernels/common/device_bytes.h: the same and the
 // search's temporary workspaces; not the library handles' insides). The label names the cuDNN
 // algorithms chosen.
+//
+// Where the step's time goes: after the timed loop (never inside it),
+// kProfileSteps more steps launched call by call (graph rows too: a graph
+// has no marks) with the stream held while each is enqueued and a CUDA
+// event at each of the plan's marks (GpuTrainCase::profile); counters
+// layer_us.<i>.<part> (the median over the steps of layer i's forward,
+// batch_norm, backward_data, batch_norm_backward, backward_weights: the
+// parts train_plan.h's TrainPart lists), update_us, profiled_us (their
+// sum per step, median) and profile_steps. docs/training.md says what
+// each part holds.
 #include <optional>
 #include <string>
 
@@ -41,40 +51,40 @@
 #include "bench/harness.h"
 #include "bench/suites.h"
 #include "bench/user_shapes.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace dlb::bench {
 namespace {
 
 constexpr std::int64_t kBatches[] = {64, 256};
-struct Impl {
-  const char* name;
-  nn::GpuLaunch launch;
-};
-constexpr Impl kImpls[] = {{"gpu_cudnn", nn::GpuLaunch::eager}, {"gpu_cudnn_graph", nn::GpuLaunch::graph}};
 constexpr H2d kModes[] = {H2d::pageable, H2d::pinned, H2d::overlap};
 // The networks the step supports (nn::trainable_params accepts them).
 constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
 // Event time a repetition accumulates: 50-200 steps of 0.3-1 ms (estimated,
 // unmeasured), rather than --gpu_min_time's handful.
 constexpr double kMinTime = 0.05;
+// Profiled steps after the timed loop (about 3-50 ms of event time in all,
+// estimated).
+constexpr int kProfileSteps = 11;
 
 void register_train_gpu(Config& config) {
   if (!config.gpu && !config.name_only) return;
   for (const std::string_view network : kTrainable)
-    for (const auto& [impl, launch] : kImpls)
+    for (const nn::TrainVariant& row : nn::train_variants())
     for (const auto& [batch, user] : net_batches(std::string(network) + "_train", kBatches))
       for (const H2d mode : kModes) {
+        if (row.device != Device::gpu || row.refuses(network)) continue;
         std::optional<SuiteBypass> bypass;
         if (user) bypass.emplace();
-        const auto name = case_name(std::string(network) + "_train", impl, {{"batch", batch}}) + "/h2d:" +
+        const auto name = case_name(std::string(network) + "_train", row.name, {{"batch", batch}}) + "/h2d:" +
                           h2d_name(mode);
         add_case(
             name, Device::gpu,
-            [network, batch = batch, mode, launch = launch](benchmark::State& state) {
+            [network, batch = batch, mode, &row](benchmark::State& state) {
               if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
                 return report_input_error(state, problem);
-              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, launch);
+              auto* c = validated_case<GpuTrainCase>(state, network, batch, mode, row);
               if (c == nullptr) return;
               // Warm-up: the update's first launch, and (gpu_cudnn_graph) the
               // graphs' captures, for both input buffers of overlap.
@@ -95,6 +105,7 @@ void register_train_gpu(Config& config) {
               state.counters["forward_us"] = sum.forward / steps * 1e6;
               state.counters["backward_us"] = sum.backward / steps * 1e6;
               state.counters["optimizer_us"] = sum.optimizer / steps * 1e6;
+              for (const auto& [counter, value] : c->profile(kProfileSteps)) state.counters[counter] = value;
               const nn::TrainMemory m = c->step().memory();
               state.counters["peak_bytes"] = static_cast<double>(m.total() + c->input_bytes());
               state.counters["weights_bytes"] = static_cast<double>(m.weights);
@@ -104,7 +115,7 @@ void register_train_gpu(Config& config) {
               state.counters["workspace_bytes"] = static_cast<double>(m.workspace);
               state.counters["input_bytes"] = static_cast<double>(c->input_bytes());
               state.counters["measured_device_bytes"] = static_cast<double>(c->measured_bytes());
-              state.SetLabel(std::string("cuDNN + cuBLAS fp32, h2d ") + h2d_name(mode) + ", SGD momentum 0.9; " +
+              state.SetLabel(std::string(row.label) + ", h2d " + h2d_name(mode) + ", SGD momentum 0.9; " +
                              c->step().algorithms());
             },
             CaseOptions{.min_time = kMinTime});

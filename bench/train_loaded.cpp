@@ -26,7 +26,8 @@
 #include "bench/cases/loaded_train_case.h"
 #include "bench/harness.h"
 #include "bench/train_memory.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace dlb::bench {
 namespace {
@@ -34,30 +35,20 @@ namespace {
 constexpr std::int64_t kBatches[] = {64, 256};
 constexpr int kWorkers[] = {0, 1, 2};
 
-struct Impl {
-  const char* name;
-  nn::TrainImpl impl;
-};
-constexpr Impl kImpls[] = {
-    {"cpu_eigen", nn::TrainImpl::eigen},
-#if DLB_HAVE_ONEDNN
-    {"cpu_onednn", nn::TrainImpl::onednn},
-#endif
-};
-
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void register_train_loaded(Config&) {
   for (const std::string_view network : {std::string_view("mnist_cnn")})
-    for (const auto& [impl, choice] : kImpls)
+    for (const nn::TrainVariant& row : nn::train_variants())
       for (const std::int64_t batch : kBatches)
         for (const int workers : kWorkers) {
+          if (!row.loader_cases) continue;
           const auto name =
-              case_name(std::string(network) + "_train", impl, {{"batch", batch}, {"workers", workers}});
-          add_case(name, Device::cpu, [network, batch, choice, workers](benchmark::State& state) {
+              case_name(std::string(network) + "_train", row.name, {{"batch", batch}, {"workers", workers}});
+          add_case(name, Device::cpu, [network, batch, &row, workers](benchmark::State& state) {
             if (const auto problem = nn::training_inputs_problem(network); !problem.empty())
               return report_input_error(state, problem);
-            auto* c = validated_case<LoadedTrainCase>(state, network, batch, choice, workers);
+            auto* c = validated_case<LoadedTrainCase>(state, network, batch, row, workers);
             if (c == nullptr) return;
             nn::TrainStep& step = c->step();
             const auto loader = c->loader();

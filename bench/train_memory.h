@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/nn/train.h"
+#include "kernels/nn/train/train.h"
 
 namespace benchmark {
 class State;

@@ -1,4 +1,4 @@
-// The calibration reader (kernels/nn/calibration.cpp, on the safetensors
+// The calibration reader (kernels/nn/model/calibration.cpp, on the safetensors
 // reader) on arbitrary bytes, for a three-layer network (conv1 with ReLU, a
 // max pool, fc without): either a calibration whose every range is finite
 // and ordered (and not below 0 after the ReLU), or dlb::Error.
@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_common.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/calibration.h"
+#include "kernels/nn/model/calibration.h"
 
 namespace {
 

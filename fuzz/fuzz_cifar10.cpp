@@ -1,4 +1,4 @@
-// The CIFAR-10 binary reader (kernels/nn/dataset.cpp) on arbitrary bytes,
+// The CIFAR-10 binary reader (kernels/nn/data/dataset.cpp) on arbitrary bytes,
 // written to a scratch file: either whole 3073-byte records with labels
 // 0..9, or dlb::Error.
 #include <algorithm>
@@ -7,7 +7,7 @@
 
 #include "fuzz/fuzz_common.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const dlb::fuzz::Scratch path_file("cifar10");

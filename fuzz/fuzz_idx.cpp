@@ -1,4 +1,4 @@
-// The IDX reader (kernels/nn/dataset.cpp; plain or gzip, through zlib) on
+// The IDX reader (kernels/nn/data/dataset.cpp; plain or gzip, through zlib) on
 // arbitrary bytes: the input is split into an images file and a labels file
 // (the first two bytes give where), written to scratch files and read; either
 // a data set whose sizes agree, or dlb::Error.
@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_common.h"
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;

@@ -1,4 +1,4 @@
-// The safetensors reader (kernels/nn/safetensors.cpp) on arbitrary bytes:
+// The safetensors reader (kernels/nn/model/safetensors.cpp) on arbitrary bytes:
 // either a file whose every tensor can be read back within its bytes, or
 // dlb::Error.
 #include <cstddef>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/safetensors.h"
+#include "kernels/nn/model/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::byte> bytes(size);

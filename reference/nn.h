@@ -1,4 +1,4 @@
-// Reference forward pass of a network (kernels/nn/network.h), in double
+// Reference forward pass of a network (kernels/nn/model/network.h), in double
 // precision with plain loops, from the unfolded parameters: conv (+ its own
 // bias), then batch-norm with the running statistics as PyTorch applies it,
 // the residual add, ReLU, pools, fc, log-softmax. The oracle for every
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/nn/network.h"
+#include "kernels/nn/model/network.h"
 
 namespace dlb::ref {
 

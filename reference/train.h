@@ -1,4 +1,4 @@
-// Reference training step (kernels/nn/train.h) in double precision with
+// Reference training step (kernels/nn/train/train.h) in double precision with
 // plain loops, layer by layer over the whole batch: the forward pass
 // keeping every layer's output, batch-norm in training mode (the batch's
 // mean and biased variance per channel, two passes), residual joins, the
@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/nn/augment.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/network.h"
-#include "kernels/nn/train_params.h"
+#include "kernels/nn/data/augment.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train_params.h"
 #include "reference/compare.h"
 
 namespace dlb::ref {

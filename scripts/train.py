@@ -56,7 +56,7 @@ training step's tests compare with (issue 35), from the committed weights:
 
 --epoch-reference writes, for mnist_cnn and mnist_lenet, one epoch of
 PyTorch's SGD step from a fresh start that the C++ side makes identically
-(scripts/dlbench/epoch.py, kernels/nn/epoch.h; tests/test_epoch.cpp reads it):
+(scripts/dlbench/epoch.py, kernels/nn/train/epoch.h; tests/test_epoch.cpp reads it):
 
     <net>.epoch-reference.json
         the configuration (batch 64, SGD lr 0.01 momentum 0.9, the seed of the
@@ -104,7 +104,7 @@ TRAIN_REFERENCE_STEP2_SKIP = {"mnist_cnn": lambda p: p == "fc1.weight",
 DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
 SEED = 20261123
 EPOCH_NETS = ("mnist_cnn", "mnist_lenet")
-EPOCH_SEED = 35  # init and order (kernels/nn/epoch.h's EpochConfig)
+EPOCH_SEED = 35  # init and order (kernels/nn/train/epoch.h's EpochConfig)
 EPOCH_BATCH = 64
 EPOCH_LR = 0.01
 EPOCH_MOMENTUM = 0.9

@@ -177,16 +177,25 @@ TEST(PipelineBadInput, StreamsAndChunksAreChecked) {
 }
 
 // Not a performance test: the fraction must come out of the measured times
-// as a number in a plausible range (near 0 for pageable memory, near 1 for
-// pinned memory on a GPU with a copy engine per direction; noise either way).
+// as a number, measured once per case. Pinned memory on a GPU with a copy
+// engine per direction overlaps: a fraction in a plausible range around 1.
+// Pageable memory does not overlap, and its fraction has no lower bound:
+// its denominator, t_serial - t_bound, is the small time of the stages
+// other than the staged copy, so a pipeline a few percent slower than the
+// serial schedule gives a large negative number (-0.61 on the H200 on
+// 2026-11-28, the test binary alone on the GPU). It must not claim overlap.
 TEST(PipelineOverlap, IsAFractionOfTheMeasuredTimes) {
   for (const char* kind : {"pageable", "pinned"}) {
     PipelineCase c(host_kind(kind), 4, 16, 16 << 20);
     ASSERT_TRUE(c.validate().ok) << kind;
     const double fraction = c.overlap_fraction();
     EXPECT_TRUE(std::isfinite(fraction)) << kind;
-    EXPECT_GT(fraction, -0.5) << kind;
     EXPECT_LT(fraction, 1.5) << kind;
+    if (std::string_view(kind) == "pinned") {
+      EXPECT_GT(fraction, -0.5) << kind;
+    } else {
+      EXPECT_LT(fraction, 0.5) << kind << ": pageable copies are staged by the driver and do not overlap";
+    }
     EXPECT_EQ(c.overlap_fraction(), fraction) << kind << ": measured once per case";
   }
 }

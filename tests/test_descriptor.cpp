@@ -1,7 +1,7 @@
 // The descriptor parser (bench/descriptor.h): what each family's descriptor
 // reads, that every bad input is refused with the field named, the batch
 // file's line numbers, and that the shipped batch files (shapes/) hold what
-// the networks' own descriptions (kernels/nn/network.cpp) give.
+// the networks' own descriptions (kernels/nn/model/network.cpp) give.
 #include "bench/descriptor.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/network.h"
+#include "kernels/nn/model/network.h"
 
 namespace dlb::bench {
 namespace {

@@ -4,7 +4,10 @@ compared byte for byte), and the marker handling: each BEGIN marker names
 its own sources, a missing source is exit 2 naming it, a stale page is
 exit 1 naming the page, and a rewrite keeps the markers as they were."""
 
+import gzip
 import importlib.util
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -74,6 +77,62 @@ class CommittedDocs(unittest.TestCase):
                 self.assertTrue(path.exists(), where)
                 if anchor and path.suffix == ".md":
                     self.assertIn(anchor, anchors(path.read_text()), where)
+
+
+class ReadmeCounts(unittest.TestCase):
+    """The case counts README states: the suites' from the binary's own
+    listing, the committed run's from its file (not typed and left)."""
+
+    def listing(self, suite):
+        bench = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
+        if not Path(bench).is_file():
+            self.skipTest(f"no bench binary at {bench}")
+        p = subprocess.run([bench, f"--suite={suite}", "--benchmark_list_tests"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [l for l in p.stdout.splitlines() if "/" in l]
+
+    def test_the_suites_counts(self):
+        readme = " ".join((ROOT / "README.md").read_text().split())
+        m = re.search(r"Without a GPU the default suite has ([\d,]+) cases and the full suite ([\d,]+)", readme)
+        self.assertIsNotNone(m, "README no longer states the suites' counts")
+        default, full = self.listing("default"), self.listing("full")
+        if any("/gpu_" in c for c in full) or not any("/cpu_onednn" in c for c in full) \
+                or not any("/cpu_eigen" in c for c in full):
+            self.skipTest("counts are stated for a build with every CPU library and no GPU")
+        self.assertEqual(int(m.group(1).replace(",", "")), len(default))
+        self.assertEqual(int(m.group(2).replace(",", "")), len(full))
+
+    def test_the_committed_runs_count(self):
+        readme = " ".join((ROOT / "README.md").read_text().split())
+        m = re.search(r"\(then (\d+) cases, 5 repetitions\) took [\d.]+ minutes on the quiet machine "
+                      r"\(`(results/[^`]+)`", readme)
+        self.assertIsNotNone(m)
+        with gzip.open(ROOT / m.group(2)) as f:
+            run = json.load(f)
+        self.assertEqual(int(m.group(1)), len({b["run_name"] for b in run["benchmarks"]}))
+        self.assertEqual(run["context"]["suite"], "default")
+
+
+class Recipes(unittest.TestCase):
+    """docs/architecture.md's recipes end at examples/ that ctest builds and
+    runs; the code a recipe shows must be the example's, so that neither
+    drifts from the other."""
+
+    def code_spans(self, section_title):
+        text = (ROOT / "docs" / "architecture.md").read_text()
+        start = text.index(section_title)
+        end = text.index("\n\n**", start + len(section_title))
+        return [c for c in re.findall(r"`([^`]+)`", text[start:end]) if ("(" in c or "{" in c) and " " in c]
+
+    def test_the_variant_recipe_is_the_examples_code(self):
+        example = (ROOT / "examples" / "daxpy_variant.cpp").read_text()
+        spans = self.code_spans("**A variant**")
+        self.assertGreaterEqual(len(spans), 2, spans)
+        for code in spans:
+            with self.subTest(code=code):
+                self.assertIn(code, example)
+        cmake = (ROOT / "examples" / "CMakeLists.txt").read_text()
+        self.assertIn("add_test(NAME example_daxpy_variant", cmake)
 
 
 class Markers(unittest.TestCase):

@@ -1,6 +1,6 @@
 // One epoch of Fashion-MNIST with the training step against PyTorch's from
-// the same start (kernels/nn/epoch.h, issue 35), and the batch loader that
-// runs beside the step (kernels/nn/batch_loader.h).
+// the same start (kernels/nn/train/epoch.h, issue 35), and the batch loader that
+// runs beside the step (kernels/nn/data/batch_loader.h).
 //
 // PyTorch's side is committed: models/fashion-mnist/<net>.epoch-reference.json,
 // written by scripts/train.py --epoch-reference (no PyTorch in CI). Checked:
@@ -20,9 +20,9 @@
 #include <string>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/batch_loader.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/epoch.h"
+#include "kernels/nn/data/batch_loader.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/epoch.h"
 #include "tests/expect_error.h"
 
 namespace dlb {

@@ -124,7 +124,11 @@ class GpuTargets(unittest.TestCase):
             net_entry("mnist_cnn/gpu_cudnn/batch:1024", 1.3e6),
             net_entry("mnist_cnn/peer_torch_cuda_compile/batch:1024", 1.0e6),  # 1.3x < 1.5x: not met
             net_entry("mnist_cnn/gpu_cudnn_f16/batch:1024", 2.0e6),
-            net_entry("mnist_cnn/peer_torch_cuda_graph_f16/batch:1024", 1.5e6),  # 1.33x: met
+            net_entry("mnist_cnn/peer_torch_cuda_graph_f16/batch:1024", 1.5e6),  # 1.33x < 1.5x: not met
+            net_entry("mnist_cnn/gpu_cudnn_fused_f16/batch:1", 1e5, latency_p50_us=20.0),
+            net_entry("mnist_cnn/peer_torch_cuda_graph_f16_cl/batch:1", 3e4, latency_p50_us=30.0),  # 1.5x: met
+            net_entry("mnist_cnn/gpu_cudnn_graph_tf32/batch:64", 6.0e5),
+            net_entry("mnist_cnn/peer_torch_cuda_graph_tf32/batch:64", 5.0e5),  # 1.2x: not met
             net_entry("mnist_cnn/gpu_own_s8/batch:1024", 3.0e6, accuracy_drop=0.006),  # 1.5x but drop > 0.005
             net_entry("mnist_cnn/peer_torch/batch:64", 9e9),  # a CPU peer: not a PyTorch GPU mode
         ])
@@ -135,7 +139,14 @@ class GpuTargets(unittest.TestCase):
         self.assertIn("`peer_torch_cuda_graph` 400,000", row)
         self.assertIn("| 1.50x | met |", row)
         self.assertIn("| 1.30x | **not met** |", self.row(text, "fp32 batch 1024"))
-        self.assertIn("| 1.33x | met |", self.row(text, "fp16/bf16 batch 1024"))
+        self.assertIn("| 1.33x | **not met** |", self.row(text, "fp16/bf16 batch 1024"))
+        self.assertIn("| 1.50x faster | met |", self.row(text, "fp16/bf16 batch 1 "))
+        row = self.row(text, "tf32 batch 64")
+        self.assertIn("`gpu_cudnn_graph_tf32` 600,000", row)
+        self.assertIn("| 1.20x | **not met** |", row)
+        self.assertIn("| - | n/a |", self.row(text, "tf32 batch 1024"))
+        # The tf32 rows are neither side of the fp32 target.
+        self.assertNotIn("tf32", self.row(text, "fp32 batch 64"))
         self.assertIn("| - | n/a |", self.row(text, "fp16/bf16 batch 64"))  # no 16-bit side at 64
         self.assertIn("**not met**", self.row(text, "int8 batch 1024"))
         self.assertIn("accuracy drop 0.0060", self.row(text, "int8 batch 1024"))

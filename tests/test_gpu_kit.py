@@ -1,5 +1,5 @@
-"""The GPU kit's verdicts (scripts/dlbench/kit.py) on the H200 run of
-2026-11-27: its sanitizer logs, a family the time-out cut, the conv,
+"""The GPU kit's verdicts (scripts/dlbench/kit.py) on the H200 runs of
+2026-11-27 and 2026-11-28: its sanitizer logs, a family the time-out cut, the conv,
 daxpy, networks and peers JSON (tests/data/kit/, trimmed copies of the run's
 archive). Each verdict must say what that run was: the deliberate
 out-of-memory test's API errors are expected and a real error beside them
@@ -146,6 +146,65 @@ class Families(unittest.TestCase):
         lines = kit.family_verdict("daxpy", path, 0, 10, 7)
         self.assertTrue(any(l.startswith("FAIL: bench daxpy: ") and "WRONG RESULT" in l for l in lines), lines)
 
+    def test_a_case_its_library_declines_is_listed_not_failed(self):
+        # As the H200 run of 2026-11-28 gave them: cuDNN declines a legacy
+        # algorithm for a shape, cuBLASLt's int8 layout needs n % 4 == 0.
+        doc = json.loads((DATA / "ceilings.json").read_text())
+        doc["benchmarks"][0].update(error_occurred=True, error_message=(
+            "unsupported: CUDNN_CONVOLUTION_FWD_ALGO_FFT: cudnnGetConvolutionForwardWorkspaceSize: "
+            "CUDNN_STATUS_NOT_SUPPORTED"))
+        path = self.dir / "conv.json"
+        path.write_text(json.dumps(doc))
+        lines = kit.family_verdict("conv", path, 0, 7, 3)
+        self.assertFalse([l for l in lines if l.startswith("FAIL")], lines)
+        self.assertIn("bench conv: 1 case(s) unsupported by their library (listed, not failures):", lines)
+        self.assertTrue(any(l.startswith("  unsupported: ") and "CUDNN_STATUS_NOT_SUPPORTED" in l for l in lines))
+        # Any other error beside it still fails, and "unsupported" inside a
+        # message is not the prefix.
+        doc["benchmarks"][1].update(error_occurred=True, error_message="error: a wrong result, unsupported: no")
+        path.write_text(json.dumps(doc))
+        lines = kit.family_verdict("conv", path, 0, 7, 3)
+        self.assertEqual(len([l for l in lines if l.startswith("FAIL")]), 1, lines)
+
+
+class Peers(unittest.TestCase):
+    # scripts/peers' message for mnist_lenet's training step on the H200
+    # run of 2026-11-28 (PyTorch eager, cuDNN's weight gradient of conv2).
+    OWN_ALGORITHM = ("WRONG RESULT: against float64: conv2.weight: 0.000955 of the largest gradient (bound 9.65e-05) "
+                     "[cudnn.allow_tf32=False, matmul.allow_tf32=False, cudnn.conv.fp32_precision=none; with cuDNN "
+                     "off: within the bound (1.03e-06): cuDNN's algorithm choice, not TF32]")
+
+    def doc(self, message):
+        runs = [{"name": n, "run_name": n, "run_type": "iteration", "real_time": 1e6, "time_unit": "ns"}
+                for n in ("mnist_cnn_train/peer_torch_cuda/batch:64/manual_time",)]
+        runs.append({"name": "mnist_lenet_train/peer_torch_cuda/batch:64/manual_time",
+                     "run_name": "mnist_lenet_train/peer_torch_cuda/batch:64/manual_time", "run_type": "iteration",
+                     "error_occurred": True, "error_message": message})
+        return {"context": {}, "benchmarks": runs}
+
+    def test_a_peer_refused_for_its_own_cudnn_algorithm_is_said_not_failed(self):
+        lines = kit.peers_verdict(self.doc(self.OWN_ALGORITHM), 0, 100)
+        self.assertIn("1 cases timed, 1 refused by validation", lines[0])
+        self.assertFalse([l for l in lines if l.startswith("FAIL")], lines)
+        self.assertTrue(any(l.startswith("peer refused (its cuDNN algorithm") for l in lines), lines)
+
+    def test_the_cases_cut_at_the_limit_are_named(self):
+        # 2026-11-28: SIGTERM at the limit left five compiled training peers
+        # unrun, and the summary said "0 not run".
+        listing = ["mnist_cnn_train/peer_torch_cuda/batch:64/manual_time",
+                   "mnist_lenet_train/peer_torch_cuda/batch:64/manual_time",
+                   "mnist_cnn_train/peer_torch_cuda_compile/batch:64/manual_time"]
+        lines = kit.peers_verdict(self.doc(self.OWN_ALGORITHM), 0, 100, listing=listing)
+        self.assertIn("0 not run within the time budget, 1 cut at the limit", lines[0])
+        self.assertIn("  cut at the limit: mnist_cnn_train/peer_torch_cuda_compile/batch:64", lines)
+
+    def test_a_peer_refused_otherwise_fails(self):
+        for message in (self.OWN_ALGORITHM.replace("within the bound (1.03e-06): cuDNN's algorithm choice, not TF32",
+                                                   "also off (conv2.weight: 0.0009)"),
+                        "WRONG RESULT: against float64: fc.weight: 0.01 [no diagnosis: RuntimeError: x]"):
+            lines = kit.peers_verdict(self.doc(message), 0, 100)
+            self.assertTrue(any(l.startswith("FAIL: peers mnist_lenet_train") for l in lines), lines)
+
 
 class Gates(unittest.TestCase):
     def test_find_losing_to_the_heuristic_fails(self):
@@ -244,6 +303,28 @@ class Comparison(unittest.TestCase):
                 rows = list(csv.DictReader(f))
             r = next(r for r in rows if (r["network"], r["batch"], r["precision"]) == ("mnist_cnn", "64", "fp32"))
             self.assertAlmostEqual(float(r["ratio"]), 1.62, delta=0.005)
+
+    def test_the_training_steps_against_pytorchs_best_training_mode(self):
+        # The H200 run of 2026-11-28, trimmed: resnet20's step at batch 64
+        # (ours in two h2d modes, PyTorch in three modes).
+        def case(name, images_per_second):
+            return {"name": name + "/min_time:0.050/manual_time_median", "run_name": name + "/min_time:0.050/manual_time",
+                    "run_type": "aggregate", "aggregate_name": "median", "real_time": 1.0, "time_unit": "ms",
+                    "items_per_second": images_per_second}
+        ours = {"benchmarks": [case("resnet20_train/gpu_cudnn_graph/batch:64/h2d:pinned", 13646.4),
+                               case("resnet20_train/gpu_cudnn_graph/batch:64/h2d:overlap", 13500.0),
+                               case("resnet20_train/gpu_cudnn/batch:64/h2d:pinned", 11858.2),
+                               case("resnet20_train/cpu_onednn/batch:64/h2d:none", 9e9)]}  # not a GPU row
+        peers = {"benchmarks": [case("resnet20_train/peer_torch_cuda/batch:64", 7620.0),
+                                case("resnet20_train/peer_torch_cuda_graph/batch:64", 21314.0),
+                                case("resnet20_train/peer_torch_cuda_compile/batch:64", 17830.0),
+                                case("resnet20_train/peer_torch/batch:64", 9e9)]}  # a CPU peer
+        rows = kit.comparison([ours], peers)
+        self.assertEqual(len(rows), 1, rows)
+        r = rows[0]
+        self.assertEqual((r["network"], r["batch"], r["precision"], r["our_row"], r["pytorch_mode"]),
+                         ("resnet20_train", 64, "fp32", "gpu_cudnn_graph", "peer_torch_cuda_graph"))
+        self.assertAlmostEqual(r["ratio"], 13646.4 / 21314.0)
 
 
 class TraceAndSize(unittest.TestCase):

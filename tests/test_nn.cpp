@@ -28,20 +28,20 @@
 #include "kernels/common/error.h"
 #include "kernels/common/operand.h"
 #include "kernels/common/random.h"
-#include "kernels/nn/calibration.h"
-#include "kernels/nn/cudnn_fused_plan.h"
-#include "kernels/nn/cudnn_plan_cache.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/layers.h"
+#include "kernels/nn/model/calibration.h"
+#include "kernels/nn/gpu/cudnn_fused_plan.h"
+#include "kernels/nn/gpu/cudnn_plan_cache.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/infer/layers.h"
 #if DLB_HAVE_CUDNN
-#include "kernels/nn/nn_gpu.h"
+#include "kernels/nn/gpu/nn_gpu.h"
 #endif
-#include "kernels/nn/nn_onekernel.h"
-#include "kernels/nn/nn_s8_direct.h"
+#include "kernels/nn/onekernel/nn_onekernel.h"
+#include "kernels/nn/s8/nn_s8_direct.h"
 #if DLB_HAVE_ONEDNN
-#include "kernels/nn/onednn_plan.h"
+#include "kernels/nn/cpu/onednn_plan.h"
 #endif
-#include "kernels/nn/safetensors.h"
+#include "kernels/nn/model/safetensors.h"
 #include "reference/nn.h"
 #include "tests/test_device.h"
 

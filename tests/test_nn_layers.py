@@ -112,19 +112,26 @@ print(sorted(t.get_text() for t in lenet_b1.get_yticklabels()))
             self.assertTrue(p.stderr.startswith("profile.py: "), p.stderr)
 
 
-class Memory(unittest.TestCase):
-    def test_what_a_pass_holds_and_what_it_allocates(self):
+class NetworkCases(unittest.TestCase):
+    """The network cases of two rows at batch 1, run once: what a pass holds
+    and allocates, and where it goes."""
+
+    @classmethod
+    def setUpClass(cls):
         with tempfile.TemporaryDirectory() as d:
-            out = Path(d) / "memory.json"
+            out = Path(d) / "networks.json"
             bench("--benchmark_filter=^mnist_lenet/cpu_(own|eigen)/batch:1/", "--benchmark_min_time=0.01",
                   f"--benchmark_out={out}", "--benchmark_out_format=json")
-            run = json.loads(out.read_text())
-        cases = {b["run_name"].split("/")[1]: b for b in run["benchmarks"]}
+            cls.doc = json.loads(out.read_text())
+        cls.cases = {b["run_name"].split("/")[1]: b for b in cls.doc["benchmarks"]}
+
+    def test_what_a_pass_holds_and_what_it_allocates(self):
+        cases = self.cases
         self.assertEqual(set(cases), {"cpu_own", "cpu_eigen"})
         for b in cases.values():
             self.assertGreater(b["peak_bytes"], 0)
-        if run["context"]["alloc_counting"] != "yes":
-            self.assertTrue(run["context"]["alloc_counting"].startswith("no"))
+        if self.doc["context"]["alloc_counting"] != "yes":
+            self.assertTrue(self.doc["context"]["alloc_counting"].startswith("no"))
             self.assertNotIn("allocations_per_pass", cases["cpu_own"])
             return
         # cpu_own allocates everything in prepare; Eigen's GEMM allocates its
@@ -133,6 +140,16 @@ class Memory(unittest.TestCase):
         self.assertEqual(cases["cpu_own"]["allocated_bytes_per_pass"], 0)
         self.assertGreater(cases["cpu_eigen"]["allocations_per_pass"], 0)
         self.assertGreater(cases["cpu_eigen"]["allocated_bytes_per_pass"], 0)
+
+    def test_every_network_case_times_its_layers(self):
+        for row, b in self.cases.items():
+            with self.subTest(row=row):
+                self.assertNotIn("error_occurred", b, b.get("error_message"))
+                layers = [b[f"layer_us.{i}"] for i in range(len(LENET))]
+                self.assertNotIn(f"layer_us.{len(LENET)}", b)
+                for i, us in enumerate(layers):
+                    self.assertGreater(us, 0, LENET[i])
+                self.assertAlmostEqual(b["layers_us"], sum(layers), delta=1e-6 * b["layers_us"])
 
 
 class Trace(unittest.TestCase):

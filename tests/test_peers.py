@@ -307,7 +307,7 @@ class CpuTrainingPeers(unittest.TestCase):
         self.assertFalse(networks.PEERS["peer_torch_compile"][0])
 
     def test_only_channels_last_gets_the_fp32_statistics_allowance(self):
-        # cpu_onednn's allowance (kernels/nn/train.h) for PyTorch's
+        # cpu_onednn's allowance (kernels/nn/train/train.h) for PyTorch's
         # channels_last batch norm, which sums its statistics in fp32; the
         # eager NCHW mode sums in double and the compiled one passes without
         self.assertEqual(training.FP32_BATCH_STATS, {"peer_torch_cl"})
@@ -489,7 +489,7 @@ class GpuNetworkPeers(unittest.TestCase):
         self.assertEqual(networks.tolerance_for("f32", "resnet20"), 1e-5)
         self.assertAlmostEqual(networks.tolerance_for("f16", "resnet20"), math.sqrt(3 * 23) * 2.0 ** -11)
         self.assertAlmostEqual(networks.tolerance_for("f16", "mnist_cnn"), math.sqrt(3 * 6) * 2.0 ** -11)
-        # bench's gpu_cudnn_f16 (k = 2) on a 21-layer chain: the 3.2e-3 kernels/nn/nn.cpp states
+        # bench's gpu_cudnn_f16 (k = 2) on a 21-layer chain: the 3.2e-3 kernels/nn/infer/nn.cpp states
         self.assertAlmostEqual(networks.sixteen_bit_tolerance(2, 11, 21), 3.16e-3, places=5)
         for net in networks.NETWORK_NAMES:
             self.assertLess(networks.tolerance_for("f16", net), 1e-2)  # a wrong layer (1e-1 or more) fails

@@ -22,7 +22,7 @@ not, as in CI: scripts/test does not install the few GB it takes.
   bench's gradient bound, torch.compile's timed without a compilation in
   its loop; and a mode whose gradients are off is refused;
 - resnet20's channels_last step held to our cpu_onednn step's allowance for
-  batch norm's fp32 statistics (kernels/nn/train.h), timed at batch 64,
+  batch norm's fp32 statistics (kernels/nn/train/train.h), timed at batch 64,
   refused past it, the eager NCHW step not given it."""
 
 import json
@@ -167,7 +167,7 @@ for held in (set(), {"mnist_lenet"}):
 """
 
 
-# Runs in .venv-peers: the bounds of resnet20's step against kernels/nn/train.h's
+# Runs in .venv-peers: the bounds of resnet20's step against kernels/nn/train/train.h's
 # figures (gradient_chain_length at batch 64: 77,308 with batch norm's sums in
 # double, 2,485,756 with them in fp32, TrainImpl::onednn's), the forward's
 # bound with and without the fp32 statistics' share, and the held checks at

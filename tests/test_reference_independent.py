@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ALLOWED = {
     "kernels/common/error.h": "dlb::Error and DLB_REQUIRE, the project's one error type",
     "kernels/conv/conv.h": "ConvArgs, the convolution problem's argument struct",
-    "kernels/nn/network.h": "the network description",
-    "kernels/nn/dataset.h": "the data sets the networks read",
-    "kernels/nn/train_params.h": "the trainable tensors, their order and names, and SGD's settings",
-    "kernels/nn/augment.h": "a training batch's input format and each image's augmentation draw",
+    "kernels/nn/model/network.h": "the network description",
+    "kernels/nn/data/dataset.h": "the data sets the networks read",
+    "kernels/nn/train/train_params.h": "the trainable tensors, their order and names, and SGD's settings",
+    "kernels/nn/data/augment.h": "a training batch's input format and each image's augmentation draw",
 }
 # Computations the allowed headers declare beside their descriptions.
 FORBIDDEN_CALLS = ("network_input",)
@@ -58,11 +58,11 @@ class ReferenceUsesNoKernel(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             ref = Path(d) / "reference"
             ref.mkdir()
-            (ref / "ok.cpp").write_text('#include "kernels/nn/network.h"\n// network_input(...) in a comment\n')
-            (ref / "bad.h").write_text('#pragma once\n#include "kernels/nn/loader.h"\n')
-            (ref / "bad.cpp").write_text('#include "kernels/nn/dataset.h"\nvoid f() { nn::network_input(d, 0); }\n')
+            (ref / "ok.cpp").write_text('#include "kernels/nn/model/network.h"\n// network_input(...) in a comment\n')
+            (ref / "bad.h").write_text('#pragma once\n#include "kernels/nn/data/loader.h"\n')
+            (ref / "bad.cpp").write_text('#include "kernels/nn/data/dataset.h"\nvoid f() { nn::network_input(d, 0); }\n')
             self.assertEqual(violations(Path(d)),
-                             ["reference/bad.cpp: calls network_input", "reference/bad.h: includes kernels/nn/loader.h"])
+                             ["reference/bad.cpp: calls network_input", "reference/bad.h: includes kernels/nn/data/loader.h"])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// The training step (kernels/nn/train.h, issue 35): the double-precision
+// The training step (kernels/nn/train/train.h, issue 35): the double-precision
 // reference (reference/train.h) against central finite differences of its
 // own loss on small random networks; the fp32 step against the reference on
 // those and on mnist_cnn with the committed weights and real Fashion-MNIST
@@ -12,13 +12,15 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/loader.h"
-#include "kernels/nn/safetensors.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/data/loader.h"
+#include "kernels/nn/model/safetensors.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 #include "reference/train.h"
 #include "tests/expect_error.h"
@@ -138,43 +140,26 @@ TEST(TrainReference, MatchesFiniteDifferences) {
   }
 }
 
-// The implementations this build has (train.h's TrainImpl): the im2col
-// step with Eigen's and oneDNN's GEMMs, oneDNN's training primitives.
-std::vector<nn::TrainImpl> impls() {
-#if DLB_HAVE_ONEDNN
-  return {nn::TrainImpl::eigen, nn::TrainImpl::onednn_sgemm, nn::TrainImpl::onednn};
-#else
-  return {nn::TrainImpl::eigen};
-#endif
-}
-
-// With TrainImpl::own (the own direct convolution kernel), which takes
-// chains of stride-1 convolutions without batch-norm only: the tests on
+// The CPU rows of the training table (train_variants.h) this build has, as
+// the implementations their steps are made with. impls(): the rows that
+// take every network (the im2col step with Eigen's and oneDNN's GEMMs,
+// oneDNN's training primitives); chain_impls(): every CPU row, cpu_own
+// (chains of stride-1 convolutions without batch-norm) too: the tests on
 // such networks.
-std::vector<nn::TrainImpl> chain_impls() {
-  auto all = impls();
-  all.push_back(nn::TrainImpl::own);
-  return all;
+std::vector<nn::TrainImpl> cpu_rows(bool every_network_only) {
+  std::vector<nn::TrainImpl> out;
+  for (const auto& row : nn::train_variants())
+    if (row.device == Device::cpu && (!every_network_only || row.accepts == nullptr)) out.push_back(row.impl);
+  return out;
 }
+std::vector<nn::TrainImpl> impls() { return cpu_rows(true); }
+std::vector<nn::TrainImpl> chain_impls() { return cpu_rows(false); }
 
-// Whether `impl` takes `net` (TrainImpl::own refuses the rest by layer name:
+// Whether `impl`'s row takes `net` (cpu_own refuses the rest by layer name:
 // TrainStep.CpuOwnRefusesByName).
-bool takes(nn::TrainImpl impl, const nn::Network& net) {
-  if (impl != nn::TrainImpl::own) return true;
-  for (const auto& l : net.layers)
-    if (l.kind == nn::LayerKind::conv && (l.stride != 1 || l.residual >= 0 || !l.raw.bn_name.empty())) return false;
-  return true;
-}
+bool takes(nn::TrainImpl impl, const nn::Network& net) { return nn::train_variant(impl).takes(net); }
 
-const char* impl_name(nn::TrainImpl impl) {
-  switch (impl) {
-    case nn::TrainImpl::eigen: return "cpu_eigen";
-    case nn::TrainImpl::onednn_sgemm: return "cpu_onednn_sgemm";
-    case nn::TrainImpl::onednn: return "cpu_onednn";
-    case nn::TrainImpl::own: return "cpu_own";
-  }
-  return "?";
-}
+std::string impl_name(nn::TrainImpl impl) { return std::string(nn::train_variant(impl).name); }
 
 
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
@@ -184,7 +169,7 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
     if (!takes(impl, net)) continue;
     own_nets += impl == nn::TrainImpl::own;
     for (const std::int64_t batch : {1, 5}) {
-      SCOPED_TRACE(std::string(impl_name(impl)) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
+      SCOPED_TRACE(impl_name(impl) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
                    std::to_string(batch));
       const Batch b = random_batch(net, batch, 11);
       nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, impl);
@@ -358,31 +343,53 @@ TEST(TrainStep, WrittenParametersAreRead) {
   }
 }
 
-struct MnistCnn : public ::testing::Test {
+// A committed network at batch 64 on the first 64 training images, and the
+// double reference's gradients on them, made once for the suite.
+template <const char* Name>
+struct CommittedNet : public ::testing::Test {
   static void SetUpTestSuite() {
-    net = &nn::network("mnist_cnn");
+    net = &nn::network(Name);
     b = new Batch(fashion_batch(*net, kBatch));
     g = new ref::TrainGradients(ref::gradients(*net, ref::train_params(*net), b->x, b->labels, kBatch));
   }
+  // One forward and backward of `impl`'s step on the batch: the loss within
+  // the forward's fp32 bound (nn.cpp, kNetworkTolerance), the gradients
+  // within the step's (train.h); printed.
+  static void expect_step_matches(nn::TrainStep& step, nn::TrainImpl impl) {
+    const double loss = step.forward(b->x.data(), b->labels.data());
+    step.backward();
+    EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
+    const auto c =
+        ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
+    EXPECT_TRUE(c.ok) << c.summary();
+    std::printf("%s fp32 step (%s) against the reference, batch %lld: %s\n", Name, impl_name(impl).c_str(),
+                static_cast<long long>(kBatch), c.summary().c_str());
+  }
+  // PyTorch's autograd on the same weights and batch (scripts/train.py
+  // --train-reference): its batch and labels are ours, its loss within the
+  // forward's fp32 bound of the reference's. A file of another batch fails
+  // here, and its tensors' shapes then throw.
+  static nn::SafeTensors torch_reference() {
+    nn::SafeTensors st = nn::SafeTensors::read(nn::models_dir() + "/" + Name + ".train-reference.safetensors");
+    EXPECT_EQ(st.metadata("batch"), std::to_string(kBatch));
+    EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
+    const double torch_loss = st.f32("loss", {1})[0];
+    EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+    return st;
+  }
   static constexpr std::int64_t kBatch = 64;
-  static const nn::Network* net;
-  static Batch* b;
-  static ref::TrainGradients* g;
+  static inline const nn::Network* net = nullptr;
+  static inline Batch* b = nullptr;
+  static inline ref::TrainGradients* g = nullptr;
 };
-const nn::Network* MnistCnn::net = nullptr;
-Batch* MnistCnn::b = nullptr;
-ref::TrainGradients* MnistCnn::g = nullptr;
+
+constexpr char kMnistCnn[] = "mnist_cnn";
+struct MnistCnn : CommittedNet<kMnistCnn> {};
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
   for (const auto impl : chain_impls()) {
   nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
-  const double loss = step.forward(b->x.data(), b->labels.data());
-  step.backward();
-  EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);  // the forward's fp32 bound (nn.cpp, kNetworkTolerance)
-  const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
-  EXPECT_TRUE(c.ok) << c.summary();
-  std::printf("mnist_cnn fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
-              static_cast<long long>(kBatch), c.summary().c_str());
+  expect_step_matches(step, impl);
   // The memory split: parameters, gradients and momentum of 1,199,882 floats
   // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
   // to 16: 768 floats more).
@@ -451,12 +458,7 @@ TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
 // double reference: PyTorch's sums have the same lengths as ours, so the
 // same bound holds for its errors.
 TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
-  const std::string path = nn::models_dir() + "/mnist_cnn.train-reference.safetensors";
-  const nn::SafeTensors st = nn::SafeTensors::read(path);
-  ASSERT_EQ(st.metadata("batch"), std::to_string(kBatch));
-  EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
-  const double torch_loss = st.f32("loss", {1})[0];
-  EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+  const nn::SafeTensors st = torch_reference();
   const auto params = nn::trainable_params(*net);
   std::vector<std::vector<float>> torch_grads;
   for (const auto& p : params) torch_grads.push_back(st.f32("grad." + p.name, p.shape));
@@ -498,31 +500,13 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
 // batch-norm with the batch's statistics (and the running statistics'
 // update), identity and projection joins. The double reference takes a
 // few seconds at this batch (once for the suite).
-struct ResNet20 : public ::testing::Test {
-  static void SetUpTestSuite() {
-    net = &nn::network("resnet20");
-    b = new Batch(fashion_batch(*net, kBatch));
-    g = new ref::TrainGradients(ref::gradients(*net, ref::train_params(*net), b->x, b->labels, kBatch));
-  }
-  static constexpr std::int64_t kBatch = 64;
-  static const nn::Network* net;
-  static Batch* b;
-  static ref::TrainGradients* g;
-};
-const nn::Network* ResNet20::net = nullptr;
-Batch* ResNet20::b = nullptr;
-ref::TrainGradients* ResNet20::g = nullptr;
+constexpr char kResNet20[] = "resnet20";
+struct ResNet20 : CommittedNet<kResNet20> {};
 
 TEST_F(ResNet20, StepMatchesTheReference) {
   for (const auto impl : impls()) {
     nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
-    const double loss = step.forward(b->x.data(), b->labels.data());
-    step.backward();
-    EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
-    EXPECT_TRUE(c.ok) << c.summary();
-    std::printf("resnet20 fp32 step (%s) against the reference, batch %lld: %s\n", impl_name(impl),
-                static_cast<long long>(kBatch), c.summary().c_str());
+    expect_step_matches(step, impl);
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
     expect_running_stats(*net, kBatch, *g, want, running_means(step, *net), running_vars(step, *net), 1, 1,
@@ -555,7 +539,7 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
     int failing = 0;
     for (const auto& p : params) failing += c.summary().find(p.name + ":") != std::string::npos;
     std::printf("a resnet20 step (%s) missing one image of 64 fails its bound in %d of %zu tensors\n",
-                impl_name(impl), failing, params.size());
+                impl_name(impl).c_str(), failing, params.size());
     EXPECT_GE(failing, 1) << c.summary();
   }
 }
@@ -566,12 +550,7 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
 // statistics after one forward against the reference's and our fp32
 // step's; the parameters after two SGD steps against our fp32 step's.
 TEST_F(ResNet20, ReferenceMatchesPyTorch) {
-  const std::string path = nn::models_dir() + "/resnet20.train-reference.safetensors";
-  const nn::SafeTensors st = nn::SafeTensors::read(path);
-  ASSERT_EQ(st.metadata("batch"), std::to_string(kBatch));
-  EXPECT_EQ(st.u8("labels", {kBatch}), b->labels);
-  const double torch_loss = st.f32("loss", {1})[0];
-  EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
+  const nn::SafeTensors st = torch_reference();
   const auto params = nn::trainable_params(*net);
   // PyTorch's named_parameters order is ours.
   std::string names;
@@ -645,7 +624,7 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
         worst = std::max(worst, std::abs(step.running_mean(i)[k] - m2[k]) / (g->batch_mean_scale[i][k] * tol));
     }
     std::printf("running means after two steps, ours (%s) against PyTorch's: %.3g of tol x scale at worst\n",
-                impl_name(impl), worst);
+                impl_name(impl).c_str(), worst);
   }
 }
 
@@ -666,6 +645,58 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
                            "tiny resnet, fp32 step against the reference", impl);
     }
   }
+}
+
+// The training table: one row per implementation, named for its device, each
+// CPU step made by one row; a row's bound is the one its step's analysis
+// gives (train.h: cpu_onednn's counts its fp32 batch-norm sums; the GPU
+// step's is the double sums' bound); what a row
+// needs is what its step refuses (TrainStep.CpuOwnRefusesByName).
+TEST(TrainVariants, OneRowPerImplementation) {
+  std::set<std::string_view> names;
+  std::set<nn::TrainImpl> cpu_impls;
+  int gpu_rows = 0;
+  for (const auto& row : nn::train_variants()) {
+    SCOPED_TRACE(std::string(row.name));
+    EXPECT_TRUE(names.insert(row.name).second) << "two rows named " << row.name;
+    EXPECT_EQ(row.name.substr(0, 4), std::string(device_name(row.device)) + "_");
+    EXPECT_FALSE(row.label.empty());
+    ASSERT_NE(row.tolerance, nullptr);
+    for (const nn::Network& net : {tiny_nets()[0], tiny_resnet()})
+      for (const std::int64_t batch : {1, 64}) {
+        if (row.device == Device::cpu)
+          EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch, row.impl));
+        else
+          EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch));
+      }
+    if (row.device == Device::cpu) {
+      EXPECT_TRUE(cpu_impls.insert(row.impl).second) << "two CPU rows make the same step";
+      EXPECT_EQ(&nn::train_variant(row.impl), &row);
+    } else {
+      EXPECT_FALSE(row.loader_cases) << "the loader feeds the CPU step only";
+      ++gpu_rows;
+    }
+    EXPECT_EQ(&nn::train_variant(row.name, row.device, "--impl"), &row);
+  }
+  EXPECT_EQ(cpu_impls.size(), impls().size() + 1);  // cpu_own takes chains only
+#if DLB_HAVE_CUDNN
+  EXPECT_EQ(gpu_rows, 2);
+#else
+  EXPECT_EQ(gpu_rows, 0);
+#endif
+  // cpu_own refuses resnet20 (batch-norm, joins, strides) by its description,
+  // takes the MNIST networks; a name whose files cannot be read is not refused.
+  const auto& own = nn::train_variant("cpu_own", Device::cpu, "--impl");
+  EXPECT_TRUE(own.refuses("resnet20"));
+  EXPECT_FALSE(own.refuses("mnist_cnn"));
+  EXPECT_FALSE(own.refuses("mnist_lenet"));
+  EXPECT_FALSE(own.refuses("no_such_network"));
+  EXPECT_FALSE(nn::train_variant("cpu_eigen", Device::cpu, "--impl").refuses("resnet20"));
+#if DLB_HAVE_ONEDNN
+  expect_error([] { nn::train_variant("blas", Device::cpu, "--impl"); },
+               "--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not 'blas'");
+#endif
+  expect_error([] { nn::train_variant("cpu_eigen", Device::gpu, "--impl"); }, "not 'cpu_eigen'");
 }
 
 TEST(TrainStep, BadInputIsAClearError) {

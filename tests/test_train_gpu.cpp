@@ -1,4 +1,4 @@
-// The GPU training step (kernels/nn/train_gpu.h, issue 35), in two binaries:
+// The GPU training step (kernels/nn/train/train_gpu.h, issue 35), in two binaries:
 //
 // test_train_twin (CPU, in CI): the step's host twin (TwinTrainStep,
 // train_plan.h) runs the GPU step's schedule with the own kernels'
@@ -30,12 +30,14 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/safetensors.h"
-#include "kernels/nn/train.h"
-#include "kernels/nn/train_plan.h"
+#include "kernels/nn/model/safetensors.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_plan.h"
 #include "reference/train.h"
 #include "tests/expect_error.h"
 #include "tests/test_device.h"
@@ -45,8 +47,8 @@
 #if DLB_TEST_GPU
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/gpu.h"
-#include "kernels/nn/train_gpu.h"
-#include "kernels/nn/train_gpu_kernels.h"
+#include "kernels/nn/train/train_gpu.h"
+#include "kernels/nn/train/train_gpu_kernels.h"
 #endif
 
 namespace dlb {
@@ -130,6 +132,28 @@ void expect_running_stats_of(const Step& step, const nn::Network& net, std::int6
                              sides, what);
 }
 
+// The counters a profiled step gives, as the network alone says they must
+// be (train_plan.h's TrainPart): per layer in order, conv and fc: forward,
+// [batch_norm], backward_data, [batch_norm_backward], backward_weights;
+// pools and the log_softmax layer (the loss): forward, backward_data; then
+// update_us, profiled_us, profile_steps.
+std::vector<std::string> profile_names(const nn::Network& net, const nn::TrainPlan& plan) {
+  std::vector<std::string> names;
+  const auto& ls = net.layers;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const std::string at = "layer_us." + std::to_string(i) + ".";
+    names.push_back(at + "forward");
+    const bool bn = plan.bn_offset(i) >= 0;
+    if (bn) names.push_back(at + "batch_norm");
+    names.push_back(at + "backward_data");
+    if (ls[i].kind != nn::LayerKind::conv && ls[i].kind != nn::LayerKind::fc) continue;
+    if (bn) names.push_back(at + "batch_norm_backward");
+    names.push_back(at + "backward_weights");
+  }
+  for (const char* n : {"update_us", "profiled_us", "profile_steps"}) names.emplace_back(n);
+  return names;
+}
+
 #if !DLB_TEST_GPU
 
 // ---------------------------------------------------------------- the host twin
@@ -163,9 +187,10 @@ TEST(TrainTwin, MatchesTheReferenceOnSmallNets) {
 // forward. The bound is the CPU step's, nn::gradient_tolerance (train.h:
 // N covers the fp32 chains, the batch-norm layers' 15 roundings and the
 // joins' 2), and holds the twin's order too: batch-norm's sums here are
-// double, per thread of a block and then its tree (the order differs from
-// the CPU step's; double's rounding, about M 2^-53 for M = 8 x 32 x 32
-// terms, is far below u either way); its fp32 expressions (bn_apply,
+// double, per thread of a slice's block, its tree, then the slices in order
+// (stage 1: 4 slices of 2,048 values; the order differs from the CPU
+// step's; a blocked sum's rounding in double, at most about M 2^-53 for
+// M = 8 x 32 x 32 terms, is far below u either way); its fp32 expressions (bn_apply,
 // bn_back_data) fuse with fmaf what the CPU step rounds twice (fewer
 // roundings, within the count); the join's gradient reaches the fork
 // through AddGrad or the data gradient's accumulation (one rounding each,
@@ -233,12 +258,19 @@ TEST(TrainTwin, SgdWithMomentumMatchesTheReference) {
 }
 
 // Batch-norm's block sums (forward: z, z^2; backward: dy, dy xhat) over a
-// channel of 70,000 values (each of the 256 threads sums 274), against
-// plain double sums: the sums are double, so the results are the exact
-// ones rounded to fp32 once more (mean, a, b: within 2 u relative; the
-// variance, E[z^2] - mean^2 with |mean| about 2 standard deviations here,
-// within 2 u (1 + mean^2 / var)), where a wrong stride or a dropped element
-// would move them by about 1e-5 relative (one value of 70,000).
+// channel of 70,000 values, cut into 1, 3, 7 and bn_slices(70,000) = 35
+// slices (3 and 7 divide neither the 70,000 values nor a plane of 10,000
+// evenly: slices of 23,333 and 23,334 values, edges inside planes), each
+// of the 256 threads of a slice's block summing its share in order, the
+// block's tree, then the slices in order; against plain double sums. The
+// sums are double, and a blocked sum's error is at most (d + 1) 2^-53
+// times the sum of the magnitudes, d <= M = 70,000 the additions on the
+// longest path (train_gpu_math.h): below 1e-11 relative here, whatever the
+// split, so the results are the exact ones rounded to fp32 once more
+// (mean, a, b: within 2 u relative; the variance, E[z^2] - mean^2 with
+// |mean| about 2 standard deviations here, within 2 u (1 + mean^2 / var)),
+// where a wrong slice edge, stride or walk that drops or repeats one value
+// of 70,000 moves them by about 1e-5 relative.
 TEST(TrainTwin, BatchNormSumsEveryElementOnce) {
   const std::int64_t batch = 7, k = 3, plane = 10000, m = batch * plane;
   std::vector<float> z(static_cast<std::size_t>(batch * k * plane)), dy(z.size());
@@ -247,30 +279,75 @@ TEST(TrainTwin, BatchNormSumsEveryElementOnce) {
   for (auto& v : z) v = normal(rng);
   for (auto& v : dy) v = normal(rng);
   const std::vector<float> gamma = {1.5f, -0.5f, 2.0f}, beta = {0.1f, 0.2f, -0.3f};
-  std::vector<float> stats(static_cast<std::size_t>(nn::tg::kBnStats * k)), running(static_cast<std::size_t>(2 * k));
-  std::vector<float> dgamma(static_cast<std::size_t>(k)), dbeta(dgamma.size());
-  const nn::tg::BnStats fwd{z.data(), gamma.data(), beta.data(), stats.data(), running.data(), batch, k, plane, 1e-5,
-                            0.1};
-  const nn::tg::BnBackStats back{dy.data(), z.data(), stats.data(), dgamma.data(), dbeta.data(), batch, k, plane};
-  nn::tg::bn_sums_on_host(fwd, nn::tg::bn_stats_partial, nn::tg::bn_stats_finish);
-  nn::tg::bn_sums_on_host(back, nn::tg::bn_back_stats_partial, nn::tg::bn_back_stats_finish);
-  for (std::int64_t c = 0; c < k; ++c) {
-    double sum = 0, sum2 = 0, d = 0, dx = 0;
-    for (std::int64_t n = 0; n < batch; ++n)
-      for (std::int64_t q = 0; q < plane; ++q) {
-        const auto at = static_cast<std::size_t>((n * k + c) * plane + q);
-        sum += z[at], sum2 += static_cast<double>(z[at]) * z[at];
-        d += dy[at];
-        dx += static_cast<double>(dy[at]) * nn::tg::bn_xhat(z[at], stats.data(), k, c);
+  ASSERT_EQ(nn::tg::bn_slices(m), 35);
+  for (const std::int64_t slices : {std::int64_t{1}, std::int64_t{3}, std::int64_t{7}, nn::tg::bn_slices(m)}) {
+    SCOPED_TRACE(std::to_string(slices) + " slices");
+    std::vector<float> stats(static_cast<std::size_t>(nn::tg::kBnStats * k)), running(static_cast<std::size_t>(2 * k));
+    std::vector<float> dgamma(static_cast<std::size_t>(k)), dbeta(dgamma.size());
+    std::vector<double> parts(static_cast<std::size_t>(2 * k * slices), std::nan(""));
+    const nn::tg::BnStats fwd{z.data(), gamma.data(), beta.data(), stats.data(), running.data(), batch, k, plane, 1e-5,
+                              0.1, parts.data(), slices};
+    const nn::tg::BnBackStats back{dy.data(), z.data(), stats.data(), dgamma.data(), dbeta.data(), batch, k, plane,
+                                   parts.data(), slices};
+    nn::tg::bn_sums_on_host(fwd, nn::tg::bn_stats_partial, nn::tg::bn_stats_finish);
+    nn::tg::bn_sums_on_host(back, nn::tg::bn_back_stats_partial, nn::tg::bn_back_stats_finish);
+    for (std::int64_t c = 0; c < k; ++c) {
+      double sum = 0, sum2 = 0, d = 0, dx = 0;
+      for (std::int64_t n = 0; n < batch; ++n)
+        for (std::int64_t q = 0; q < plane; ++q) {
+          const auto at = static_cast<std::size_t>((n * k + c) * plane + q);
+          sum += z[at], sum2 += static_cast<double>(z[at]) * z[at];
+          d += dy[at];
+          dx += static_cast<double>(dy[at]) * nn::tg::bn_xhat(z[at], stats.data(), k, c);
+        }
+      const double mean = sum / m, var = sum2 / m - mean * mean;
+      const auto at = [&](int stat) { return stats[static_cast<std::size_t>(stat * k + c)]; };
+      EXPECT_NEAR(at(nn::tg::kBnMean), mean, 2 * kU * std::abs(mean)) << c;
+      EXPECT_NEAR(at(nn::tg::kBnInvStd), 1 / std::sqrt(var + 1e-5), 2 * kU * (1 + mean * mean / var) / std::sqrt(var))
+          << c;
+      EXPECT_NEAR(dbeta[static_cast<std::size_t>(c)], d, 2 * kU * std::abs(d)) << c;
+      EXPECT_NEAR(dgamma[static_cast<std::size_t>(c)], dx, 2 * kU * std::abs(dx)) << c;
+      EXPECT_NEAR(at(nn::tg::kBnA), d / m, 2 * kU * std::abs(d / m)) << c;
+      EXPECT_NEAR(at(nn::tg::kBnB), dx / m, 2 * kU * std::abs(dx / m)) << c;
+    }
+  }
+}
+
+// The slices' edges and a thread's walk, value by value: the slices of m
+// values cover [0, m) in order, each of floor or ceil(m / slices) values
+// (also where slices do not divide m or a plane); the walk of thread t over
+// a slice visits first + t, first + t + 256, ... below its end, at the
+// offsets of [batch, k, plane] that a division per value gives, for planes
+// narrower and wider than a block (1, 7, 255, 256, 257, 37 x 37).
+TEST(TrainTwin, BatchNormSlicesCoverTheChannelOnce) {
+  for (const std::int64_t m : {1, 255, 2048, 2049, 9583, 70000, 1 << 20})
+    for (const std::int64_t slices : {std::int64_t{1}, std::int64_t{3}, std::int64_t{5}, nn::tg::bn_slices(m)}) {
+      SCOPED_TRACE(std::to_string(m) + " values, " + std::to_string(slices) + " slices");
+      EXPECT_EQ(nn::tg::bn_slice_begin(m, slices, 0), 0);
+      EXPECT_EQ(nn::tg::bn_slice_begin(m, slices, slices), m);
+      for (std::int64_t s = 0; s < slices; ++s) {
+        const std::int64_t len = nn::tg::bn_slice_begin(m, slices, s + 1) - nn::tg::bn_slice_begin(m, slices, s);
+        EXPECT_TRUE(len == m / slices || len == (m + slices - 1) / slices) << s << ": " << len;
       }
-    const double mean = sum / m, var = sum2 / m - mean * mean;
-    const auto at = [&](int stat) { return stats[static_cast<std::size_t>(stat * k + c)]; };
-    EXPECT_NEAR(at(nn::tg::kBnMean), mean, 2 * kU * std::abs(mean)) << c;
-    EXPECT_NEAR(at(nn::tg::kBnInvStd), 1 / std::sqrt(var + 1e-5), 2 * kU * (1 + mean * mean / var) / std::sqrt(var)) << c;
-    EXPECT_NEAR(dbeta[static_cast<std::size_t>(c)], d, 2 * kU * std::abs(d)) << c;
-    EXPECT_NEAR(dgamma[static_cast<std::size_t>(c)], dx, 2 * kU * std::abs(dx)) << c;
-    EXPECT_NEAR(at(nn::tg::kBnA), d / m, 2 * kU * std::abs(d / m)) << c;
-    EXPECT_NEAR(at(nn::tg::kBnB), dx / m, 2 * kU * std::abs(dx / m)) << c;
+    }
+  EXPECT_EQ(nn::tg::bn_slices(1), 1);
+  EXPECT_EQ(nn::tg::bn_slices(nn::tg::kBnSliceValues), 1);
+  EXPECT_EQ(nn::tg::bn_slices(nn::tg::kBnSliceValues + 1), 2);
+  EXPECT_EQ(nn::tg::bn_slices(std::int64_t{1} << 30), nn::tg::kBnMaxSlices);
+  const std::int64_t k = 3, channel = 2, batch = 9;
+  for (const std::int64_t plane : {1, 7, 255, 256, 257, 37 * 37}) {
+    const std::int64_t m = batch * plane, slices = 3;
+    for (std::int64_t s = 0; s < slices; ++s) {
+      const std::int64_t first = nn::tg::bn_slice_begin(m, slices, s), last = nn::tg::bn_slice_begin(m, slices, s + 1);
+      for (const std::int64_t t : {0, 1, 100, 255}) {
+        std::int64_t e = first + t;
+        for (nn::tg::BnWalk w(first, last, t, channel, k, plane); w.more(); w.next(), e += nn::tg::kBnThreads) {
+          ASSERT_LT(e, last);
+          ASSERT_EQ(w.at, (e / plane * k + channel) * plane + e % plane) << "plane " << plane << " value " << e;
+        }
+        EXPECT_GE(e, last) << "plane " << plane << " slice " << s << " thread " << t << " stops early";
+      }
+    }
   }
 }
 
@@ -297,6 +374,86 @@ TEST(TrainTwin, BiasGradientTreeSumsEveryElementOnce) {
       for (std::int64_t i = 0; i < inner; ++i) exact += dy[static_cast<std::size_t>((n * k + channel) * inner + i)];
     EXPECT_NEAR(part[0], exact, 8 * std::sqrt(static_cast<double>(batch * inner)) * kU * exact) << channel;
   }
+}
+
+// The host twin's profile (the steady clock where the GPU records events):
+// its counters' names and order as profile_names says, every time >= 0,
+// the parts of one profiled step adding up to profiled_us; and profiling
+// changes nothing in the arithmetic: three profiled steps leave the
+// parameters and running statistics bit for bit as three plain steps do.
+TEST(TrainTwin, ProfileNamesEveryLayersParts) {
+  for (const auto& net : small_nets()) {
+    SCOPED_TRACE(std::to_string(net.layers.size()) + " layers");
+    const std::int64_t batch = 2;
+    const auto b = test::random_train_batch(net, batch, 21);
+    const nn::Sgd sgd{0.05, 0.9, 1e-3};
+    nn::TwinTrainStep profiled(net, batch, sgd), plain(net, batch, sgd);
+    const auto one = profiled.profile(b.x.data(), b.labels.data(), 1);
+    std::vector<std::string> names;
+    double parts = 0;
+    for (const auto& [name, value] : one) {
+      names.push_back(name);
+      EXPECT_GE(value, 0.0) << name;
+      if (name.starts_with("layer_us.") || name == "update_us") parts += value;
+    }
+    EXPECT_EQ(names, profile_names(net, profiled.plan()));
+    EXPECT_NEAR(parts, one[one.size() - 2].second, 1e-9 * parts);
+    EXPECT_EQ(one.back().second, 1.0);
+    const auto two = profiled.profile(b.x.data(), b.labels.data(), 2);
+    EXPECT_EQ(two.size(), one.size());
+    EXPECT_EQ(two.back(), std::make_pair(std::string("profile_steps"), 2.0));
+    for (int s = 0; s < 3; ++s) {
+      plain.forward(b.x.data(), b.labels.data());
+      plain.backward();
+      plain.update();
+    }
+    for (std::size_t j = 0; j < plain.plan().params().size(); ++j) {
+      const auto p = profiled.param(j), q = plain.param(j);
+      EXPECT_TRUE(std::equal(p.begin(), p.end(), q.begin(), q.end())) << plain.plan().params()[j].name;
+    }
+    EXPECT_EQ(running_of(profiled, net), running_of(plain, net));
+  }
+  nn::TwinTrainStep step(small_nets()[0], 1, nn::Sgd{});
+  const auto b = test::random_train_batch(small_nets()[0], 1, 3);
+  expect_error([&] { step.profile(b.x.data(), b.labels.data(), 0); }, "0 steps");
+}
+
+// The counters from made-up marks: a part's stretches in one step added, the
+// median over steps, the order (by layer, then part, the update last), and
+// the refusals.
+TEST(TrainTwin, ProfileCountersAreMediansAndRefuseBadMarks) {
+  using nn::TrainPart;
+  // Layer 1 forward 2 us, layer 0 forward 1, end; layer 1 backward_data 3,
+  // layer 0 backward_data 1 + (after its weights, 4) 5, end; update 6, end.
+  const auto step = [](double scale, double origin) {
+    std::vector<nn::TrainStamp> s = {{0, TrainPart::forward, 0},         {1, TrainPart::forward, 1},
+                                     {1, TrainPart::end, 3},             {1, TrainPart::backward_data, 3},
+                                     {0, TrainPart::backward_data, 6},   {0, TrainPart::backward_weights, 7},
+                                     {0, TrainPart::backward_data, 11},  {0, TrainPart::end, 16},
+                                     {1, TrainPart::update, 20},         {1, TrainPart::end, 26}};
+    for (auto& m : s) m.us = origin + scale * m.us;
+    return s;
+  };
+  const std::vector<std::vector<nn::TrainStamp>> steps = {step(1, 0), step(3, 100), step(2, 7)};
+  const std::vector<std::pair<std::string, double>> want = {
+      {"layer_us.0.forward", 2},  {"layer_us.0.backward_data", 12}, {"layer_us.0.backward_weights", 8},
+      {"layer_us.1.forward", 4},  {"layer_us.1.backward_data", 6},  {"update_us", 12},
+      {"profiled_us", 44},        {"profile_steps", 3}};
+  EXPECT_EQ(nn::train_profile_counters(steps), want);
+
+  auto differs = steps;
+  differs[1][4].part = TrainPart::backward_weights;
+  expect_error([&] { nn::train_profile_counters(differs); }, "differs from step 0's");
+  auto shorter = steps;
+  shorter[2].pop_back();
+  expect_error([&] { nn::train_profile_counters(shorter); }, "has 9 marks");
+  auto backwards = steps;
+  backwards[0][5].us = 5.5;
+  expect_error([&] { nn::train_profile_counters(backwards); }, "out of order");
+  auto open = steps;
+  for (auto& s : open) s.pop_back();
+  expect_error([&] { nn::train_profile_counters(open); }, "do not end");
+  expect_error([] { nn::train_profile_counters({}); }, "no profiled steps");
 }
 
 // The pool's backward gathers what the CPU step scatters: on overlapping
@@ -545,6 +702,58 @@ TEST(TrainGpuKernels, EqualTheirHostTwin) {
   near(from_device(dev_dlogits), host_masked, 1e-6);
 }
 
+// Batch-norm's sums where a channel needs several slices that divide
+// neither the channel nor a plane: z and dy [7, 3, 37x37] (9,583 values a
+// channel: bn_slices gives 5, of 1,916 and 1,917 values, edges inside
+// planes), and 3 slices of the same: the kernels' bits against the twin's
+// (the same order: the per-slice trees, then the slices in order).
+TEST(TrainGpuKernels, BatchNormSlicesEqualTheirHostTwin) {
+  ExecContext ctx(Device::gpu);
+  cudaStream_t s = ctx.exec().stream;
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(0.5f, 1.0f);
+  const auto random = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = normal(rng);
+    return v;
+  };
+  const std::int64_t n = 7, c = 3, plane = 37 * 37;
+  ASSERT_EQ(nn::tg::bn_slices(n * plane), 5);
+  const auto z = random(static_cast<std::size_t>(n * c * plane)), dy = random(z.size());
+  const auto gamma = random(static_cast<std::size_t>(c)), beta = random(static_cast<std::size_t>(c));
+  const auto running0 = random(static_cast<std::size_t>(2 * c));
+  const auto dev_z = to_device<float>(z), dev_dy = to_device<float>(dy), dev_gamma = to_device<float>(gamma),
+             dev_beta = to_device<float>(beta);
+  for (const std::int64_t slices : {nn::tg::bn_slices(n * plane), std::int64_t{3}}) {
+    SCOPED_TRACE(std::to_string(slices) + " slices");
+    std::vector<float> host_stats(static_cast<std::size_t>(nn::tg::kBnStats * c)), host_running = running0;
+    std::vector<float> host_dgamma(static_cast<std::size_t>(c)), host_dbeta(host_dgamma.size());
+    std::vector<double> host_parts(static_cast<std::size_t>(2 * c * slices));
+    nn::tg::BnStats bs{z.data(), gamma.data(), beta.data(), host_stats.data(), host_running.data(), n, c, plane,
+                       1e-5, 0.1, host_parts.data(), slices};
+    nn::tg::bn_sums_on_host(bs, nn::tg::bn_stats_partial, nn::tg::bn_stats_finish);
+    nn::tg::BnBackStats bb{dy.data(), z.data(), host_stats.data(), host_dgamma.data(), host_dbeta.data(), n, c, plane,
+                           host_parts.data(), slices};
+    nn::tg::bn_sums_on_host(bb, nn::tg::bn_back_stats_partial, nn::tg::bn_back_stats_finish);
+
+    DeviceBuffer<float> dev_stats(host_stats.size()), dev_dgamma(host_dgamma.size()), dev_dbeta(host_dbeta.size());
+    auto dev_running = to_device<float>(running0);
+    DeviceBuffer<double> dev_parts(host_parts.size());
+    bs.z = dev_z.data(), bs.gamma = dev_gamma.data(), bs.beta = dev_beta.data(), bs.stats = dev_stats.data();
+    bs.running = dev_running.data(), bs.parts = dev_parts.data();
+    nn::tg::launch(bs, s);
+    bb.dy = dev_dy.data(), bb.z = dev_z.data(), bb.stats = dev_stats.data(), bb.dgamma = dev_dgamma.data();
+    bb.dbeta = dev_dbeta.data(), bb.parts = dev_parts.data();
+    nn::tg::launch(bb, s);
+    ctx.synchronize();
+    EXPECT_EQ(from_device(dev_stats), host_stats);
+    EXPECT_EQ(from_device(dev_running), host_running);
+    EXPECT_EQ(from_device(dev_dgamma), host_dgamma);
+    EXPECT_EQ(from_device(dev_dbeta), host_dbeta);
+    EXPECT_EQ(from_device(dev_parts), host_parts);  // the backward's slice sums, the last written
+  }
+}
+
 // A batch on the device, its labels checked on the host first.
 struct DeviceBatch {
   DeviceBatch(const nn::Network& net, const test::TrainBatch& b)
@@ -705,6 +914,36 @@ TEST(TrainGpuCudnn, Resnet20MatchesTheReferenceAndPyTorch) {
             << p.name << "[" << i << "]";
     }
     EXPECT_GE(compared, 50);  // all but stage3's conv weights, left out of the file for size
+  }
+}
+
+// The GPU step's profile (events at the plan's marks, the stream held):
+// the counters the twin names, in its order, every time >= 0, the parts
+// of one step adding up to profiled_us, on the eager and the graph step
+// (profiled call by call either way); the step runs on after it.
+TEST(TrainGpuCudnn, ProfileNamesEveryLayersParts) {
+  ExecContext ctx(Device::gpu);
+  const nn::Network net = test::tiny_resnet();
+  const std::int64_t batch = 4;
+  const auto b = test::random_train_batch(net, batch, 21);
+  const DeviceBatch d(net, b);
+  for (const auto launch : {nn::GpuLaunch::eager, nn::GpuLaunch::graph}) {
+    nn::GpuTrainStep step(net, batch, nn::Sgd{}, ctx.exec().stream, launch);
+    step.step(d.x.data(), d.labels.data());
+    const auto one = step.profile(d.x.data(), d.labels.data(), 1);
+    std::vector<std::string> names;
+    double parts = 0;
+    for (const auto& [name, value] : one) {
+      names.push_back(name);
+      EXPECT_GE(value, 0.0) << name;
+      if (name.starts_with("layer_us.") || name == "update_us") parts += value;
+    }
+    const nn::TrainPlan plan(net, batch);
+    EXPECT_EQ(names, profile_names(net, plan));
+    EXPECT_NEAR(parts, one[one.size() - 2].second, 1e-6 * parts);
+    EXPECT_GT(parts, 0.0);
+    step.step(d.x.data(), d.labels.data());
+    EXPECT_TRUE(std::isfinite(step.loss()));
   }
 }
 

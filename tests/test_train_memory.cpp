@@ -19,6 +19,7 @@
 #include "bench/alloc_counter.h"
 #include "bench/cases/train_case.h"
 #include "bench/train_memory.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace dlb {
 namespace {
@@ -129,18 +130,14 @@ std::string memory_problem(const nn::TrainMemory& m, std::int64_t measured) {
   return out;
 }
 
-// cpu_own is not among them: its accounting leaves out the own direct
-// kernel's internal copies (docs/training.md), measured 1.33x of it.
-std::vector<nn::TrainImpl> impls() {
-  return {nn::TrainImpl::eigen,
-#if DLB_HAVE_ONEDNN
-          nn::TrainImpl::onednn_sgemm, nn::TrainImpl::onednn
-#endif
-  };
-}
-const char* impl_name(nn::TrainImpl impl) {
-  return impl == nn::TrainImpl::eigen ? "cpu_eigen" : impl == nn::TrainImpl::onednn_sgemm ? "cpu_onednn_sgemm"
-                                                                                         : "cpu_onednn";
+// The CPU rows of the training table but cpu_own: its accounting leaves
+// out the own direct kernel's internal copies (docs/training.md), measured
+// 1.33x of it.
+std::vector<const nn::TrainVariant*> rows() {
+  std::vector<const nn::TrainVariant*> out;
+  for (const auto& row : nn::train_variants())
+    if (row.device == Device::cpu && row.name != "cpu_own") out.push_back(&row);
+  return out;
 }
 
 // Pins the step's OpenMP threads for the scope.
@@ -156,17 +153,18 @@ TEST(TrainMemory, MeasuredPeakMatchesTheAccounting) {
   if (!bench::alloc_counting()) GTEST_SKIP() << "no counting allocator in this build";
   for (const int threads : {1, 2})
   for (const char* network : {"mnist_cnn", "mnist_lenet", "resnet20"})
-    for (const auto impl : impls()) {
+    for (const nn::TrainVariant* row : rows()) {
       const Threads pinned(threads);
-      TrainCase c(network, 64, impl);
+      TrainCase c(network, 64, *row);
       const nn::TrainMemory m = c.step().memory();
-      const std::int64_t measured = bench::measured_step_peak(c.network(), 64, impl, c.x(), c.labels());
+      const std::int64_t measured = bench::measured_step_peak(c.network(), 64, row->impl, c.x(), c.labels());
+      const std::string impl(row->name);
       std::printf("%s %s batch 64, %d threads: accounted %.2f MB (weights %.2f, activations %.2f, gradients %.2f, "
                   "optimizer %.2f, workspace %.2f), measured peak %.2f MB (%.3fx)\n",
-                  network, impl_name(impl), threads, m.total() / 1e6, m.weights / 1e6, m.activations / 1e6,
+                  network, impl.c_str(), threads, m.total() / 1e6, m.weights / 1e6, m.activations / 1e6,
                   m.gradients / 1e6, m.optimizer / 1e6, m.workspace / 1e6, measured / 1e6,
                   static_cast<double>(measured) / static_cast<double>(m.total()));
-      EXPECT_EQ(memory_problem(m, measured), "") << network << " " << impl_name(impl) << " " << threads;
+      EXPECT_EQ(memory_problem(m, measured), "") << network << " " << impl << " " << threads;
     }
 }
 
@@ -176,7 +174,7 @@ TEST(TrainMemory, MeasuredPeakMatchesTheAccounting) {
 TEST(TrainMemory, AMismatchIsCaught) {
   if (!bench::alloc_counting()) GTEST_SKIP() << "no counting allocator in this build";
   const Threads pinned(2);
-  TrainCase c("mnist_lenet", 64, nn::TrainImpl::eigen);
+  TrainCase c("mnist_lenet", 64, nn::train_variant(nn::TrainImpl::eigen));
   const std::int64_t measured = bench::measured_step_peak(c.network(), 64, nn::TrainImpl::eigen, c.x(), c.labels());
   nn::TrainMemory m = c.step().memory();
   ASSERT_EQ(memory_problem(m, measured), "");

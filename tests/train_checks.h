@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/nn/network.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train.h"
 #include "reference/train.h"
 
 namespace dlb::test {

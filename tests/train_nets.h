@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/network.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/model/network.h"
 
 namespace dlb::test {
 

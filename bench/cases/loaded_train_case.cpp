@@ -3,8 +3,8 @@
 #include <string>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/epoch.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/epoch.h"
 #include "reference/train.h"
 
 namespace dlb {
@@ -15,12 +15,13 @@ constexpr nn::Augment kAugment{4, true};
 
 }  // namespace
 
-LoadedTrainCase::LoadedTrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl, int workers)
-    : net_(nn::network(network)), data_(nn::fashion_mnist_train()), batch_(batch), impl_(impl), workers_(workers) {
+LoadedTrainCase::LoadedTrainCase(std::string_view network, std::int64_t batch, const nn::TrainVariant& row,
+                                 int workers)
+    : net_(nn::network(network)), data_(nn::fashion_mnist_train()), batch_(batch), row_(row), workers_(workers) {
   format_ = {net_.c, net_.h, net_.w, net_.input_mean, net_.input_std};
   DLB_REQUIRE(batch >= 1 && batch <= data_.n, "training batch " + std::to_string(batch) + " out of the training set");
   order_ = nn::epoch_order(kSeed, data_.n);
-  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, impl);
+  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, row.impl);
 }
 
 std::unique_ptr<nn::BatchLoader> LoadedTrainCase::loader() const {
@@ -45,7 +46,7 @@ ref::Comparison LoadedTrainCase::validate() {
     return c;
   }
   // The step's gradients on it.
-  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, impl_);
+  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, row_.impl);
   fresh.forward(b.x, b.labels);
   fresh.backward();
   const auto expected =
@@ -53,7 +54,7 @@ ref::Comparison LoadedTrainCase::validate() {
   std::vector<std::span<const float>> got;
   for (std::size_t j = 0; j < fresh.params().size(); ++j) got.push_back(fresh.grad(j));
   const std::size_t batch_checked = c.checked;
-  c = ref::compare_gradients(fresh.params(), got, expected, nn::gradient_tolerance(net_, batch_));
+  c = ref::compare_gradients(fresh.params(), got, expected, row_.tolerance(net_, batch_));
   c.checked += batch_checked;
   c.first = "on the loader's first batch, " + c.first;
   return c;

@@ -16,15 +16,17 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/nn/batch_loader.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/batch_loader.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 
 namespace dlb {
 
 class LoadedTrainCase {
  public:
-  LoadedTrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl, int workers);
+  // `row`: a CPU row of nn::train_variants(), which outlives the case.
+  LoadedTrainCase(std::string_view network, std::int64_t batch, const nn::TrainVariant& row, int workers);
   ref::Comparison validate();
   nn::TrainStep& step() { return *step_; }
   // A loader at the start of the order, its workers started.
@@ -37,7 +39,7 @@ class LoadedTrainCase {
   const nn::Dataset& data_;
   nn::BatchFormat format_;
   std::int64_t batch_;
-  nn::TrainImpl impl_;
+  const nn::TrainVariant& row_;
   int workers_;
   std::vector<std::int64_t> order_;
   std::unique_ptr<nn::TrainStep> step_;

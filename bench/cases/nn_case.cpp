@@ -13,7 +13,7 @@
 #include "kernels/common/cuda_check.h"
 #endif
 #include "kernels/common/random.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 namespace dlb {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "kernels/common/gpu.h"
 #include "kernels/common/operand.h"
-#include "kernels/nn/nn.h"
+#include "kernels/nn/infer/nn.h"
 #include "reference/compare.h"
 
 namespace dlb {

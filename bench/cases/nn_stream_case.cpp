@@ -6,7 +6,7 @@
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/random.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 
 namespace dlb {
 

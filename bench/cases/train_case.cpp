@@ -6,29 +6,29 @@
 #include <random>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
+#include "kernels/nn/data/dataset.h"
 #include "reference/train.h"
 
 namespace dlb {
 
-TrainCase::TrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl)
-    : net_(nn::network(network)), batch_(batch), impl_(impl) {
+TrainCase::TrainCase(std::string_view network, std::int64_t batch, const nn::TrainVariant& row)
+    : net_(nn::network(network)), batch_(batch), row_(row) {
   const nn::Dataset& data = nn::fashion_mnist_train();
   DLB_REQUIRE(batch >= 1 && batch <= data.n, "training batch " + std::to_string(batch) + " out of the training set");
   x_.resize(static_cast<std::size_t>(batch * net_.in_size()));
   nn::network_input(data, 0, batch, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
   labels_.assign(data.labels.begin(), data.labels.begin() + batch);
-  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, impl);
+  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, row.impl);
 }
 
 ref::Comparison TrainCase::validate() {
-  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, impl_);
+  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, row_.impl);
   fresh.forward(x_.data(), labels_.data());
   fresh.backward();
   const auto expected = ref::gradients(net_, ref::train_params(net_), x_, labels_, batch_);
   std::vector<std::span<const float>> got;
   for (std::size_t j = 0; j < fresh.params().size(); ++j) got.push_back(fresh.grad(j));
-  const double tolerance = nn::gradient_tolerance(net_, batch_, impl_);  // cpu_onednn's counts its fp32 batch-norm sums
+  const double tolerance = row_.tolerance(net_, batch_);  // cpu_onednn's counts its fp32 batch-norm sums
   return ref::compare_gradients(fresh.params(), got, expected, tolerance);
 }
 

@@ -1,9 +1,9 @@
-// One network's training step at one batch size (kernels/nn/train.h): the
+// One network's training step at one batch size (kernels/nn/train/train.h): the
 // committed weights, the first `batch` Fashion-MNIST training images and
 // their labels (no augmentation), the prepared step. Validation (before any
 // timing) runs forward and backward once on a step of its own and compares
 // every parameter's gradient with the double-precision reference
-// (reference/train.h) within nn::gradient_tolerance for the step's TrainImpl.
+// (reference/train.h) within the row's bound (nn::TrainVariant::tolerance).
 #pragma once
 
 #include <cstdint>
@@ -11,15 +11,17 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/nn/loader.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/loader.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 
 namespace dlb {
 
 class TrainCase {
  public:
-  TrainCase(std::string_view network, std::int64_t batch, nn::TrainImpl impl = nn::TrainImpl::eigen);
+  // `row`: a CPU row of nn::train_variants(), which outlives the case.
+  TrainCase(std::string_view network, std::int64_t batch, const nn::TrainVariant& row);
   ref::Comparison validate();
   nn::TrainStep& step() { return *step_; }
   const nn::Network& network() const { return net_; }
@@ -32,13 +34,13 @@ class TrainCase {
  private:
   const nn::Network& net_;
   std::int64_t batch_;
-  nn::TrainImpl impl_;
+  const nn::TrainVariant& row_;
   std::vector<float> x_;
   std::vector<std::uint8_t> labels_;
   std::unique_ptr<nn::TrainStep> step_;
 };
 
-// The data-loading phase of `network`'s step (kernels/nn/loader.h): batches
+// The data-loading phase of `network`'s step (kernels/nn/data/loader.h): batches
 // of the Fashion-MNIST training set in the order of a seeded permutation
 // (an epoch's access pattern), cropped with padding 4 and flipped, on
 // `threads` loader threads (0: the calling thread). Validation compares the

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/nn/dataset.h"
-#include "kernels/nn/train_plan.h"
-#include "kernels/nn/train.h"
+#include "kernels/nn/data/dataset.h"
+#include "kernels/nn/train/train_plan.h"
+#include "kernels/nn/train/train.h"
 #include "reference/train.h"
 
 namespace dlb {
@@ -42,8 +42,8 @@ const ref::TrainGradients& reference_for(const nn::Network& net, std::int64_t ba
 
 }  // namespace
 
-GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, nn::GpuLaunch launch)
-    : ctx_(Device::gpu), net_(nn::network(network)), batch_(batch), mode_(mode), marks_(5) {
+GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, const nn::TrainVariant& row)
+    : ctx_(Device::gpu), net_(nn::network(network)), batch_(batch), mode_(mode), row_(row), marks_(5) {
   const nn::Dataset& data = nn::fashion_mnist_train();
   DLB_REQUIRE(batch >= 1 && batch <= data.n, "training batch " + std::to_string(batch) + " out of the training set");
   x_.resize(static_cast<std::size_t>(batch * net_.in_size()));
@@ -60,7 +60,7 @@ GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mod
     x_dev_[b] = DeviceBuffer<float>(x_.size());
     labels_dev_[b] = DeviceBuffer<std::uint8_t>(labels_.size());
   }
-  step_ = std::make_unique<nn::GpuTrainStep>(net_, batch, nn::Sgd{}, ctx_.exec().stream, launch);
+  step_ = std::make_unique<nn::GpuTrainStep>(net_, batch, nn::Sgd{}, ctx_.exec().stream, row.launch);
 }
 
 void GpuTrainCase::copy_next(cudaStream_t stream, int into) {
@@ -90,7 +90,7 @@ ref::Comparison GpuTrainCase::validate() {
   for (std::size_t j = 0; j < step_->params().size(); ++j) grads.push_back(step_->grad(j));
   const std::vector<std::span<const float>> got(grads.begin(), grads.end());
   const auto& expected = reference_for(net_, batch_, x_, labels_);
-  ref::Comparison c = ref::compare_gradients(step_->params(), got, expected, nn::gradient_tolerance(net_, batch_));
+  ref::Comparison c = ref::compare_gradients(step_->params(), got, expected, row_.tolerance(net_, batch_));
   // The loss too: the forward's fp32 bound (nn.cpp's kNetworkTolerance).
   const double loss = step_->loss();  // waits for the step
   if (watch_) {
@@ -144,6 +144,13 @@ GpuTrainCase::Times GpuTrainCase::run() {
     t.h2d = t.h2d_exposed;
   }
   return t;
+}
+
+std::vector<std::pair<std::string, double>> GpuTrainCase::profile(int steps) {
+  // overlap: the batch the next run() reads, once its copy has landed.
+  if (mode_ == H2d::overlap) DLB_CUDA_CHECK(cudaStreamSynchronize(copy_stream_.get()));
+  const int in = mode_ == H2d::overlap ? current_ : 0;
+  return step_->profile(x_dev_[in].data(), labels_dev_[in].data(), steps);
 }
 
 double GpuTrainCase::flops_per_step() const { return nn::train_step_flops(net_, batch_); }

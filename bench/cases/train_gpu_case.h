@@ -1,4 +1,4 @@
-// One network's GPU training step at one batch size (kernels/nn/train_gpu.h;
+// One network's GPU training step at one batch size (kernels/nn/train/train_gpu.h;
 // its launches one by one, or a CUDA graph per phase: nn::GpuLaunch), with
 // the batch copied from the host each step in one of three ways:
 //   pageable  cudaMemcpyAsync from pageable host memory on the step's
@@ -14,20 +14,23 @@
 // their labels (no augmentation): each step copies and trains on the same
 // batch. Validation (before any timing) copies the batch the case's way, runs
 // forward and backward once and compares every parameter's gradient with the
-// double-precision reference (reference/train.h) within
-// nn::gradient_tolerance; the reference is computed once per network and
-// batch in a process.
+// double-precision reference (reference/train.h) within the row's bound
+// (nn::TrainVariant::tolerance); the reference is computed once per network
+// and batch in a process.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/cuda_resources.h"
 #include "kernels/common/device_bytes.h"
 #include "kernels/common/gpu.h"
-#include "kernels/nn/train_gpu.h"
+#include "kernels/nn/train/train_gpu.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
 
 namespace dlb {
@@ -37,7 +40,8 @@ const char* h2d_name(H2d mode);
 
 class GpuTrainCase {
  public:
-  GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, nn::GpuLaunch launch = nn::GpuLaunch::eager);
+  // `row`: a GPU row of nn::train_variants(), which outlives the case.
+  GpuTrainCase(std::string_view network, std::int64_t batch, H2d mode, const nn::TrainVariant& row);
   ref::Comparison validate();
   const ExecContext& context() const { return ctx_; }
   nn::GpuTrainStep& step() { return *step_; }
@@ -54,6 +58,11 @@ class GpuTrainCase {
   // One step: the batch in (the case's way), forward, backward, update;
   // waits for it and returns its events' times.
   Times run();
+  // Where a step's time goes, per layer and part (nn::GpuTrainStep::profile:
+  // `steps` steps launched call by call with an event at every mark, the
+  // stream held while each is enqueued), on the batch the case's steps
+  // read; for after the timed loop, never inside it. Waits.
+  std::vector<std::pair<std::string, double>> profile(int steps);
   // The arithmetic of one step, as the CPU cases count it (nn::train_step_flops).
   double flops_per_step() const;
   // The device buffers of the input: one batch (two for overlap).
@@ -73,6 +82,7 @@ class GpuTrainCase {
   const nn::Network& net_;
   std::int64_t batch_;
   H2d mode_;
+  const nn::TrainVariant& row_;
   std::vector<float> x_;                 // pageable
   std::vector<std::uint8_t> labels_;
   PinnedBuffer<float> x_pinned_;

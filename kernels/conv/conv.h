@@ -130,7 +130,7 @@ bool conv_is_3x3_stride1(const ConvArgs& args);
 
 Run prepare_conv_direct(const ConvArgs& args, const Exec& exec);
 // cpu_direct for a caller whose weights change between calls (the training
-// step's cpu_own, kernels/nn/train.cpp): each call repacks the weights (k c r
+// step's cpu_own, kernels/nn/train/train.cpp): each call repacks the weights (k c r
 // s floats, small beside the convolution) and reads x, w and y from *args as
 // they are then; args must outlive the Run and keep the shape it was made for.
 Run prepare_conv_direct_live(const ConvArgs* args, const Exec& exec);

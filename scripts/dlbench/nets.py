@@ -1,5 +1,5 @@
 """The three networks of dlbench as PyTorch modules, with the parameter names
-the C++ side reads (kernels/nn/network.cpp), and the Fashion-MNIST input
+the C++ side reads (kernels/nn/model/network.cpp), and the Fashion-MNIST input
 pipeline both sides share. Imports torch: use from the peers environment
 (.venv-peers, made by scripts/train.py and scripts/peers), not from .venv.
 
@@ -132,7 +132,7 @@ def load_fashion(data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
 def network_input(images: np.ndarray, input_shape, mean: float = FASHION_MEAN, std: float = FASHION_STD) -> torch.Tensor:
     """uint8 [n, 28, 28] -> the network's float input: (pixel/255 - mean)/std,
     then for a 3x32x32 network zero-padded by 2 on every side (zeros after
-    normalization) and repeated over 3 channels. kernels/nn/dataset.cpp does
+    normalization) and repeated over 3 channels. kernels/nn/data/dataset.cpp does
     the same."""
     x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - mean) / std
     x = x.unsqueeze(1)

@@ -36,7 +36,7 @@ from dlbench.results import Case, Results, ResultsError
 FLOAT_BYTES = 4
 SMALL_COPY = 64 * 1024  # a copy case at most this size measures the fixed cost per copy
 
-# The hybrid backends whose placement is known (kernels/nn/nn.h): which layers they put on the GPU.
+# The hybrid backends whose placement is known (kernels/nn/infer/nn.h): which layers they put on the GPU.
 HYBRID_PLACEMENTS = {
     "gpu_hybrid_first_conv": lambda name, op: op.startswith("conv") and name.startswith("stage")
     and name.endswith(".conv1"),

@@ -67,12 +67,12 @@ DATA = Path(os.environ.get("DLB_FASHION_MNIST_DIR", "/usr/share/datasets/fashion
 NETWORK_NAMES = ("resnet20", "mnist_cnn", "mnist_lenet")  # dlbench.nets.NETWORKS, without importing torch
 CPU_BATCHES = (1, 16, 64, 256)
 GPU_BATCHES = CPU_BATCHES + (1024,)
-# kernels/nn/nn.cpp kNetworkTolerance, kBf16Tolerance; bench/cases/nn_case.h kMaxDisagreements and
+# kernels/nn/infer/nn.cpp kNetworkTolerance, kBf16Tolerance; bench/cases/nn_case.h kMaxDisagreements and
 # max_disagreement_fraction (reduced precision: 1% of the images)
 TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
 MAX_DISAGREEMENTS = 5
 MAX_DISAGREEMENT_FRACTION = 0.01
-# The layers of each network as kernels/nn/network.cpp builds it (a conv with
+# The layers of each network as kernels/nn/model/network.cpp builds it (a conv with
 # its batch norm, ReLU and shortcut, an fc, a pooling, the log-softmax: one
 # layer each), the L of bench's 16-bit bound; test_peers checks them against
 # bench's <net>_layer cases.
@@ -87,7 +87,7 @@ TF32_SIGNIFICANT_BITS = 10
 
 
 def sixteen_bit_tolerance(roundings_per_layer: int, significant_bits: int, layers: int) -> float:
-    """kernels/nn/nn.cpp's sixteen_bit_tolerance: k roundings per layer through
+    """kernels/nn/infer/nn.cpp's sixteen_bit_tolerance: k roundings per layer through
     L layers, each off by at most the unit roundoff u = 2^-bits, independent
     roundings adding up to about sqrt(k L) u."""
     return math.sqrt(roundings_per_layer * layers) * 2.0 ** -significant_bits

@@ -53,7 +53,7 @@ log-softmax output.
 Validation before timing: one step's gradients against the same step in
 float64 (the module in double precision, on the CPU), per tensor, max
 |g32 - g64| / max |g64| within bench's gradient bound 8 sqrt(N) u
-(kernels/nn/train.h, nn::gradient_tolerance); a peer's gradients are
+(kernels/nn/train/train.h, nn::gradient_tolerance); a peer's gradients are
 those its own mode computes (channels_last, the graph's replay, the compiled
 backward) from the committed weights, on the model it then times (the bound
 holds each mode: _cpu_step says why for the CPU's). cuDNN's backward
@@ -68,7 +68,7 @@ fp32 gradients land up to 1.7e-3 of the largest gradient from float64 there
 largest magnitude in bench's form (tests/test_train.cpp holds them, from
 the committed resnet20.train-reference.safetensors, against the double
 reference). For resnet20 the loss is held against float64 instead, within
-the forward's fp32 bound (1e-5 relative, kernels/nn/nn.cpp), and on the
+the forward's fp32 bound (1e-5 relative, kernels/nn/infer/nn.cpp), and on the
 CPU its logits too (within the same bound, relative to the largest: the
 form that bound is stated in; a small loss can hide logits past it), and
 the gradients' error in this form is reported, not held. peer_torch_cl,
@@ -102,7 +102,7 @@ The loaded cases (mnist_cnn, as bench/train_loaded.cpp's): a
 torch.utils.data.DataLoader over the Fashion-MNIST training set in the
 order of bench's (nn::epoch_order(20261126), scripts/dlbench/epoch.py),
 each image normalized, cropped from the image zero-padded by 4 and flipped
-as kernels/nn/loader.cpp's augment_of says (the same pure function of seed
+as kernels/nn/data/loader.cpp's augment_of says (the same pure function of seed
 and index), batch_size b, drop_last, num_workers n (0: in the calling
 thread), prefetch_factor 2, persistent workers. Counters: items_per_second,
 load_us (the time the step waited for its batch), forward_us (with the
@@ -130,16 +130,16 @@ NETWORK_NAMES = ("resnet20", "mnist_cnn", "mnist_lenet")  # the networks bench's
 TRAIN_MODE = {"resnet20"}  # batch-norm in training mode; the others in eval mode (dropout off)
 BATCHES = (64, 256)
 LR, MOMENTUM = 0.01, 0.9  # bench/cases/train_case.cpp: nn::Sgd{}
-LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/nn.cpp, kNetworkTolerance)
+LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/infer/nn.cpp, kNetworkTolerance)
 
 
 def chain_length(model, shape, batch: int, fp32_batch_stats: bool = False) -> int:
-    """kernels/nn/train_params.cpp's gradient_chain_length from the modules;
+    """kernels/nn/train/train_params.cpp's gradient_chain_length from the modules;
     with fp32_batch_stats, its gradient_chain_length(net, batch,
     TrainImpl::onednn): batch-norm's four per-channel sums (the forward's
     mean and variance, the backward's sum dy and sum dy xhat) in fp32, up to
     M - 1 roundings each (M = batch oh ow), 4 M per batch-norm layer on top
-    of the 15 (kernels/nn/train.h)."""
+    of the 15 (kernels/nn/train/train.h)."""
     import torch
 
     n, weight_sum, classes = 0, 0, 0
@@ -205,7 +205,7 @@ def forward_tolerance(model, shape, batch: int, fp32_batch_stats: bool = False) 
     largest) of the fp32 step against float64: the forward's fp32 bound
     (LOSS_TOLERANCE, kNetworkTolerance), and with fp32_batch_stats the
     share of batch norm's statistics summed in fp32 on top, derived as
-    kernels/nn/train.h derives gradient_tolerance(net, batch,
+    kernels/nn/train/train.h derives gradient_tolerance(net, batch,
     TrainImpl::onednn) (our cpu_onednn step's, whose oneDNN batch norm sums
     in fp32 too): the forward's two per-channel sums (the mean, then the
     variance, sum (z - mean)^2), up to M - 1 roundings each, on every chain
@@ -378,7 +378,7 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
     source). resnet20's logits land 8.5e-6 (batch 64) and 3.2e-5 (256) of
     the largest from float64's (NCHW: 1.3e-7), its loss 1.07e-5 relative
     at batch 64. Our own cpu_onednn step has the same property (oneDNN's
-    batch norm sums in fp32) and its bound counts it (kernels/nn/train.h,
+    batch norm sums in fp32) and its bound counts it (kernels/nn/train/train.h,
     gradient_tolerance(net, batch, TrainImpl::onednn)): this mode gets the
     same allowance (FP32_BATCH_STATS), on its gradients (chain_length's
     4 M per batch-norm layer) and on its loss and logits (forward_tolerance's
@@ -656,7 +656,7 @@ def training_loaded(session: Session) -> None:
     torch.set_num_threads(session.threads)
 
     class Augmented(torch.utils.data.Dataset):
-        """One image as kernels/nn/loader.cpp loads it (28 x 28 networks)."""
+        """One image as kernels/nn/data/loader.cpp loads it (28 x 28 networks)."""
 
         def __init__(self, mean: float, std: float):
             self.value = ((np.arange(256, dtype=np.float32) / np.float32(255) - np.float32(mean))

@@ -1,0 +1,260 @@
+// cpu_onednn_s8: the network in int8 on oneDNN's primitives, quantized as
+// cpu_own_s8 is (the same calibration, the same per-tensor u8 activations
+// and per-channel s8 weights: only the kernels differ), chained as
+// cpu_onednn chains fp32 (format_tag::any, layouts kept between layers).
+//
+// oneDNN 2.x's int8 convolution and inner product compute, per output
+// channel k, dst = output_scale[k] * (sum (src - src_zero_point) * w + bias)
+// then the post-ops, then round and saturate into dst's type (plus dst's
+// zero point). So: output_scale[k] = s_in * s_w[k] / s_out (s_in * s_w[k]
+// for the fp32 logits), the bias given in the accumulator's units (bias /
+// (s_in * s_w[k]), fp32), the input's zero point as a run-time src zero point
+// where it is not 0 (the network input), the output's as a dst zero point
+// (the downsample convs, whose output is signed). The residual join is the
+// sum post-op into the shortcut's buffer, in place, with scale
+// s_shortcut / s_out and the shortcut's zero point, then ReLU. Max and
+// average pooling run on the codes: their output keeps the input's
+// quantization. The network input is quantized by the first reorder (scale
+// 1 / s, the zero point as the reorder's dst zero point); the last conv/fc
+// writes fp32, log-softmax runs in fp32.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "kernels/common/error.h"
+#include "kernels/common/onednn.h"
+#include "kernels/gemm/quant.h"
+#include "kernels/nn/model/calibration.h"
+#include "kernels/nn/infer/layers.h"
+#include "kernels/nn/cpu/onednn_plan.h"
+#include "kernels/nn/infer/walk.h"
+
+namespace dlb::nn {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// s8 weights in PyTorch's layout `user`, reordered once into `want`.
+memory s8_weights(const memory::desc& want, const memory::desc& user, const std::vector<std::int8_t>& values) {
+  memory plain(user, onednn_engine());
+  std::memcpy(plain.get_data_handle(), values.data(), values.size());
+  if (want == user) return plain;
+  memory out(want, onednn_engine());
+  dnnl::reorder(plain, out).execute(onednn_stream(), plain, out);
+  onednn_stream().wait();
+  return out;
+}
+
+memory zero_point_memory(std::int32_t zero_point) {
+  memory m({{1}, dt::s32, tag::x}, onednn_engine());
+  *static_cast<std::int32_t*>(m.get_data_handle()) = zero_point;
+  return m;
+}
+
+// A layer's output as the next layers read it: its memory and its quantization.
+struct S8Memory {
+  memory m;
+  AffineU8 q;
+};
+
+// The int8 chain as a whole-graph backend (walk.h).
+class OnednnS8Layers final : public GraphBackend<S8Memory> {
+ public:
+  explicit OnednnS8Layers(const NetArgs& args)
+      : net_(*args.net), n_(args.batch), quant_(activation_quant(net_, calibration(net_.name))),
+        user_y_({{n_, net_.classes}, dt::f32, tag::nc}, onednn_engine(), args.y),
+        plans_(std::make_shared<std::vector<LayerPlan>>(net_.layers.size())) {}
+
+  S8Memory input(const float* x) const {
+    return {memory({{n_, net_.c, net_.h, net_.w}, dt::f32, tag::nchw}, onednn_engine(), const_cast<float*>(x)),
+            quant_.input};
+  }
+
+  Out conv(const Layer& l, const Io& io) override { return weighted(l, io); }
+  Out fc(const Layer& l, const Io& io) override { return weighted(l, io); }
+  Out max_pool(const Layer& l, const Io& io) override { return pool(l, io); }
+  Out global_avg_pool(const Layer& l, const Io& io) override { return pool(l, io); }
+
+  Out log_softmax(const Layer& l, const Io& io) override {
+    Start s = start(l, io);
+    DLB_REQUIRE(!s.first && s.src.get_desc().data_type() == dt::f32,
+                "cpu_onednn_s8: log-softmax must read the fp32 logits");
+    memory y;
+    (*plans_)[io.index].main = log_softmax_step(s.src, s.any_dst, y);
+    return {{y, s.out_q}, call(io.index)};
+  }
+
+  void finish(const S8Memory& result) override { write_user_y(plans_->back(), result.m, user_y_); }
+  std::string implementation() const override { return kernel_list(kernels_); }
+
+ private:
+  // What every layer starts from: its input and its quantization, its
+  // output's, dimensions and descriptor (u8, or the fp32 logits).
+  struct Start {
+    memory src;
+    AffineU8 in_q, out_q;
+    memory::dims dst_dims;
+    memory::desc src_desc, any_dst;
+    bool first, logits;
+  };
+  Start start(const Layer& l, const Io& io) const {
+    Start s;
+    s.first = l.input < 0;
+    s.logits = dequantized_output(net_, io.index);
+    s.src = io.x.m;
+    s.in_q = io.x.q;
+    s.out_q = quant_.outputs[io.index];
+    const bool spatial_out = l.kind != LayerKind::fc && l.kind != LayerKind::log_softmax;
+    s.dst_dims = spatial_out ? memory::dims{n_, l.k, l.oh, l.ow} : memory::dims{n_, l.k};
+    s.src_desc = s.first ? memory::desc(s.src.get_desc().dims(), dt::u8, tag::any) : s.src.get_desc();
+    s.any_dst = memory::desc(s.dst_dims, s.logits ? dt::f32 : dt::u8, tag::any);
+    return s;
+  }
+
+  // The input into the layout (and, for the network input, the u8 codes) the primitive takes.
+  static void take_src(LayerPlan& plan, Start& s, const memory::desc& want) {
+    if (want == s.src.get_desc()) return;
+    memory converted(want, onednn_engine());
+    dnnl::primitive_attr attr;
+    if (s.first) {
+      attr.set_output_scales(0, {1.0f / s.in_q.scale});
+      attr.set_zero_points(DNNL_ARG_DST, 0, {s.in_q.zero_point});
+    }
+    plan.before = Step{dnnl::reorder(s.src, converted, attr), {{DNNL_ARG_FROM, s.src}, {DNNL_ARG_TO, converted}}};
+    s.src = converted;
+  }
+
+  // conv or fc.
+  Out weighted(const Layer& l, const Io& io) {
+    Start s = start(l, io);
+    LayerPlan& plan = (*plans_)[io.index];
+    auto& engine = onednn_engine();
+    const bool conv = l.kind == LayerKind::conv;
+    const S8Weights w = quantize_weights(l);
+    const float out_scale = s.logits ? 1.0f : s.out_q.scale;
+    std::vector<float> scales(w.scales.size()), bias(w.scales.size());
+    for (std::size_t k = 0; k < scales.size(); ++k) {
+      scales[k] = s.in_q.scale * w.scales[k] / out_scale;
+      bias[k] = l.bias[k] / (s.in_q.scale * w.scales[k]);
+    }
+    dnnl::primitive_attr attr;
+    attr.set_output_scales(1 << 1, scales);  // per output channel: dim 1 of dst
+    if (s.in_q.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::post_ops ops;
+    memory::desc dst_desc = s.any_dst;
+    std::optional<memory> dst;
+    if (io.residual != nullptr) {
+      // In place into the shortcut's buffer, as cpu_onednn does.
+      require_shortcut_unread(net_, io.index, "cpu_onednn_s8");
+      DLB_REQUIRE(!s.logits && s.out_q.zero_point == 0,
+                  "cpu_onednn_s8: " + l.name + " adds into a shortcut but its output range is not >= 0");
+      dst = io.residual->m;
+      dst_desc = dst->get_desc();
+      ops.append_sum(io.residual->q.scale / s.out_q.scale, io.residual->q.zero_point);
+    } else if (!s.logits && s.out_q.zero_point != 0) {
+      attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    }
+    if (l.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+
+    memory weights, bias_mem;
+    dnnl::primitive primitive;
+    memory::desc pd_src;
+    // What a primitive descriptor made for this layer leaves: its
+    // weights (PyTorch's layout `user_w` reordered into its own), bias,
+    // output and kernel.
+    const auto adopt = [&](const auto& pd, const memory::desc& user_w) {
+      pd_src = pd.src_desc();
+      weights = s8_weights(pd.weights_desc(), user_w, w.values);
+      bias_mem = owned_copy(pd.bias_desc(), bias);
+      if (!dst) dst = memory(pd.dst_desc(), engine);
+      kernels_.insert(pd.impl_info_str());
+    };
+    if (conv) {
+      const memory::dims w_dims{l.k, l.c, l.window, l.window};
+      const auto pd = not_reference(
+          [&](const memory::desc& from) {
+            const dnnl::convolution_forward::desc desc(
+                dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, from,
+                memory::desc(w_dims, dt::s8, tag::any), memory::desc({l.k}, dt::f32, tag::a), dst_desc,
+                {l.stride, l.stride}, {l.pad, l.pad}, {l.pad, l.pad});
+            return dnnl::convolution_forward::primitive_desc(desc, attr, engine);
+          },
+          s.src_desc);
+      adopt(pd, memory::desc(w_dims, dt::s8, tag::oihw));
+      primitive = dnnl::convolution_forward(pd);
+    } else {
+      // A 4-D input is flattened by oneDNN itself: weights [k, c, h, w]
+      // are the same bytes as PyTorch's [k, c*h*w].
+      const memory::dims in_dims = s.src.get_desc().dims();
+      const bool image = in_dims.size() == 4;
+      const memory::dims w_dims =
+          image ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]} : memory::dims{l.k, in_dims[1]};
+      const auto pd = not_reference(
+          [&](const memory::desc& from) {
+            const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
+                                                         memory::desc(w_dims, dt::s8, tag::any),
+                                                         memory::desc({l.k}, dt::f32, tag::a), dst_desc);
+            return dnnl::inner_product_forward::primitive_desc(desc, attr, engine);
+          },
+          s.src_desc);
+      adopt(pd, memory::desc(w_dims, dt::s8, image ? tag::oihw : tag::oi));
+      primitive = dnnl::inner_product_forward(pd);
+    }
+    take_src(plan, s, pd_src);
+    plan.main = Step{primitive,
+                     {{DNNL_ARG_SRC, s.src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_BIAS, bias_mem},
+                      {DNNL_ARG_DST, *dst}}};
+    if (s.in_q.zero_point != 0)
+      plan.main.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = zero_point_memory(s.in_q.zero_point);
+    if (l.residual < 0 && !s.logits && s.out_q.zero_point != 0)
+      plan.main.args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = zero_point_memory(s.out_q.zero_point);
+    return {{*dst, s.out_q}, call(io.index)};
+  }
+
+  Out pool(const Layer& l, const Io& io) {
+    Start s = start(l, io);
+    LayerPlan& plan = (*plans_)[io.index];
+    DLB_REQUIRE(!s.first && !s.logits, "cpu_onednn_s8: " + l.name + " cannot start or end the network");
+    const auto pd = pool_pd(l, s.src_desc, memory::desc(s.dst_dims, dt::u8, tag::any));
+    take_src(plan, s, pd.src_desc());
+    memory y(pd.dst_desc(), onednn_engine());
+    plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, s.src}, {DNNL_ARG_DST, y}}};
+    return {{y, s.out_q}, call(io.index)};
+  }
+
+  Run call(std::size_t i) const {
+    return [plans = plans_, i] { (*plans)[i].run(); };
+  }
+
+  const Network& net_;
+  const std::int64_t n_;
+  const ActivationQuant quant_;
+  const memory user_y_;
+  std::shared_ptr<std::vector<LayerPlan>> plans_;
+  std::set<std::string> kernels_;
+};
+
+Run prepare_s8(const NetArgs& args) {
+  OnednnS8Layers backend(args);
+  return walk_graph(args, backend, backend.input(args.x));
+}
+
+}  // namespace
+
+Run prepare_net_cpu_onednn_s8(const NetArgs& args, const Exec&) {
+  try {
+    return prepare_s8(args);
+  } catch (const dnnl::error& e) {
+    throw Unsupported(std::string("oneDNN has no int8 implementation for this network here: ") + e.what());
+  }
+}
+
+}  // namespace dlb::nn

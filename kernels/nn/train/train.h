@@ -1,0 +1,210 @@
+// A training step of a network (issue 35): forward keeping what backward
+// needs, the loss (cross-entropy: the mean over the batch of the negative
+// log-probability of each image's label, as PyTorch's cross_entropy, or its
+// nll_loss on a log-softmax output), backward through every layer, and an
+// SGD-with-momentum update, in fp32 on the CPU.
+//
+// Convolutions as im2col + GEMM (forward Y = W col + b; backward
+// dW += dY col^T, dcol = W^T dY then col2im), each GEMM on a chunk of
+// images whose patches sit side by side (about 1,024 columns), fc as GEMMs
+// on the batch
+// (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
+// oneDNN's sgemm (TrainImpl; benchmark rows cpu_eigen, cpu_onednn_sgemm), ReLU
+// masks from the kept outputs (gradient where the output is > 0, as
+// PyTorch's threshold_backward), max pooling routing each output's
+// gradient to the first maximum of its window (kept as an index), global
+// average pooling spreading it evenly. The step's own buffers are made
+// once by the constructor; Eigen's GEMMs allocate their packing blocks on
+// each call (the benchmark's allocated_bytes_per_step counts them).
+//
+// Semantics: layers in execution order, each reading an earlier one's
+// output (or the input): conv (+bias) (+batch-norm) (+residual) (+ReLU),
+// max_pool, global_avg_pool, fc (+ReLU) and a final log_softmax (or none:
+// then the loss applies log-softmax to the last layer's output, as
+// cross_entropy does). Dropout is not part of the network description: the
+// step is deterministic, with dropout off (PyTorch's model.eval() for
+// mnist_cnn, whose only training-mode difference is its two dropouts).
+//
+// Batch-norm in training mode, as nn.BatchNorm2d under model.train()
+// (resnet20): the conv's output z is normalized with the batch's
+// statistics, mean and biased variance over (N, H, W) per channel,
+// y = gamma (z - mean) / sqrt(var + eps) + beta, computed as
+// y = z * scale + shift (scale = gamma / sqrt(var + eps), shift = beta -
+// mean * scale, as PyTorch's CPU kernel); the per-channel sums in double.
+// Backward: dbeta = sum dy, dgamma = sum dy xhat, dz = scale (dy - mean(dy)
+// - xhat mean(dy xhat)). Each forward updates the running statistics as
+// PyTorch does: running = (1 - momentum) running + momentum batch, with the
+// unbiased variance (M / (M - 1), M = N H W) for running_var. The step
+// trains the unfolded parameters (Layer::raw: conv weight, batch-norm
+// weight = gamma and bias = beta), not the folded inference ones.
+// Residual joins (Layer::residual): the other layer's output is added
+// after batch-norm, before the ReLU; the gradient there flows to both.
+//
+// SGD with momentum as torch.optim.SGD (dampening 0, not Nesterov):
+//     v = momentum * v + (g + weight_decay * p);  p = p - lr * v
+// with v starting at zero (PyTorch's first step sets v = g: the same).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train_params.h"
+
+namespace dlb::nn {
+
+// The bound on the fp32 step's gradients (issue 35's "within a bound
+// derived like the forward's"). Every gradient element is a sum of products
+// along chains of fp32 operations: the forward pass's reductions (conv
+// c*r*r, fc inputs, the softmax's classes), the backward pass's input
+// gradients (conv k*r*r/stride^2, fc k) and the weight gradient's own sum
+// over the batch (conv batch*oh*ow, fc batch). With N the sum of all those
+// lengths (an upper bound on the roundings any element passes through) and
+// m the element's magnitude (the same sums on absolute values:
+// ref::TrainGradients::magnitudes), the worst-case bound is
+// |g32 - g| <= N u m (u = 2^-24), and rounding errors that behave as
+// independent zero-mean variables (Higham and Mary's probabilistic
+// analysis) give |g32 - g| <= lambda sqrt(N) u m, except with probability
+// about 2 exp(-lambda^2 / 2) per element. lambda = 8 (a failure chance of
+// 2.5e-14 per element, under 1e-7 over mnist_cnn's 1.2 M). Checked
+// normwise per tensor: max |g32 - g| / max m <= 8 sqrt(N) u. mnist_cnn at
+// batch 64: N = 53,931, bound 1.1e-4; a wrong index, mask or transposition
+// moves a gradient by a sizeable share of m (1e-2 and more).
+//
+// Batch-norm in training mode adds per-channel reductions over M = N H W
+// (up to 65,536 for resnet20 at batch 64): the step accumulates them in
+// double, so their own rounding, about M 2^-53, is below fp32's u, and what
+// remains is the fp32 roundings around them, per batch-norm layer 15:
+// forward 5 (scale and shift rounded to fp32, z scale, + shift, + the
+// residual), backward 7 (xhat = (z - mean) inv_std: 2; the means of dy and
+// dy xhat rounded: 1; dy - mean(dy): 1; - xhat mean(dy xhat): 2; times
+// scale: 1), dgamma and dbeta 3 (xhat's 2, the sum's rounding); and 2 per
+// residual join (the forward add, the sum where the shortcut's two
+// gradients meet). The magnitudes through batch-norm's backward are
+// |gamma| inv_std (|dy| + mean |dy| + |xhat| mean |dy xhat|), and
+// sum |dy| |xhat|, sum |dy| for dgamma, dbeta (ref::gradients): the
+// batch-statistics terms' cancellation is measured against what cancels.
+// resnet20 at batch 64: N = 77,308, bound 1.3e-4 (weight_sum, 65,536, the
+// most of it).
+std::int64_t gradient_chain_length(const Network& net, std::int64_t batch);
+double gradient_tolerance(const Network& net, std::int64_t batch);
+
+// The arithmetic of one step of `batch` images, what every training case
+// reports as flops: forward 2 x MACs, backward 2 x MACs for the weight
+// gradients and 2 x MACs for the input gradients of every conv and fc but
+// the first (the first layer's input gradient is not computed).
+double train_step_flops(const Network& net, std::int64_t batch);
+
+// What a training case needs before it can run, `network`'s weights and the
+// training set: "" when both load, else the message that says which is
+// missing (the training cases report it as an input error).
+std::string training_inputs_problem(std::string_view network);
+
+// The bytes a step holds, allocated once.
+struct TrainMemory {
+  std::int64_t weights = 0;      // the parameters
+  std::int64_t activations = 0;  // layer outputs kept for backward, pool indices, log-probabilities
+  std::int64_t gradients = 0;    // one per parameter
+  std::int64_t optimizer = 0;    // momentum buffers
+  std::int64_t workspace = 0;    // backward's two gradient buffers, per-thread im2col and partial sums
+  std::int64_t total() const { return weights + activations + gradients + optimizer + workspace; }
+};
+
+// Which code runs the step: this file's im2col step with its GEMMs (of the
+// convolutions per image and of the fc layers) by Eigen (eigen) or by
+// oneDNN's sgemm (onednn_sgemm; its JIT kernels), or oneDNN's training
+// primitives for every layer (onednn: train_onednn.cpp; convolution,
+// inner product, pooling and eltwise forward_training and backward, in the
+// layouts they prefer). The oneDNN ones in builds with oneDNN only. own:
+// this file's step with every convolution on the own direct kernel
+// (cpu_direct, prepare_conv_direct_live): forward y = conv(x, W); backward
+// data (stride 1) dx = conv(dz zero-padded by r - 1 - p, W rotated 180
+// degrees with its in and out channels swapped); backward weights dW^T =
+// conv(x viewed as [c, batch, h, w], "weights" dz viewed as [k, batch, oh,
+// ow]), pad p, images c, channels batch, the window oh x ow. Its fc GEMMs
+// stay on Eigen. Chains of stride-1 convolutions only: batch-norm, joins and
+// strides above 1 are refused by layer name (dlb::Unsupported). Its sums
+// fit gradient_chain_length's count as they are: the kernel accumulates
+// each output in one fp32 register lane, term after term (one FMA rounding
+// each), over c r r terms forward, k r r backward data (the padding's taps
+// add exact zeros) and batch oh ow backward weights, the lengths counted
+// for the im2col step; so no override.
+enum class TrainImpl { eigen, onednn_sgemm, onednn, own };
+
+// The bound for `impl`'s step: gradient_tolerance's but for TrainImpl::onednn,
+// whose batch-norm (oneDNN's batch_normalization primitives) sums in fp32,
+// not double: the forward's mean and variance (two passes: the mean, then
+// sum (z - mean)^2) and the backward's sum dy and sum dy xhat, per channel
+// over M = batch oh ow terms each, in whatever order its threads split them:
+// up to M - 1 roundings each on every chain through the layer, 4 M per
+// batch-norm layer on top of the 15 counted for the double sums (the
+// divisions by M, inv_std and the subtraction are among those 15, as in the
+// double step). What those sums pass on is measured against the same
+// magnitudes (ref::gradients' |dy| + mean |dy| + |xhat| mean |dy xhat|,
+// and the batch statistics' scales for the running statistics). resnet20
+// at batch 64: 21 batch-norm layers, 7 each at M = 65,536, 16,384 and
+// 4,096, N = 77,308 + 2,408,448 = 2,485,756, bound 7.5e-4 (5.7 times the
+// double step's).
+std::int64_t gradient_chain_length(const Network& net, std::int64_t batch, TrainImpl impl);
+double gradient_tolerance(const Network& net, std::int64_t batch, TrainImpl impl);
+
+struct TrainBackend;
+
+class TrainStep {
+ public:
+  // Copies the network's parameters; `net` must outlive the step. Throws
+  // dlb::Error for an unsupported network (see trainable_params) or a
+  // batch below 1.
+  // TrainImpl::onednn_sgemm or onednn in a build without oneDNN throws
+  // dlb::Unsupported.
+  TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainImpl impl = TrainImpl::eigen);
+  ~TrainStep();
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+
+  // x: [batch, c, h, w] (network_input), labels: [batch], each < classes
+  // (throws dlb::Error naming the image otherwise). Returns the mean loss.
+  // x must stay valid until backward() returns.
+  double forward(const float* x, const std::uint8_t* labels);
+  // The gradients of the last forward's loss (throws if there was none).
+  void backward();
+  // One SGD-with-momentum update from the last backward's gradients.
+  void update();
+  double step(const float* x, const std::uint8_t* labels) {
+    const double loss = forward(x, labels);
+    backward();
+    update();
+    return loss;
+  }
+
+  std::int64_t batch() const;
+  const Sgd& sgd() const;
+  const std::vector<TrainParam>& params() const;
+  // The spans are in PyTorch's layout (state_dict order and shapes), valid
+  // until the next forward, backward or update (TrainImpl::onednn keeps its
+  // parameters in oneDNN's layouts and converts them here).
+  std::span<const float> param(std::size_t i) const;
+  std::span<float> param(std::size_t i);
+  std::span<const float> grad(std::size_t i) const;
+  std::span<const float> velocity(std::size_t i) const;
+  // The last forward's log-probabilities, [batch, classes].
+  std::span<const float> log_probs() const;
+  // A conv layer's batch-norm running statistics (the state_dict's
+  // running_mean, running_var), as the forwards so far left them; empty
+  // for a layer without batch-norm.
+  std::span<const float> running_mean(std::size_t layer) const;
+  std::span<const float> running_var(std::size_t layer) const;
+  TrainMemory memory() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  // TrainImpl::onednn's step (train_backend.h), which every call goes to where it is set.
+  std::unique_ptr<TrainBackend> backend_;
+};
+
+}  // namespace dlb::nn

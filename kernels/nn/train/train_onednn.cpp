@@ -1,0 +1,892 @@
+// The training step on oneDNN's training primitives (train.h,
+// TrainImpl::onednn, benchmark rows <net>_train/cpu_onednn): every layer a
+// oneDNN primitive forward and backward, in the layouts the primitives
+// prefer (format_tag::any: nChw16c activations, blocked weights on this
+// CPU), made once by the constructor with every memory they touch.
+//
+//   conv  forward_training with bias (ReLU as a post-op), backward_data,
+//         backward_weights with the bias gradient;
+//   fc    inner product forward_training (ReLU post-op), backward_data,
+//         backward_weights with the bias gradient;
+//   ReLU  eltwise_backward, relu_use_dst_for_bwd, on the kept output
+//         (gradient where the output is > 0, as PyTorch's threshold_backward);
+//   max pool  pooling forward_training with its workspace (the offset of
+//         the maximum in each window; the first one on ties, as PyTorch's
+//         CPU max_pool2d) and pooling backward;
+//   global average pool  pooling avg forward and backward;
+//   batch-norm  (training mode, resnet20) batch_normalization forward_training
+//         with scale and shift (gamma, beta) on the conv's output z (kept),
+//         ReLU fused (fuse_norm_relu, its workspace the mask) where no join
+//         comes between; it writes the batch's mean and biased variance,
+//         from which the step updates the running statistics as train.cpp
+//         (momentum, the variance unbiased, in double); backward with
+//         dgamma and dbeta;
+//   join  (residual) binary add of the other layer's output after
+//         batch-norm, ReLU as its post-op; backward: the gradient after
+//         ReLU's backward goes to both, ReLU's backward writing it straight
+//         into the residual's gradient where this join writes that first
+//         (else a binary add into it);
+//   fan-out  a layer read by two (the input of one and the residual of
+//         another, or the projection shortcut's and the block's conv1's
+//         input): its gradient written by the last reader in execution
+//         order, the other's backward_data writing into a spare buffer then
+//         added (binary add, in place);
+//   loss  log-softmax and the mean negative log-likelihood as train.cpp's
+//         (sums in double) on the logits, plain [batch, classes];
+//   SGD   PyTorch's formula (train.h) in one loop over contiguous buffers.
+//
+// Layouts. The parameters, their gradients and momentum buffers live in the
+// forward primitive's weight layout (e.g. conv2's OIhw16i16o, fc1's
+// BcdA16b128a for its nChw16c input), each kind in one contiguous buffer, so the
+// update is one loop and no weight is reordered in a step: backward_weights
+// writes its gradient in that layout (asked for it), and only where a
+// backward_data primitive wants another layout (a conv's weights, a few KB)
+// is the weight reordered for it each step. param()/grad()/velocity() give
+// PyTorch's layout: converted when read (a reorder into a plain copy, made
+// on the first read; where the layouts agree, as for every bias, the span is
+// the buffer itself). A write through the non-const param() is reordered
+// back before the next forward, backward or update. The input batch is read
+// in place, plain NCHW (the first conv's jit kernel takes it on AVX-512).
+// Which layout each parameter takes: see weighted().
+//
+// Error bound: nn::gradient_tolerance(net, batch, TrainImpl::onednn)
+// (train.h): without batch-norm the same as the im2col step's; oneDNN's
+// batch-norm sums in fp32, which that bound counts (4 M per batch-norm
+// layer). It counts, per gradient element, the lengths of the sums on its chain, and a
+// sum of n terms takes n - 1 additions in whatever order or tree they are
+// done, each term passing through at most n - 1 of them. oneDNN splits the
+// sums its own way: conv backward_weights gives each thread a share of the
+// images and rows and adds the threads' partial sums at the end, the gemm
+// inside the gemm-based inner product splits its k (the batch, for the
+// weight gradient) likewise, fused multiply-adds round once where a
+// multiply and an add round twice; none of it makes a sum longer than the
+// one N counts (weight and bias gradients over batch*oh*ow, fc over batch;
+// input gradients over k*r*r/stride^2, fc over k; forward over c*r*r, fc
+// over its inputs). Max pooling's backward adds nothing (its windows do not
+// overlap here), the ReLU post-op and backward round nothing. Winograd
+// would change the analysis (its transforms scale the rounding errors): the
+// convolutions are convolution_direct.
+//
+// Threads: oneDNN's kernels split their work for the OpenMP threads they
+// were made with; run inside an active parallel region they get one, and
+// conv backward_weights waits at its reduction's barrier for the others
+// forever. forward and backward refuse that call (a dlb::Error).
+//
+// Memory: every primitive's scratchpad is user-managed, one buffer the size
+// of the largest (the primitives run one after another on one stream), so a
+// step allocates nothing of its own; oneDNN's gemm-based inner product
+// (fc1's) allocates its packing buffers per call outside the scratchpad
+// (148 KB each), and each execute a few hundred bytes. Backward's gradients
+// of the activations share buffers where they are not live at once (as
+// train.cpp's: two for a chain, three for resnet20's blocks), each sized for
+// the gradients it holds.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "kernels/common/error.h"
+#include "kernels/common/onednn.h"
+#include "kernels/nn/train/train_backend.h"
+
+namespace dlb::nn {
+namespace {
+
+using dnnl::memory;
+using Mem = dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+// Zeroed floats, 64-byte aligned, allocated once.
+class Floats {
+ public:
+  Floats() = default;
+  explicit Floats(std::size_t n) : n_(n) {
+    const std::size_t bytes = std::max<std::size_t>(64, (n * sizeof(float) + 63) / 64 * 64);
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    if (!data_) throw std::bad_alloc();
+    std::memset(data_.get(), 0, bytes);
+  }
+  float* data() const { return data_.get(); }
+  std::size_t size() const { return n_; }
+  std::int64_t bytes() const { return static_cast<std::int64_t>(n_ * sizeof(float)); }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  std::size_t n_ = 0;
+};
+
+memory::desc plain_desc(const memory::dims& dims) {
+  static constexpr tag kTags[] = {tag::undef, tag::a, tag::ab, tag::abc, tag::abcd};
+  return memory::desc(dims, dt::f32, kTags[dims.size()]);
+}
+memory::desc any_desc(const memory::dims& dims) { return memory::desc(dims, dt::f32, tag::any); }
+std::size_t floats_of(const memory::desc& d) { return d.get_size() / sizeof(float); }
+
+// One primitive execution.
+struct Exec {
+  dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
+  std::string what;  // "conv2 backward_weights: jit:avx512_core"
+};
+
+
+bool is_reference(const dnnl::primitive_desc_base& pd) {
+  return std::string_view(pd.impl_info_str()).substr(0, 3) == "ref";
+}
+
+class OnednnTrainStep final : public TrainBackend {
+ public:
+  OnednnTrainStep(const Network& n, std::int64_t b, Sgd s) : net_(n), batch_(b), sgd_(s), params_(trainable_params(n)) {
+    DLB_REQUIRE(batch_ >= 1, "training step: batch " + std::to_string(batch_) + " is not positive");
+    const auto& ls = net_.layers;
+    logits_layer_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
+    DLB_REQUIRE(ls.size() >= 2 || ls.back().kind != LayerKind::log_softmax,
+                "training step: " + net_.name + " is only a log_softmax");
+    std::size_t i = 0;
+    try {
+      build(i);
+    } catch (const dnnl::error& e) {
+      throw Error("training step (cpu_onednn): " + net_.name + " layer '" + ls[std::min(i, logits_layer_)].name +
+                  "': oneDNN: " + e.what());
+    }
+  }
+
+  double forward(const float* x, const std::uint8_t* labels) override {
+    DLB_REQUIRE(x != nullptr && labels != nullptr, "training step: no input or no labels");
+    require_not_nested();
+    for (std::int64_t n = 0; n < batch_; ++n)
+      if (labels[n] >= classes_)
+        throw Error("training step: label " + std::to_string(labels[n]) + " of image " + std::to_string(n) +
+                    " is not a class of " + net_.name + " (0.." + std::to_string(classes_ - 1) + ")");
+    write_back_params();
+    // Read only (the forward's and backward_weights' source); oneDNN's
+    // handles are not const.
+    x_user_.set_data_handle(const_cast<float*>(x));
+    labels_ = labels;
+    run(forward_);
+    update_running_stats();
+    const double loss = log_softmax_nll(static_cast<const float*>(logits_plain_.get_data_handle()), labels, batch_,
+                                        classes_, log_probs_.data());
+    forward_done_ = true;
+    backward_done_ = false;
+    return loss;
+  }
+
+  void backward() override {
+    DLB_REQUIRE(forward_done_, "training step: backward without a forward");
+    require_not_nested();
+    write_back_params();
+    // d loss / d logits = (softmax - onehot) / batch.
+    auto* dy = static_cast<float*>(dlogits_plain_.get_data_handle());
+    const float inv = 1.0f / static_cast<float>(batch_);
+    for (std::int64_t n = 0; n < batch_; ++n)
+      for (std::int64_t j = 0; j < classes_; ++j) {
+        const auto k = static_cast<std::size_t>(n * classes_ + j);
+        dy[k] = (std::exp(log_probs_[k]) - (j == labels_[n] ? 1.0f : 0.0f)) * inv;
+      }
+    run(backward_);
+    std::fill(g_fresh_.begin(), g_fresh_.end(), false);
+    backward_done_ = true;
+  }
+
+  void update() override {
+    DLB_REQUIRE(backward_done_, "training step: update without a backward");
+    write_back_params();
+    const float lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
+                wd = static_cast<float>(sgd_.weight_decay);
+    // Every parameter in one loop: the three buffers share their layout, and
+    // the padding (zero in p, g and v) stays zero.
+    float* p = p_.data();
+    const float* g = g_.data();
+    float* v = v_.data();
+    const auto size = static_cast<std::int64_t>(p_.size());
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < size; ++i) {
+      const float grad = wd != 0.0f ? g[i] + wd * p[i] : g[i];
+      v[i] = mu * v[i] + grad;
+      p[i] -= lr * v[i];
+    }
+    std::fill(p_fresh_.begin(), p_fresh_.end(), false);
+    std::fill(v_fresh_.begin(), v_fresh_.end(), false);
+    backward_done_ = false;
+  }
+
+  std::int64_t batch() const override { return batch_; }
+  const Sgd& sgd() const override { return sgd_; }
+  const std::vector<TrainParam>& params() const override { return params_; }
+
+  std::span<const float> param(std::size_t j) override { return plain(p_mem_, p_plain_, p_fresh_, j); }
+  std::span<float> param_to_write(std::size_t j) override {
+    const auto s = plain(p_mem_, p_plain_, p_fresh_, j);
+    if (!same_layout_[j]) p_written_[j] = true;
+    return {const_cast<float*>(s.data()), s.size()};
+  }
+  std::span<const float> grad(std::size_t j) override { return plain(g_mem_, g_plain_, g_fresh_, j); }
+  std::span<const float> velocity(std::size_t j) override { return plain(v_mem_, v_plain_, v_fresh_, j); }
+  std::span<const float> log_probs() const override { return log_probs_; }
+  std::span<const float> running_mean(std::size_t layer) const override {
+    for (const auto& b : bn_)
+      if (b.layer == layer) return b.running_mean;
+    return {};
+  }
+  std::span<const float> running_var(std::size_t layer) const override {
+    for (const auto& b : bn_)
+      if (b.layer == layer) return b.running_var;
+    return {};
+  }
+
+  TrainMemory memory() const override {
+    TrainMemory m;
+    for (const auto& d : pdesc_) m.weights += static_cast<std::int64_t>(d.get_size());
+    m.gradients = m.optimizer = m.weights;
+    for (const auto& a : kept_) m.activations += static_cast<std::int64_t>(a.get_desc().get_size());
+    m.activations += static_cast<std::int64_t>(log_probs_.size() * sizeof(float));
+    for (const auto& w : work_) m.workspace += static_cast<std::int64_t>(w.get_desc().get_size());
+    for (const auto& g : gbuf_) m.workspace += g.bytes();
+    m.workspace += addend_.bytes() + scratch_.bytes();
+    for (std::size_t j = 0; j < params_.size(); ++j)
+      m.workspace += static_cast<std::int64_t>((p_plain_[j].size() + g_plain_[j].size() + v_plain_[j].size()) *
+                                               sizeof(float));
+    return m;
+  }
+
+ private:
+  const Network& net_;
+  std::int64_t batch_;
+  Sgd sgd_;
+  std::vector<TrainParam> params_;
+  std::size_t logits_layer_ = 0;
+  std::int64_t classes_ = 0;
+  dnnl::engine& eng_ = onednn_engine();
+  dnnl::stream& stream_ = onednn_stream();
+
+  // The parameters, gradients and momentum in the primitives' layouts:
+  // parameter j at offset_[j] floats into each buffer, in layout pdesc_[j];
+  // plain_[j] is PyTorch's layout.
+  Floats p_, g_, v_;
+  std::vector<Mem::desc> pdesc_, plain_;
+  std::vector<Mem> p_mem_, g_mem_, v_mem_;
+  std::vector<bool> same_layout_, p_written_;
+  std::vector<std::vector<float>> p_plain_, g_plain_, v_plain_;  // converted copies, made on the first read
+  std::vector<bool> p_fresh_, g_fresh_, v_fresh_;                // whether the copy holds the current values
+
+  Mem x_user_;              // the caller's batch, plain NCHW (its handle set by forward)
+  std::vector<Mem> out_;    // each layer's output, kept for backward
+  std::vector<Mem::desc> in_desc_;  // each layer's input as it reads it
+  std::vector<Mem> kept_;   // what forward keeps: outputs, pool workspaces, plain logits
+  std::vector<Mem> work_;   // backward's own: weights in backward_data's layout, plain logit gradients
+  Mem logits_plain_, dlogits_plain_;
+  std::vector<float> log_probs_;
+  // Backward's gradients of the activations: layer j's output gradient in
+  // gbuf_[gbuf_of_[j]] (shared by layers whose gradients are not live at
+  // once, see assign_gradient_buffers), written first by its last reader
+  // (first_write_[j]; the loss for the logits), later readers adding theirs
+  // through addend_. needs_[j]: whether layer j's output gradient is needed
+  // (layer j or one it reads has parameters).
+  std::vector<Floats> gbuf_;
+  std::vector<std::size_t> gbuf_floats_;
+  std::vector<int> gbuf_of_, first_write_;
+  std::vector<bool> needs_;
+  std::vector<int> gamma_of_, beta_of_;  // per layer: its batch-norm's parameter indices, or -1
+  Floats addend_;              // a later reader's gradient before it is added (binary add)
+  std::size_t addend_floats_ = 0;
+  Floats scratch_;             // every primitive's scratchpad
+  // Batch-norm in training mode: per layer, the conv's output z (kept,
+  // batch-norm's backward reads it), the batch's mean and biased variance
+  // (oneDNN's, kept), the running statistics updated after each forward.
+  struct BatchNorm {
+    std::size_t layer = 0;
+    Mem mean, var;
+    std::vector<float> running_mean, running_var;
+  };
+  std::vector<BatchNorm> bn_;
+  std::vector<Exec> forward_, backward_;
+  std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: for a debugger
+  const std::uint8_t* labels_ = nullptr;
+  bool forward_done_ = false, backward_done_ = false;
+
+  // Memories made before their buffers (bound by build's end): k >= 0:
+  // gbuf_[k], kScratch: scratch_, kAddend: addend_.
+  static constexpr int kScratch = -1, kAddend = -2;
+  std::vector<std::pair<Mem, int>> unbound_;
+  std::size_t scratch_bytes_ = 0;
+
+  // See "Threads" at the top.
+  void require_not_nested() const {
+    if (omp_in_parallel())
+      throw Error("training step (cpu_onednn): called inside an OpenMP parallel region; oneDNN's primitives "
+                  "need the threads they were made for (call it outside, or use cpu_eigen)");
+  }
+
+  void run(std::vector<Exec>& list) {
+    for (auto& e : list) {
+      try {
+        e.primitive.execute(stream_, e.args);
+      } catch (const dnnl::error& err) {
+        throw Error("training step (cpu_onednn): " + net_.name + " " + e.what + ": oneDNN: " + err.what());
+      }
+    }
+    stream_.wait();
+  }
+
+  static dnnl::primitive_attr attr(bool relu = false) {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      a.set_post_ops(ops);
+    }
+    return a;
+  }
+
+  // Appends the primitive of `pd` to `list`, with the shared scratchpad.
+  void add(std::vector<Exec>& list, dnnl::primitive prim, const dnnl::primitive_desc_base& pd,
+           std::unordered_map<int, Mem> args, const std::string& what) {
+    impls_.push_back(what + ": " + pd.impl_info_str());
+    const Mem::desc sd = pd.scratchpad_desc();
+    if (sd.get_size() > 0) {
+      Mem s(sd, eng_, DNNL_MEMORY_NONE);
+      unbound_.emplace_back(s, kScratch);
+      args[DNNL_ARG_SCRATCHPAD] = s;
+      scratch_bytes_ = std::max(scratch_bytes_, sd.get_size());
+    }
+    list.push_back(Exec{std::move(prim), std::move(args), impls_.back()});
+  }
+
+  void add_reorder(std::vector<Exec>& list, const Mem& from, const Mem& to, const std::string& what) {
+    const dnnl::reorder::primitive_desc pd(eng_, from.get_desc(), eng_, to.get_desc(), attr());
+    add(list, dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, what);
+  }
+
+  // A memory of layout `d` over buffer `which` (bound by build's end).
+  Mem over(const Mem::desc& d, int which) {
+    Mem m(d, eng_, DNNL_MEMORY_NONE);
+    unbound_.emplace_back(m, which);
+    const std::size_t n = floats_of(d);
+    if (which == kAddend) {
+      addend_floats_ = std::max(addend_floats_, n);
+    } else {
+      auto& size = gbuf_floats_.at(static_cast<std::size_t>(which));
+      size = std::max(size, n);
+    }
+    return m;
+  }
+  // The gradient of layer j's output, in the layout of `d` (its own output's
+  // by default).
+  Mem grad_of(std::size_t j) { return grad_of(j, out_[j].get_desc()); }
+  Mem grad_of(std::size_t j, const Mem::desc& d) {
+    if (gbuf_of_[j] < 0)
+      throw Error("training step (cpu_onednn): " + net_.name + " layer '" + net_.layers[j].name +
+                  "': its output is read by no later layer");
+    return over(d, gbuf_of_[j]);
+  }
+  // Where layer i writes the gradient of `from` (its input or residual), as
+  // i reads it: the gradient itself where i writes it first, else addend_,
+  // added by add_gradient.
+  Mem gradient_target(std::size_t i, int from, const Mem::desc& d) {
+    const auto j = static_cast<std::size_t>(from);
+    return first_write_[j] == static_cast<int>(i) ? grad_of(j, d) : over(d, kAddend);
+  }
+  Mem grad_of_input(std::size_t i) { return gradient_target(i, net_.layers[i].input, in_desc_[i]); }
+  // Adds `part` (gradient_target's) to the gradient of `from` where layer i
+  // is not its first writer: binary add in place.
+  void add_gradient(std::vector<Exec>& list, std::size_t i, int from, const Mem& part, const std::string& what) {
+    const auto j = static_cast<std::size_t>(from);
+    if (first_write_[j] == static_cast<int>(i)) return;
+    const Mem to = grad_of(j, part.get_desc());
+    binary_add(list, to, part, false, what);
+  }
+  // to += part (to's layout), ReLU after where `relu`.
+  void binary_add(std::vector<Exec>& list, const Mem& to, const Mem& part, bool relu, const std::string& what) {
+    const Mem::desc d = to.get_desc();
+    const dnnl::binary::primitive_desc pd(
+        dnnl::binary::desc(dnnl::algorithm::binary_add, d, part.get_desc(), d), attr(relu), eng_);
+    add(list, dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, to}, {DNNL_ARG_SRC_1, part}, {DNNL_ARG_DST, to}}, what);
+  }
+
+  // Parameter j's three memories in layout `desc` (buffers bound by build's end).
+  void set_param_layout(int j, const Mem::desc& desc) {
+    const auto u = static_cast<std::size_t>(j);
+    pdesc_[u] = desc;
+    p_mem_[u] = Mem(desc, eng_, DNNL_MEMORY_NONE);
+    g_mem_[u] = Mem(desc, eng_, DNNL_MEMORY_NONE);
+    v_mem_[u] = Mem(desc, eng_, DNNL_MEMORY_NONE);
+  }
+
+  // ReLU's backward on the kept output `dst`, from `dy` into `dx` (in place by default).
+  void relu_backward(std::vector<Exec>& list, const Mem& dst, const Mem& dy, const std::string& name) {
+    relu_backward(list, dst, dy, dy, name);
+  }
+  void relu_backward(std::vector<Exec>& list, const Mem& dst, const Mem& dy, const Mem& dx, const std::string& name) {
+    const Mem::desc d = dst.get_desc();
+    const auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+    const dnnl::eltwise_forward::primitive_desc hint(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, d, 0.0f, 0.0f), eng_);
+    const dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(alg, d, d, 0.0f, 0.0f), attr(), eng_,
+                                                    hint);
+    add(list, dnnl::eltwise_backward(pd), pd, {{DNNL_ARG_DST, dst}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}},
+        name + " relu backward");
+  }
+
+  // The weights a backward_data primitive reads: the parameter itself where
+  // it takes the parameter's layout, else a copy reordered each step.
+  Mem weights_for(std::vector<Exec>& list, const Mem::desc& want, int j, const std::string& name) {
+    const Mem& p = p_mem_[static_cast<std::size_t>(j)];
+    if (want == pdesc_[static_cast<std::size_t>(j)]) return p;
+    Mem copy(want, eng_);
+    work_.push_back(copy);
+    add_reorder(list, p, copy, name + " weights into backward_data's layout");
+    return copy;
+  }
+
+  // A conv's or fc's primitives: forward (its output kept), and into
+  // `back` ReLU's backward, backward_weights (with the bias gradient) and,
+  // where the input gradient is needed, backward_data. make_fwd(weights),
+  // make_bwd_weights(diff_weights, fwd), make_bwd_data(weights, fwd): their
+  // primitive descriptors for a weights layout (format_tag::any: the
+  // primitive's choice).
+  //
+  // The parameters' layout is the forward's choice where backward_data
+  // runs the same implementation with it (on this CPU, fc1's gemm-based
+  // inner product: backward_data's own choice, aBcd16b, made its
+  // backward_weights' gemm slower and allocate 5 MB a call), else
+  // backward_data's where the forward runs the same implementation with
+  // it, else the forward's with a reorder for backward_data each step (a
+  // conv's weights, e.g. conv2's 18,432 floats from ABcd16b16a to
+  // ABcd16a16b: the jit kernels of the two want different blockings).
+  // backward_weights is asked for its gradient in that layout, and where
+  // only oneDNN's reference kernel takes it, writes its own choice,
+  // reordered after.
+  template <class MakeFwd, class MakeBwdWeights, class MakeBwdData>
+  void weighted(std::size_t i, const Mem& src, int w, int b, const Mem::dims& wdims, bool need_dx, bool relu,
+                std::vector<Exec>& back, MakeFwd make_fwd, MakeBwdWeights make_bwd_weights,
+                MakeBwdData make_bwd_data) {
+    const std::string& name = net_.layers[i].name;
+    const auto same_kernel = [](const auto& x, const auto& y) {
+      return std::string_view(x.impl_info_str()) == std::string_view(y.impl_info_str());
+    };
+    auto fpd = make_fwd(any_desc(wdims));
+    std::optional<decltype(make_bwd_data(any_desc(wdims), fpd))> dpd;
+    if (need_dx) {
+      dpd = make_bwd_data(any_desc(wdims), fpd);
+      // A primitive that does not take a layout at all throws: then it is not used.
+      try {
+        if (dpd->weights_desc() != fpd.weights_desc()) {
+          auto other = make_bwd_data(fpd.weights_desc(), fpd);
+          if (same_kernel(other, *dpd)) dpd = other;
+        }
+      } catch (const dnnl::error&) {
+      }
+      try {
+        if (dpd->weights_desc() != fpd.weights_desc()) {
+          auto other = make_fwd(dpd->weights_desc());
+          if (same_kernel(other, fpd)) fpd = other;
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
+    set_param_layout(w, fpd.weights_desc());
+    const auto uw = static_cast<std::size_t>(w);
+    out_[i] = Mem(fpd.dst_desc(), eng_);
+    kept_.push_back(out_[i]);
+    std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p_mem_[uw]}, {DNNL_ARG_DST, out_[i]}};
+    if (b >= 0) args[DNNL_ARG_BIAS] = p_mem_[static_cast<std::size_t>(b)];
+    add(forward_, dnnl::primitive(fpd), fpd, std::move(args), name + " forward");
+
+    const Mem dy = grad_of(i);
+    if (relu) relu_backward(back, out_[i], dy, name);
+    auto wpd = make_bwd_weights(pdesc_[uw], fpd);
+    if (is_reference(wpd)) {
+      auto other = make_bwd_weights(any_desc(wdims), fpd);
+      if (!is_reference(other)) wpd = other;
+    }
+    Mem dw = g_mem_[uw];
+    const bool copy = wpd.diff_weights_desc() != pdesc_[uw];
+    if (copy) {
+      dw = Mem(wpd.diff_weights_desc(), eng_);
+      work_.push_back(dw);
+    }
+    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
+    if (b >= 0) args[DNNL_ARG_DIFF_BIAS] = g_mem_[static_cast<std::size_t>(b)];
+    add(back, dnnl::primitive(wpd), wpd, std::move(args), name + " backward_weights");
+    if (copy) add_reorder(back, dw, g_mem_[uw], name + " weight gradient into the parameters' layout");
+    if (dpd) {
+      const Mem wmem = weights_for(back, dpd->weights_desc(), w, name);
+      const Mem dx = grad_of_input(i);
+      add(back, dnnl::primitive(*dpd), *dpd, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, dx}},
+          name + " backward_data");
+      add_gradient(back, i, net_.layers[i].input, dx, name + " input gradient added");
+    }
+  }
+
+  void build(std::size_t& i);
+  void assign_gradient_buffers();
+  void join_and_batch_norm(std::size_t i, std::vector<Exec>& back);
+  void update_running_stats();
+  std::span<const float> plain(std::vector<Mem>& blocked, std::vector<std::vector<float>>& copies,
+                               std::vector<bool>& fresh, std::size_t j);
+  void write_back_params();
+};
+
+void OnednnTrainStep::build(std::size_t& i) {
+  using dnnl::prop_kind;
+  const auto& ls = net_.layers;
+  const std::size_t np = params_.size();
+  pdesc_.resize(np), plain_.resize(np), p_mem_.resize(np), g_mem_.resize(np), v_mem_.resize(np);
+  std::vector<int> weight_of(ls.size(), -1), bias_of(ls.size(), -1);
+  gamma_of_.assign(ls.size(), -1), beta_of_.assign(ls.size(), -1);
+  for (std::size_t j = 0; j < np; ++j) {
+    const TrainParam& p = params_[j];
+    (p.bn ? (p.bias ? beta_of_ : gamma_of_) : (p.bias ? bias_of : weight_of))[p.layer] = static_cast<int>(j);
+    const Layer& l = ls[p.layer];
+    // An fc reading a spatial output: its weights [k, c, h, w] (the same
+    // order as [k, c*h*w], torch.flatten's on NCHW).
+    Mem::dims dims(p.shape.begin(), p.shape.end());
+    if (!p.bias && !p.bn && l.kind == LayerKind::fc && l.input >= 0 &&
+        ls[static_cast<std::size_t>(l.input)].kind != LayerKind::fc)
+      dims = {l.k, l.c, l.h, l.w};
+    plain_[j] = plain_desc(dims);
+    // Biases, gamma and beta: plain [k], as every primitive takes them.
+    if (p.bias || p.bn) set_param_layout(static_cast<int>(j), plain_[j]);
+  }
+  assign_gradient_buffers();
+
+  x_user_ = Mem(plain_desc({batch_, net_.c, net_.h, net_.w}), eng_, DNNL_MEMORY_NONE);
+  out_.resize(logits_layer_ + 1);
+  std::vector<std::vector<Exec>> back(logits_layer_ + 1);  // each layer's backward; run last layer first
+  for (i = 0; i <= logits_layer_; ++i) {
+    const Layer& l = ls[i];
+    Mem src = l.input < 0 ? x_user_ : out_[static_cast<std::size_t>(l.input)];
+    // A conv or pool reading an fc's output [batch, k] reads it as [batch, k, 1, 1].
+    if (l.kind != LayerKind::fc && src.get_desc().dims().size() == 2)
+      src = Mem(src.get_desc().reshape({batch_, l.c, l.h, l.w}), eng_, src.get_data_handle());
+    const Mem::desc sd = src.get_desc();
+    in_desc_.push_back(sd);
+    const int w = weight_of[i], b = bias_of[i];
+    const bool need_dx = l.input >= 0 && needs_[static_cast<std::size_t>(l.input)];
+    switch (l.kind) {
+      case LayerKind::conv: {
+        const Mem::dims wdims = {l.k, l.c, l.window, l.window}, strides = {l.stride, l.stride},
+                        pl = {l.pad, l.pad},
+                        pr = {(l.oh - 1) * l.stride + l.window - l.h - l.pad,
+                              (l.ow - 1) * l.stride + l.window - l.w - l.pad};
+        const Mem::desc bias = b >= 0 ? plain_desc({l.k}) : Mem::desc(), dst = any_desc({batch_, l.k, l.oh, l.ow});
+        // ReLU as the conv's post-op where nothing comes between them.
+        const bool bn_or_join = gamma_of_[i] >= 0 || l.residual >= 0, relu = l.relu && !bn_or_join;
+        std::vector<Exec> conv_back;
+        using namespace dnnl;
+        const auto direct = algorithm::convolution_direct;
+        weighted(
+            i, src, w, b, wdims, need_dx, relu, conv_back,
+            [&](const Mem::desc& wd) {
+              return convolution_forward::primitive_desc(
+                  convolution_forward::desc(prop_kind::forward_training, direct, sd, wd, bias, dst, strides, pl, pr),
+                  attr(relu), eng_);
+            },
+            [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
+              return convolution_backward_weights::primitive_desc(
+                  convolution_backward_weights::desc(direct, sd, dw, bias, f.dst_desc(), strides, pl, pr), attr(),
+                  eng_, f);
+            },
+            [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
+              return convolution_backward_data::primitive_desc(
+                  convolution_backward_data::desc(direct, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
+            });
+        // Batch-norm and the join after the conv, their backward before the conv's.
+        if (bn_or_join) join_and_batch_norm(i, back[i]);
+        for (auto& e : conv_back) back[i].push_back(std::move(e));
+        break;
+      }
+      case LayerKind::fc: {
+        const Mem::dims wdims = plain_[static_cast<std::size_t>(w)].dims();
+        const Mem::desc bias = plain_desc({l.k}), dst = any_desc({batch_, l.k});
+        using namespace dnnl;
+        weighted(
+            i, src, w, b, wdims, need_dx, l.relu, back[i],
+            [&](const Mem::desc& wd) {
+              return inner_product_forward::primitive_desc(
+                  inner_product_forward::desc(prop_kind::forward_training, sd, wd, bias, dst), attr(l.relu), eng_);
+            },
+            [&](const Mem::desc& dw, const inner_product_forward::primitive_desc& f) {
+              return inner_product_backward_weights::primitive_desc(
+                  inner_product_backward_weights::desc(sd, dw, bias, f.dst_desc()), attr(), eng_, f);
+            },
+            [&](const Mem::desc& wd, const inner_product_forward::primitive_desc& f) {
+              return inner_product_backward_data::primitive_desc(
+                  inner_product_backward_data::desc(sd, wd, f.dst_desc()), attr(), eng_, f);
+            });
+        break;
+      }
+      case LayerKind::max_pool:
+      case LayerKind::global_avg_pool: {
+        const bool max = l.kind == LayerKind::max_pool;
+        const auto alg = max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+        const Mem::dims kernel = max ? Mem::dims{l.window, l.window} : Mem::dims{l.h, l.w},
+                           strides = max ? Mem::dims{l.stride, l.stride} : kernel, pl = {0, 0},
+                           pr = {(l.oh - 1) * strides[0] + kernel[0] - l.h, (l.ow - 1) * strides[1] + kernel[1] - l.w};
+        const dnnl::pooling_forward::primitive_desc fpd(
+            dnnl::pooling_forward::desc(prop_kind::forward_training, alg, sd, any_desc({batch_, l.c, l.oh, l.ow}),
+                                        strides, kernel, pl, pr),
+            attr(), eng_);
+        out_[i] = Mem(fpd.dst_desc(), eng_);
+        kept_.push_back(out_[i]);
+        std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out_[i]}};
+        Mem ws;
+        if (max) {
+          ws = Mem(fpd.workspace_desc(), eng_);
+          kept_.push_back(ws);
+          args[DNNL_ARG_WORKSPACE] = ws;
+        }
+        add(forward_, dnnl::pooling_forward(fpd), fpd, std::move(args), l.name + " forward");
+        if (need_dx) {
+          const dnnl::pooling_backward::primitive_desc bpd(
+              dnnl::pooling_backward::desc(alg, sd, fpd.dst_desc(), strides, kernel, pl, pr), attr(), eng_, fpd);
+          const Mem dx = grad_of_input(i);
+          std::unordered_map<int, Mem> bargs = {{DNNL_ARG_DIFF_DST, grad_of(i)}, {DNNL_ARG_DIFF_SRC, dx}};
+          if (max) bargs[DNNL_ARG_WORKSPACE] = ws;
+          add(back[i], dnnl::pooling_backward(bpd), bpd, std::move(bargs), l.name + " backward");
+          add_gradient(back[i], i, l.input, dx, l.name + " input gradient added");
+        }
+        break;
+      }
+      case LayerKind::log_softmax:
+        break;  // the last layer only (trainable_params): the loss
+    }
+  }
+  i = logits_layer_;
+
+  // The logits, plain [batch, classes] for the loss, and their gradient.
+  const Mem& logits = out_[logits_layer_];
+  classes_ = static_cast<std::int64_t>(floats_of(plain_desc(logits.get_desc().dims()))) / batch_;
+  log_probs_.assign(static_cast<std::size_t>(batch_ * classes_), 0.0f);
+  const Mem dlogits = grad_of(logits_layer_);
+  const Mem::desc plain_logits = plain_desc(logits.get_desc().dims());
+  if (logits.get_desc() == plain_logits) {
+    logits_plain_ = logits;
+    dlogits_plain_ = dlogits;
+  } else {
+    logits_plain_ = Mem(plain_logits, eng_);
+    kept_.push_back(logits_plain_);
+    add_reorder(forward_, logits, logits_plain_, "logits into plain layout");
+    dlogits_plain_ = Mem(plain_logits, eng_);
+    work_.push_back(dlogits_plain_);
+    add_reorder(backward_, dlogits_plain_, dlogits, "logit gradients into the logits' layout");
+  }
+  for (std::size_t k = logits_layer_ + 1; k-- > 0;)
+    for (auto& e : back[k]) backward_.push_back(std::move(e));
+
+  // The buffers: parameters (each aligned to 64 bytes), activation
+  // gradients, scratchpad.
+  std::vector<std::size_t> offset(np);
+  std::size_t total = 0;
+  for (std::size_t j = 0; j < np; ++j) {
+    offset[j] = total;
+    total += (floats_of(pdesc_[j]) + 15) / 16 * 16;
+  }
+  p_ = Floats(total), g_ = Floats(total), v_ = Floats(total);
+  same_layout_.assign(np, false), p_written_.assign(np, false);
+  p_plain_.resize(np), g_plain_.resize(np), v_plain_.resize(np);
+  p_fresh_.assign(np, false), g_fresh_.assign(np, false), v_fresh_.assign(np, false);
+  for (std::size_t j = 0; j < np; ++j) {
+    p_mem_[j].set_data_handle(p_.data() + offset[j]);
+    g_mem_[j].set_data_handle(g_.data() + offset[j]);
+    v_mem_[j].set_data_handle(v_.data() + offset[j]);
+    same_layout_[j] = pdesc_[j] == plain_[j];
+    // The network's values, reordered into the primitive's layout.
+    const auto values = param_values(net_, params_[j]);
+    DLB_REQUIRE(values.size() == floats_of(plain_[j]), "training step: " + params_[j].name + " has the wrong size");
+    Mem from(plain_[j], eng_, const_cast<float*>(values.data()));
+    dnnl::reorder(from, p_mem_[j]).execute(stream_, from, p_mem_[j]);
+  }
+  stream_.wait();
+  for (const std::size_t n : gbuf_floats_) gbuf_.emplace_back(n);
+  addend_ = Floats(addend_floats_);
+  scratch_ = Floats(scratch_bytes_ / sizeof(float) + 1);
+  for (auto& [m, which] : unbound_)
+    m.set_data_handle(which == kScratch ? scratch_.data()
+                      : which == kAddend ? addend_.data()
+                                         : gbuf_[static_cast<std::size_t>(which)].data());
+  unbound_.clear();
+}
+
+// Which layers' output gradients are needed, who writes each first, and the
+// buffers they share: as train.cpp's, greedy in backward order, a buffer
+// taken again once its occupant's own backward (its only reader) has run.
+void OnednnTrainStep::assign_gradient_buffers() {
+  const auto& ls = net_.layers;
+  const std::size_t n = logits_layer_ + 1;
+  std::vector<bool> has_params(ls.size(), false);
+  for (const auto& p : params_) has_params[p.layer] = true;
+  needs_.assign(n, false), first_write_.assign(n, -1), gbuf_of_.assign(n, -1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (const int j : {ls[i].input, ls[i].residual}) {
+      needs_[i] = needs_[i] || has_params[i] || (j >= 0 && needs_[static_cast<std::size_t>(j)]);
+      if (j >= 0 && needs_[static_cast<std::size_t>(j)])
+        first_write_[static_cast<std::size_t>(j)] = std::max(first_write_[static_cast<std::size_t>(j)], static_cast<int>(i));
+    }
+  first_write_[n - 1] = static_cast<int>(n);  // the loss
+  std::vector<int> read(n);
+  for (std::size_t j = 0; j < n; ++j) read[j] = static_cast<int>(j);  // layer j's own backward
+  std::size_t buffers = 0;
+  gbuf_of_ = share_gradient_buffers(first_write_, read, buffers);
+  gbuf_floats_.assign(buffers, 0);
+}
+
+// Layer i's batch-norm (training mode, oneDNN's batch_normalization with
+// scale and shift, ReLU fused where no join comes before it: its workspace
+// keeps the mask) and residual join (binary add, ReLU as its post-op) after
+// its conv, whose output out_[i] becomes z; into `back` their backward,
+// which leaves the gradient of z in layer i's gradient buffer: ReLU's
+// backward, the join's gradient written (or added) to the residual's,
+// batch-norm's backward with dgamma and dbeta.
+void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back) {
+  using dnnl::normalization_flags;
+  const Layer& l = net_.layers[i];
+  const std::string& name = l.name;
+  const int gamma = gamma_of_[i], beta = beta_of_[i];
+  const bool bn = gamma >= 0, fuse = bn && l.relu && l.residual < 0;
+  const Mem z = out_[i];
+  Mem out = z;
+  std::optional<dnnl::batch_normalization_forward::primitive_desc> fpd;
+  Mem ws;
+  BatchNorm b;
+  const auto flags = normalization_flags::use_scale | normalization_flags::use_shift |
+                     (fuse ? normalization_flags::fuse_norm_relu : normalization_flags::none);
+  const auto eps = static_cast<float>(l.raw.bn_eps);
+  if (bn) {
+    fpd.emplace(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, z.get_desc(), eps, flags),
+                attr(), eng_);
+    out = Mem(fpd->dst_desc(), eng_);
+    kept_.push_back(out);
+    b.layer = i;
+    b.mean = Mem(fpd->mean_desc(), eng_);
+    b.var = Mem(fpd->variance_desc(), eng_);
+    kept_.push_back(b.mean), kept_.push_back(b.var);
+    b.running_mean = l.raw.bn_mean;
+    b.running_var = l.raw.bn_var;
+    if (static_cast<std::int64_t>(b.running_mean.size()) != l.k) b.running_mean.assign(static_cast<std::size_t>(l.k), 0.0f);
+    if (static_cast<std::int64_t>(b.running_var.size()) != l.k) b.running_var.assign(static_cast<std::size_t>(l.k), 1.0f);
+    std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, z},
+                                         {DNNL_ARG_DST, out},
+                                         {DNNL_ARG_SCALE, p_mem_[static_cast<std::size_t>(gamma)]},
+                                         {DNNL_ARG_SHIFT, p_mem_[static_cast<std::size_t>(beta)]},
+                                         {DNNL_ARG_MEAN, b.mean},
+                                         {DNNL_ARG_VARIANCE, b.var}};
+    if (fuse) {
+      ws = Mem(fpd->workspace_desc(), eng_);
+      kept_.push_back(ws);
+      args[DNNL_ARG_WORKSPACE] = ws;
+    }
+    add(forward_, dnnl::batch_normalization_forward(*fpd), *fpd, std::move(args), name + " batch-norm forward");
+  }
+  out_[i] = out;  // without batch-norm the join adds in place: backward reads no z
+  const Mem dy = grad_of(i);
+  Mem d = dy;  // the gradient at batch-norm's output after the ReLU and the join
+  if (l.residual >= 0) {
+    const auto r = static_cast<std::size_t>(l.residual);
+    const Mem& res = out_[r];
+    binary_add(forward_, out, res, l.relu, name + " residual join");
+    const bool first = first_write_[r] == static_cast<int>(i);
+    if (!needs_[r]) {
+      if (l.relu) relu_backward(back, out, dy, name);
+    } else if (bn && first && l.relu && res.get_desc() == out.get_desc()) {
+      // ReLU's backward writes the residual's gradient; batch-norm's reads it.
+      d = grad_of(r);
+      relu_backward(back, out, dy, d, name);
+    } else {
+      if (l.relu) relu_backward(back, out, dy, name);
+      if (first) {
+        add_reorder(back, dy, grad_of(r), name + " gradient to the residual");
+      } else {
+        binary_add(back, grad_of(r), dy, false, name + " gradient added to the residual");
+      }
+    }
+  }
+  if (bn) {
+    const dnnl::batch_normalization_backward::primitive_desc bpd(
+        dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, z.get_desc(), z.get_desc(), eps, flags),
+        attr(), eng_, *fpd);
+    // oneDNN 2.6 refuses to execute it without the shift (beta), which it does not read.
+    std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, z},
+                                         {DNNL_ARG_MEAN, b.mean},
+                                         {DNNL_ARG_VARIANCE, b.var},
+                                         {DNNL_ARG_SCALE, p_mem_[static_cast<std::size_t>(gamma)]},
+                                         {DNNL_ARG_SHIFT, p_mem_[static_cast<std::size_t>(beta)]},
+                                         {DNNL_ARG_DIFF_DST, d},
+                                         {DNNL_ARG_DIFF_SRC, dy},
+                                         {DNNL_ARG_DIFF_SCALE, g_mem_[static_cast<std::size_t>(gamma)]},
+                                         {DNNL_ARG_DIFF_SHIFT, g_mem_[static_cast<std::size_t>(beta)]}};
+    if (fuse) args[DNNL_ARG_WORKSPACE] = ws;
+    add(back, dnnl::batch_normalization_backward(bpd), bpd, std::move(args), name + " batch-norm backward");
+    bn_.push_back(std::move(b));
+  }
+}
+
+// The running statistics from the last forward's batch statistics, as
+// train.cpp's (in double): running = (1 - momentum) running + momentum
+// batch, the variance unbiased (M / (M - 1)).
+void OnednnTrainStep::update_running_stats() {
+  for (auto& b : bn_) {
+    const Layer& l = net_.layers[b.layer];
+    const double m = static_cast<double>(batch_ * l.oh * l.ow), mo = l.raw.bn_momentum;
+    const auto* mean = static_cast<const float*>(b.mean.get_data_handle());
+    const auto* var = static_cast<const float*>(b.var.get_data_handle());
+    for (std::size_t k = 0; k < b.running_mean.size(); ++k) {
+      b.running_mean[k] = static_cast<float>((1 - mo) * b.running_mean[k] + mo * mean[k]);
+      b.running_var[k] = static_cast<float>((1 - mo) * b.running_var[k] + mo * var[k] * m / std::max(m - 1, 1.0));
+    }
+  }
+}
+
+// Parameter j's values from `blocked` in PyTorch's layout: the buffer itself
+// where the layouts agree, else the copy, converted if it is not current.
+std::span<const float> OnednnTrainStep::plain(std::vector<Mem>& blocked, std::vector<std::vector<float>>& copies,
+                                              std::vector<bool>& fresh, std::size_t j) {
+  DLB_REQUIRE(j < params_.size(), "training step: parameter " + std::to_string(j) + " of " +
+                                      std::to_string(params_.size()));
+  const std::size_t n = floats_of(plain_[j]);
+  if (same_layout_[j]) return {static_cast<const float*>(blocked[j].get_data_handle()), n};
+  auto& copy = copies[j];
+  if (copy.empty()) copy.resize(n);
+  if (!fresh[j]) {
+    Mem to(plain_[j], eng_, copy.data());
+    dnnl::reorder(blocked[j], to).execute(stream_, blocked[j], to);
+    stream_.wait();
+    fresh[j] = true;
+  }
+  return copy;
+}
+
+// Values written through param_to_write, into the primitives' layout.
+void OnednnTrainStep::write_back_params() {
+  bool any = false;
+  for (std::size_t j = 0; j < params_.size(); ++j) {
+    if (!p_written_[j]) continue;
+    Mem from(plain_[j], eng_, p_plain_[j].data());
+    dnnl::reorder(from, p_mem_[j]).execute(stream_, from, p_mem_[j]);
+    p_written_[j] = false;
+    any = true;
+  }
+  if (any) stream_.wait();
+}
+
+}  // namespace
+
+std::unique_ptr<TrainBackend> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd) {
+  return std::make_unique<OnednnTrainStep>(net, batch, sgd);
+}
+
+}  // namespace dlb::nn

@@ -1,0 +1,67 @@
+// The training variant table: every implementation of the training step,
+// CPU and GPU, listed once, as kNetworkVariants lists the inference
+// backends (infer/nn.h). bench registers its cases from it
+// (<network>_train/<name>/...: bench/train.cpp, train_loaded.cpp,
+// train_gpu.cpp), train_epoch takes its CPU rows' names (--impl), and the
+// tests read it for the names, what a row needs and its bound; nothing else
+// maps a name to an implementation.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kernels/common/variant.h"
+#include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_gpu.h"
+
+namespace dlb::nn {
+
+struct TrainVariant {
+  // Stable, "<device>_<implementation>": the second part of the case name,
+  // and train_epoch's --impl.
+  std::string_view name;
+  Device device;
+  // The step this row makes: a CPU row TrainStep(net, batch, sgd, impl), a
+  // GPU row GpuTrainStep(net, batch, sgd, stream, launch); the other field
+  // is unused.
+  TrainImpl impl = TrainImpl::eigen;
+  GpuLaunch launch = GpuLaunch::eager;
+  // The bound on its gradients against the double reference (train.h: the
+  // analysis), for a network at a batch size.
+  double (*tolerance)(const Network& net, std::int64_t batch) = nullptr;
+  // What it needs of the network beyond what trainable_params accepts
+  // (cpu_own: chains of stride-1 convolutions without batch-norm or joins);
+  // nullptr: nothing. A network it does not take gets no case, and the
+  // tests do not run it there (its step refuses it: dlb::Unsupported).
+  bool (*accepts)(const Network& net) = nullptr;
+  // The benchmark's label (a GPU case adds its copy mode and algorithms).
+  std::string_view label;
+  // Also registered fed by the loader (bench/train_loaded.cpp:
+  // <network>_train/<name>/batch:<b>/workers:<n>); CPU rows only.
+  bool loader_cases = false;
+
+  bool takes(const Network& net) const { return accepts == nullptr || accepts(net); }
+  // Whether the named network's description loads and this row does not
+  // take it: what bench leaves unregistered. A network whose files cannot
+  // be read is not refused (its cases report the missing file).
+  bool refuses(std::string_view network) const;
+};
+
+using TrainVariantTable = std::span<const TrainVariant>;
+
+// Every row this build has (oneDNN's under DLB_HAVE_ONEDNN, the GPU's under
+// DLB_HAVE_CUDNN), CPU rows first.
+TrainVariantTable train_variants();
+// The row named `name` on `device`; throws dlb::Error naming the rows there
+// are ("--impl is cpu_eigen, ... or cpu_own, not 'x'" with `what` "--impl").
+const TrainVariant& train_variant(std::string_view name, Device device, std::string_view what);
+// The CPU row whose step is `impl` (the tests' names for what they run).
+const TrainVariant& train_variant(TrainImpl impl);
+
+// cpu_own's need: every conv of stride 1, without batch-norm or a residual join.
+bool stride1_conv_chain(const Network& net);
+
+}  // namespace dlb::nn
