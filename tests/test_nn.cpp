@@ -1428,21 +1428,21 @@ TEST(GpuOwnS8OnTheHost, TheGemmPathMatchesPyTorchAndTheDirectPath) {
 }
 #endif
 
-// gpu_onekernel's program and element functions on the host (nn_onekernel.h):
-// its kernel runs these functions, a warp per work item, so this checks the
-// row's descriptors, packing and indexing where no GPU runs it. fp32, held
+// gpu_onekernel's program and tile steps on the host (nn_onekernel.h): its
+// kernel runs these functions, a block per tile, so this checks the row's
+// descriptors, packing, tiling and indexing where no GPU runs it. fp32, held
 // to the fp32 rows' bound.
 const nn::NetVariant kOneKernelOnHost{
     "cpu_twin_of_gpu_onekernel", Device::cpu,
     [](const nn::NetArgs& args, const Exec&) { return nn::prepare_onekernel_on_host(args); }, 1e-5};
 
 #if !DLB_TEST_GPU
-// The double reference and PyTorch's logits at batch 1 and 3 (the arena
-// poisoned with NaN: a layer reading a region before it is written fails),
-// and the layer calls make the pass.
+// The double reference and PyTorch's logits at batch 1, 3 and 16 (each its
+// own tilings; the arena poisoned with NaN: a layer reading a region before
+// it is written fails), and the layer calls make the pass.
 TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
   for (const auto name : nn::network_names()) {
-    for (const std::int64_t batch : {1, 3}) {
+    for (const std::int64_t batch : {1, 3, 16}) {
       SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
       NetCase twin(kOneKernelOnHost, name, batch);
       const std::int64_t count = (kReferenceImages + batch - 1) / batch * batch;
@@ -1455,6 +1455,26 @@ TEST(GpuOneKernelOnTheHost, MatchesTheReferenceAndPyTorch) {
         EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
       }
       expect_layer_calls_make_the_pass(twin.network(), batch, nn::prepare_onekernel_on_host);
+    }
+  }
+}
+#endif
+
+#if !DLB_TEST_GPU
+// The twin runs each step's threads one after another, which stands for
+// any schedule of a block only if no thread of a step reads what another
+// thread of that step writes: run in the reverse order, every output is the
+// same bits (batch 3 and 16: tilings with and without slices, every kind of
+// step).
+TEST(GpuOneKernelOnTheHost, AStepsThreadsAreIndependent) {
+  const nn::NetVariant reversed{
+      "cpu_twin_of_gpu_onekernel_reversed", Device::cpu,
+      [](const nn::NetArgs& args, const Exec&) { return nn::prepare_onekernel_on_host_threads_reversed(args); }, 1e-5};
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {3, 16}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      NetCase in_order(kOneKernelOnHost, name, batch), backwards(reversed, name, batch);
+      EXPECT_EQ(in_order.outputs(0, 48), backwards.outputs(0, 48));
     }
   }
 }
@@ -1528,6 +1548,71 @@ TEST(GpuOneKernelOnTheHost, TheProgramKeepsEveryBufferApart) {
       std::size_t projections = 0;  // resnet20's downsample convs share their block's first phase
       for (const auto& l : net.layers) projections += l.name.find("downsample") != std::string::npos ? 1 : 0;
       EXPECT_EQ(barriers, p.layers.size() - 1 - projections);
+    }
+  }
+}
+
+// The tilings (onekernel_math.h): a conv's tile_k divides k and per_thread
+// divides tile_k, a tile's threads' work fits the block (slots x slices <=
+// kThreads), no slice is empty, every tile's shared memory fits and the
+// program's is the most any layer uses, and the tiles cover every output
+// exactly once: each output's (image, channel, row) falls in exactly one tile
+// and each tile's pixels in exactly one thread slot. fc: one tile an output
+// per tile_k images; pools and log-softmax one output a thread. The chosen
+// tilings go to the test's properties.
+TEST(GpuOneKernelOnTheHost, TheTilesCoverEveryOutputOnce) {
+  for (const auto name : nn::network_names()) {
+    for (const std::int64_t batch : {1, 3, 16}) {
+      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
+      const nn::Network& net = nn::network(name);
+      const nn::OneKernelProgram p = nn::build_onekernel_program(net, batch);
+      std::int64_t most = 0;
+      std::string tilings;
+      for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        const nn::ok::Layer& d = p.layers[i];
+        SCOPED_TRACE(net.layers[i].name);
+        EXPECT_LE(d.smem, nn::ok::kSharedFloats);
+        most = std::max(most, d.smem);
+        if (d.kind == nn::ok::Kind::conv) {
+          ASSERT_GT(d.tile_k, 0);
+          ASSERT_GT(d.per_thread, 0);
+          EXPECT_EQ(d.k % d.tile_k, 0);
+          EXPECT_EQ(d.tile_k % d.per_thread, 0);
+          const auto g = nn::ok::conv_tile(d, 0);
+          EXPECT_EQ(g.pixels, d.tile_rows * d.ow);
+          EXPECT_LE(g.slots * d.slices, nn::ok::kThreads);
+          const std::int64_t per_slice = (d.c + d.slices - 1) / d.slices;
+          EXPECT_LT((d.slices - 1) * per_slice, d.c) << "an empty slice";
+          EXPECT_EQ(d.smem, nn::ok::conv_smem(d));
+          std::vector<int> seen(static_cast<std::size_t>(d.items), 0);
+          for (std::int64_t tile = 0; tile < d.tiles; ++tile) {
+            const auto t = nn::ok::conv_tile(d, tile);
+            ASSERT_LT(t.n, batch);
+            for (int slot = 0; slot < t.slots; ++slot)
+              for (int j = 0; j < d.per_thread; ++j) {
+                const int o = t.k0 + slot / t.pixels * d.per_thread + j;
+                const int oy = t.y0 + slot % t.pixels / static_cast<int>(d.ow);
+                const int ox = slot % t.pixels % static_cast<int>(d.ow);
+                if (oy >= d.oh) continue;
+                ASSERT_LT(o, d.k);
+                ++seen[static_cast<std::size_t>(((t.n * d.k + o) * d.oh + oy) * d.ow + ox)];
+              }
+          }
+          EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), d.items) << "outputs not covered exactly once";
+          tilings += " " + std::to_string(i) + ":k" + std::to_string(d.tile_k) + "r" + std::to_string(d.tile_rows) +
+                     "p" + std::to_string(d.per_thread) + "s" + std::to_string(d.slices) + "t" +
+                     std::to_string(d.tiles);
+        } else if (d.kind == nn::ok::Kind::fc) {
+          EXPECT_EQ(d.tile_k, std::min<std::int64_t>(batch, nn::ok::kFcImages));
+          EXPECT_EQ(d.tiles, d.k * ((batch + d.tile_k - 1) / d.tile_k));
+          EXPECT_EQ(d.smem, d.tile_k * nn::ok::kThreads);
+        } else {
+          EXPECT_EQ(d.tiles, (d.items + nn::ok::kThreads - 1) / nn::ok::kThreads);
+          EXPECT_EQ(d.smem, 0);
+        }
+      }
+      EXPECT_EQ(p.smem_floats, most);
+      ::testing::Test::RecordProperty(std::string(name) + "_batch" + std::to_string(batch), tilings);
     }
   }
 }
@@ -1626,40 +1711,60 @@ void expect_equals_twin(NetCase& on_gpu, NetCase& twin, std::int64_t count) {
 #endif
 
 #if DLB_TEST_GPU
-// gpu_onekernel runs its twin's element functions (explicit fmaf, the same
-// butterfly, IEEE adds and division): the same bits up to the log-softmax
-// (expf / logf on the device against the host's: a few ulp).
-TEST(GpuOneKernel, EqualsItsHostTwin) {
+// gpu_onekernel runs its twin's tile steps (the same tiles, threads and
+// explicit fmaf chains, the same joins and trees, IEEE adds and division):
+// the same bits up to the log-softmax (expf / logf on the device against the
+// host's: a few ulp). One instance per network and batch, named
+// <network>_batch<b> (OneKernel/GpuOneKernel.EqualsItsHostTwin/resnet20_batch1),
+// so that a sanitizer run can take the batch-1 ones alone
+// (--gtest_filter='OneKernel/*_batch1').
+struct OneKernelCase {
+  std::string_view net;
+  std::int64_t batch = 1;
+};
+void PrintTo(const OneKernelCase& c, std::ostream* os) { *os << c.net << " batch " << c.batch; }
+
+class GpuOneKernel : public ::testing::TestWithParam<OneKernelCase> {};
+
+TEST_P(GpuOneKernel, EqualsItsHostTwin) {
   const nn::NetVariant* gpu = nullptr;
   for (const auto& v : nn::network_variants())
     if (v.name == "gpu_onekernel") gpu = &v;
   if (gpu == nullptr) GTEST_SKIP() << "a build without CUDA";
-  for (const auto name : nn::network_names()) {
-    for (const std::int64_t batch : {1, 16}) {
-      SCOPED_TRACE(std::string(name) + " batch " + std::to_string(batch));
-      NetCase on_gpu(*gpu, name, batch);
-      NetCase twin(kOneKernelOnHost, name, batch);
-      expect_equals_twin(on_gpu, twin, 16);
-      // The kernel's stamps (every pass stamps, so the logits above are
-      // the stamped kernel's): the twin's counters, each phase's time within
-      // the whole.
-      ASSERT_TRUE(on_gpu.report().measured_counters);
-      const auto got = on_gpu.report().measured_counters(), want = twin.report().measured_counters();
-      ASSERT_EQ(got.size(), want.size() + 1);  // + stamp_overhead_us
-      double sum = 0, stamped = 0;
-      for (std::size_t i = 0; i < want.size(); ++i) {
-        EXPECT_EQ(got[i].first, want[i].first);
-        EXPECT_GE(got[i].second, 0.0) << got[i].first;
-        if (got[i].first.starts_with("layer_us.")) sum += got[i].second;
-        if (got[i].first == "stamped_us") stamped = got[i].second;
-      }
-      EXPECT_EQ(got.back().first, "stamp_overhead_us");
-      EXPECT_GT(stamped, 0.0);
-      // Medians per phase need not add up to the median whole exactly.
-      EXPECT_NEAR(sum, stamped, 0.25 * stamped);
-    }
+  const auto [name, batch] = GetParam();
+  NetCase on_gpu(*gpu, name, batch);
+  NetCase twin(kOneKernelOnHost, name, batch);
+  expect_equals_twin(on_gpu, twin, 16);
+  // The kernel's stamps (every pass stamps, so the logits above are the
+  // stamped kernel's): the twin's counters, each phase's time within the
+  // whole.
+  ASSERT_TRUE(on_gpu.report().measured_counters);
+  const auto got = on_gpu.report().measured_counters(), want = twin.report().measured_counters();
+  ASSERT_EQ(got.size(), want.size() + 1);  // + stamp_overhead_us
+  double sum = 0, stamped = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].first, want[i].first);
+    EXPECT_GE(got[i].second, 0.0) << got[i].first;
+    if (got[i].first.starts_with("layer_us.")) sum += got[i].second;
+    if (got[i].first == "stamped_us") stamped = got[i].second;
   }
+  EXPECT_EQ(got.back().first, "stamp_overhead_us");
+  EXPECT_GT(stamped, 0.0);
+  // Medians per phase need not add up to the median whole exactly.
+  EXPECT_NEAR(sum, stamped, 0.25 * stamped);
 }
+
+std::vector<OneKernelCase> one_kernel_cases() {
+  std::vector<OneKernelCase> cases;
+  for (const auto name : nn::network_names())
+    for (const std::int64_t batch : {1, 16}) cases.push_back({name, batch});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(OneKernel, GpuOneKernel, ::testing::ValuesIn(one_kernel_cases()),
+                         [](const ::testing::TestParamInfo<OneKernelCase>& info) {
+                           return std::string(info.param.net) + "_batch" + std::to_string(info.param.batch);
+                         });
 #endif
 
 #if DLB_TEST_GPU

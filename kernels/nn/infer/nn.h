@@ -76,9 +76,10 @@
 //               per output), own fc (a warp per output), pools, the softmax family's gpu_fused
 //   gpu_onekernel  the whole pass as one persistent cooperative launch (nn_onekernel.h): a program
 //               of per-layer descriptors built in prepare, every weight in one device buffer,
-//               every activation in one arena (L2-resident at small batches), a warp per output
-//               element, grid.sync() before each layer that reads an output of the current phase;
-//               no host work per layer; any batch, built for batches up to 16. Its element functions
+//               every activation in one arena (L2-resident at small batches), each layer in tiles
+//               a block computes from shared memory, several outputs a thread,
+//               grid.sync() before each layer that reads an output of the current phase;
+//               no host work per layer; any batch, built for batches up to 16. Its tile steps
 //               run on the host too (prepare_onekernel_on_host), which is what the CPU tests check.
 //               The kernel stamps %globaltimer after each barrier (counters layer_us.*, barriers,
 //               stamped_us, stamp_overhead_us: nn_onekernel.h)

@@ -1,6 +1,7 @@
 // gpu_onekernel (see nn.h): a whole forward pass in one persistent
-// cooperative launch that walks a program of per-layer descriptors
-// (onekernel_math.h), with a grid-wide barrier between layers. This header
+// cooperative launch that walks a program of per-layer descriptors, each
+// layer cut into tiles a block computes from shared memory
+// (onekernel_math.h), with a grid-wide barrier between dependent layers. This header
 // builds the program (shared by the GPU row, nn_gpu_onekernel.cu, and its
 // host twin, nn_onekernel_host.cpp). Internal to kernels/nn.
 #pragma once
@@ -24,10 +25,12 @@ struct OneKernelProgram {
   std::vector<ok::Layer> layers;  // network order; the last writes y (ok::kOutput)
   std::vector<float> params;
   std::int64_t arena_floats = 0;
+  std::int64_t smem_floats = 0;  // the most shared memory a layer's tile uses (the launch's dynamic shared memory)
 };
 inline constexpr std::int64_t kOneKernelAlign = 32;  // 128 bytes
 
-// Throws dlb::Error for a layer kind or a join the program cannot express.
+// Throws dlb::Error for a layer kind or a join the program cannot express,
+// or a conv no tiling fits (shared memory, threads).
 OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch);
 
 // The kernel's own time. It stamps %globaltimer (ns, one clock for every
@@ -57,12 +60,18 @@ std::string onekernel_phase_counter(const OneKernelPhase& phase);
 std::vector<std::pair<std::string, double>> onekernel_stamp_counters(
     const std::vector<OneKernelPhase>& phases, std::span<const std::vector<std::uint64_t>> passes);
 
-// The host twin: the program run on the CPU, layer by layer, every work item
-// by the element functions with the warp's butterfly emulated. Reports one
-// call per layer (each runs that layer's descriptor alone). Its pass walks
+// The host twin: the program run on the CPU, layer by layer, every tile's
+// steps by all ok::kThreads threads in turn, as a block runs them between
+// its __syncthreads(). Reports one call per layer (each runs that layer's
+// descriptor alone). Its pass walks
 // the layers by ok::walk and stamps the host's steady clock where the kernel
 // stamps its timer; measured_counters reports the last pass's stamps as the
 // kernel's are reported.
 Run prepare_onekernel_on_host(const NetArgs& args);
+// The same, each step's threads run from the last to the first: a step
+// whose threads read what another thread of the same step writes would
+// compute other bits in the two orders (a test's check of the premise that
+// lets the twin stand for any schedule of a block).
+Run prepare_onekernel_on_host_threads_reversed(const NetArgs& args);
 
 }  // namespace dlb::nn

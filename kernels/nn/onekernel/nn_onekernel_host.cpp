@@ -1,9 +1,8 @@
 // gpu_onekernel's program (nn_onekernel.h) and its host twin: the
-// descriptors the kernel walks, run here by the same element functions
-// (onekernel_math.h) over the same work items, so that the CPU tests check
-// the program and the indexing no GPU here can run.
+// descriptors and tilings the kernel walks, run here by the same tile steps
+// (onekernel_math.h) over the same tiles and threads, so that the CPU tests
+// check the program, the tiling and the indexing no GPU here can run.
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <limits>
 #include <memory>
@@ -31,19 +30,81 @@ ok::Kind kind_of(LayerKind kind) {
   throw Error("gpu_onekernel: unknown layer kind");
 }
 
-// One warp's work on one item, with the butterfly of __shfl_xor_sync.
-void run_item(const ok::Layer& d, const ok::Buffers& b, std::int64_t item) {
-  if (d.kind == ok::Kind::log_softmax) {
-    ok::log_softmax_row(d, b, item);
-    return;
+// One layer on the host as the kernel runs it: every tile, its steps in
+// order, each step by all kThreads threads one after another (a step's
+// threads touch nothing another thread of the step reads, so this is the
+// order of any schedule the block may take). Tiles write disjoint outputs,
+// as the blocks do, so they run in parallel, each on its own "shared
+// memory", poisoned with NaN before every tile: a thread that reads a value
+// its tile did not stage shows in the logits.
+void run_layer(const ok::Layer& d, const ok::Buffers& b, bool reversed) {
+  const int steps = ok::steps(d);
+#pragma omp parallel
+  {
+    std::vector<float> smem(static_cast<std::size_t>(std::max<std::int64_t>(d.smem, 1)));
+#pragma omp for schedule(static)
+    for (std::int64_t tile = 0; tile < d.tiles; ++tile) {
+      std::fill(smem.begin(), smem.end(), std::numeric_limits<float>::quiet_NaN());
+      for (int s = 0; s < steps; ++s)
+        for (int i = 0; i < ok::kThreads; ++i) ok::step(d, b, tile, smem.data(), s, reversed ? ok::kThreads - 1 - i : i);
+    }
   }
-  std::array<float, ok::kLanes> v{}, t{};
-  for (int lane = 0; lane < ok::kLanes; ++lane) v[lane] = ok::partial(d, b, item, lane);
-  for (int offset = ok::kLanes / 2; offset > 0; offset /= 2) {
-    for (int lane = 0; lane < ok::kLanes; ++lane) t[lane] = ok::combine(d, v[lane], v[lane ^ offset]);
-    v = t;
+}
+
+// A conv's tiling: of the tilings that fit (tile_k a divisor of k and a
+// multiple of per_thread, at most kThreads threads' work, shared memory
+// within kSharedFloats), the one of least modelled time on kTargetBlocks
+// blocks. The model (cycles of one block, from the H100's and H200's
+// figures: an L2 round trip about 700 cycles, four warp schedulers, a
+// shared load and an fmaf an issue slot each): waves of tiles x (staging:
+// one round trip and about 40 issue cycles per element a thread stages, its
+// index arithmetic included; the sums: per step of the chain the issue of
+// one input and per_thread weight loads and fmafs for each scheduler's warps,
+// or the fmaf latency where the warps are too few; the join of the slices;
+// a __syncthreads a step). It need not be exact, only rank the tilings: it
+// favours enough tiles to fill kTargetBlocks blocks at batch 1 (short
+// chains, the reduction split into slices) and more work a thread at batch
+// 16. It reads the shape and batch alone, never the device, so the host
+// twin computes the kernel's sums in the kernel's order.
+constexpr std::int64_t kTargetBlocks = 132;  // the H100's and H200's multiprocessors
+
+void tile_conv(ok::Layer& d, const std::string& name) {
+  double best = std::numeric_limits<double>::infinity();
+  ok::Layer chosen = d;
+  const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+  for (const int kp : {1, 2, 4, 8}) {
+    if (d.k % kp != 0) continue;
+    for (std::int64_t kt = kp; kt <= d.k; kt += kp) {
+      if (d.k % kt != 0) continue;
+      for (std::int64_t rows = 1; rows <= d.oh; ++rows) {
+        const std::int64_t slots = kt / kp * rows * d.ow;
+        if (slots > ok::kThreads) break;
+        for (std::int64_t slices = 1; slices <= d.c && slots * slices <= ok::kThreads; ++slices) {
+          const std::int64_t per_slice = ceil_div(d.c, slices);
+          if ((slices - 1) * per_slice >= d.c) continue;  // an empty slice
+          ok::Layer t = d;
+          t.per_thread = kp, t.tile_k = static_cast<std::int32_t>(kt), t.tile_rows = static_cast<std::int32_t>(rows);
+          t.slices = static_cast<std::int32_t>(slices);
+          t.tiles = d.batch * (d.k / kt) * ceil_div(d.oh, rows);
+          t.smem = ok::conv_smem(t);
+          if (t.smem > ok::kSharedFloats) continue;
+          const ok::ConvTile g = ok::conv_tile(t, 0);
+          const double stage = 700.0 + 40.0 * static_cast<double>(ceil_div(g.in_floats + g.w_floats, ok::kThreads));
+          const double chain = static_cast<double>(per_slice * d.window * d.window);
+          const double per_scheduler = static_cast<double>(ceil_div(ceil_div(slots * slices, 32), 4));
+          const double sums = chain * std::max(per_scheduler * (2.0 * kp + 2.0), 4.0 + kp);
+          const double join = slices > 1 ? 150.0 + 8.0 * static_cast<double>(slices * kp) : 0.0;
+          const double cost = static_cast<double>(ceil_div(t.tiles, kTargetBlocks)) *
+                              (stage + sums + join + 60.0 * ok::steps(t));
+          if (cost < best) best = cost, chosen = t;
+        }
+      }
+    }
   }
-  ok::store(d, b, item, v[0]);
+  DLB_REQUIRE(best < std::numeric_limits<double>::infinity(),
+              "gpu_onekernel: no tiling of " + name + " fits " + std::to_string(ok::kThreads) + " threads and " +
+                  std::to_string(ok::kSharedFloats * 4 / 1024) + " KiB of shared memory");
+  d = chosen;
 }
 
 double median(std::vector<double> v) {
@@ -146,9 +207,19 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
     } else {
       d.items = batch * l.out_size();
     }
-    constexpr std::int64_t kMax = 0x7fffffff;  // the element functions index in 32 bits
+    constexpr std::int64_t kMax = 0x7fffffff;  // the tile steps index in 32 bits
     DLB_REQUIRE(batch * std::max(l.in_size(), l.out_size()) <= kMax && l.k * ok::reduction(d) <= kMax,
                 "gpu_onekernel: " + l.name + " at batch " + std::to_string(batch) + " has more than 2^31 - 1 elements");
+    switch (d.kind) {
+      case ok::Kind::conv: tile_conv(d, l.name); break;
+      case ok::Kind::fc:
+        d.tile_k = static_cast<std::int32_t>(std::min<std::int64_t>(batch, ok::kFcImages));
+        d.tiles = d.k * ((batch + d.tile_k - 1) / d.tile_k);
+        d.smem = static_cast<std::int64_t>(d.tile_k) * ok::kThreads;
+        break;
+      default: d.tiles = (d.items + ok::kThreads - 1) / ok::kThreads; break;
+    }
+    p.smem_floats = std::max(p.smem_floats, d.smem);
     const bool reads_this_phase = (l.input >= 0 && static_cast<std::size_t>(l.input) >= phase) ||
                                   (l.residual >= 0 && static_cast<std::size_t>(l.residual) >= phase);
     d.barrier = i == 0 || reads_this_phase ? 1 : 0;
@@ -167,7 +238,9 @@ OneKernelProgram build_onekernel_program(const Network& net, std::int64_t batch)
   return p;
 }
 
-Run prepare_onekernel_on_host(const NetArgs& args) {
+namespace {
+
+Run prepare_on_host(const NetArgs& args, bool reversed) {
   struct State {
     OneKernelProgram program;
     std::vector<OneKernelPhase> phases;
@@ -184,12 +257,7 @@ Run prepare_onekernel_on_host(const NetArgs& args) {
   const ok::Buffers b{s->program.params.data(), args.x, s->arena.data(), args.y};
   std::vector<Run> calls;
   for (std::size_t i = 0; i < s->program.layers.size(); ++i)
-    calls.push_back([s, b, i] {
-      const ok::Layer& d = s->program.layers[i];
-      // The items of a layer write disjoint outputs, as the warps of the grid do.
-#pragma omp parallel for schedule(static)
-      for (std::int64_t item = 0; item < d.items; ++item) run_item(d, b, item);
-    });
+    calls.push_back([s, b, i, reversed] { run_layer(s->program.layers[i], b, reversed); });
   // The pass stamps where the kernel does, by the same walk; a stamp is
   // the steady clock's ns, + 1 so that none is 0 (the mark of a slot never
   // written).
@@ -200,7 +268,7 @@ Run prepare_onekernel_on_host(const NetArgs& args) {
            1;
   };
   if (args.report != nullptr) {
-    args.report->implementation = "gpu_onekernel's program and element functions on the host";
+    args.report->implementation = "gpu_onekernel's program and tile steps on the host";
     args.report->layer_calls = calls;
     args.report->measured_counters = [s] {
       return onekernel_stamp_counters(s->phases, std::span<const std::vector<std::uint64_t>>(&s->stamps, 1));
@@ -216,5 +284,11 @@ Run prepare_onekernel_on_host(const NetArgs& args) {
     s->stamps.at(static_cast<std::size_t>(barriers) + 1) = now();
   };
 }
+
+}  // namespace
+
+Run prepare_onekernel_on_host(const NetArgs& args) { return prepare_on_host(args, false); }
+
+Run prepare_onekernel_on_host_threads_reversed(const NetArgs& args) { return prepare_on_host(args, true); }
 
 }  // namespace dlb::nn
