@@ -57,6 +57,18 @@ bool first_is_faster(const std::function<void()>& zero, const std::function<void
   return best[0] < best[1];
 }
 
+void zero_activations(const std::vector<Step>& steps) {
+  for (const auto& step : steps)
+    for (const auto& [arg, m] : step.args)
+      if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_SRC_0 || arg == DNNL_ARG_FROM || arg == DNNL_ARG_DST)
+        std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
+}
+
+void run_steps(const std::vector<Step>& steps) {
+  for (const auto& step : steps) step.primitive.execute(onednn_stream(), step.args);
+  onednn_stream().wait();
+}
+
 namespace {
 
 using dnnl::memory;
@@ -96,18 +108,6 @@ std::vector<Step> conv_steps(const ConvChoice& c, const memory& src, const std::
   }
   if (out != nullptr) *out = c.join ? *dst : conv_out;
   return steps;
-}
-
-void zero_activations(const std::vector<Step>& steps) {
-  for (const auto& step : steps)
-    for (const auto& [arg, m] : step.args)
-      if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_SRC_0 || arg == DNNL_ARG_FROM || arg == DNNL_ARG_DST)
-        std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
-}
-
-void run_steps(const std::vector<Step>& steps) {
-  for (const auto& step : steps) step.primitive.execute(onednn_stream(), step.args);
-  onednn_stream().wait();
 }
 
 // Whether conv choice `a` runs this layer faster than `b`, each with its

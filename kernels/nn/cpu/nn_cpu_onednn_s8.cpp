@@ -215,19 +215,11 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
                                                   owned_copy(candidate.bias_desc(), bias), out)}};
         };
         const std::vector<Step> steps[2] = {steps_of(*other), steps_of(pd)};
-        const auto run = [](const std::vector<Step>& list) {
-          for (const auto& step : list) step.primitive.execute(onednn_stream(), step.args);
-          onednn_stream().wait();
-        };
         const auto zero = [&] {
-          for (const auto& list : steps)
-            for (const auto& step : list)
-              for (const int arg : {DNNL_ARG_SRC, DNNL_ARG_DST}) {
-                const memory& m = step.args.at(arg);
-                std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
-              }
+          zero_activations(steps[0]);
+          zero_activations(steps[1]);
         };
-        if (first_is_faster(zero, [&] { run(steps[0]); }, [&] { run(steps[1]); })) pd = *other;
+        if (first_is_faster(zero, [&] { run_steps(steps[0]); }, [&] { run_steps(steps[1]); })) pd = *other;
       }
       adopt(pd, user_w);
       primitive = dnnl::convolution_forward(pd);

@@ -49,6 +49,11 @@ struct Step {
   std::unordered_map<int, dnnl::memory> args;
 };
 
+// For first_is_faster: zeros what the steps read and write (their sources
+// and destinations); runs them and waits.
+void zero_activations(const std::vector<Step>& steps);
+void run_steps(const std::vector<Step>& steps);
+
 // One layer's work: an optional reorder before (the network input, or
 // into a Winograd layout), the primitive, an optional join (a residual sum
 // the primitive could not fuse), an optional reorder after (the network
