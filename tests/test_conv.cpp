@@ -5,7 +5,11 @@
 // --conv descriptor parser and every bad-shape path.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstddef>
 #include <stdexcept>
@@ -16,6 +20,7 @@
 #include "bench/cases/conv_case.h"
 #include "kernels/common/error.h"
 #include "kernels/conv/conv_cudnn_search.h"
+#include "kernels/conv/conv_wgrad.h"
 #include "tests/test_device.h"
 
 namespace dlb {
@@ -434,6 +439,79 @@ TEST(ConvCudnnSearch, KeepsTheHeuristicsPickUnlessAnotherIsClearlyFaster) {
   for (auto& e : list) e.skip = "listed as CUDNN_STATUS_NOT_SUPPORTED";
   time_search_entries(list, [&](std::size_t) -> double { throw std::logic_error("nothing may be timed"); });
   EXPECT_EQ(pick_search_entry(list, -1), -1);
+}
+
+
+// The own weight gradient (conv_wgrad.h, the training step's cpu_own) against
+// the gradient in double on the same fp32 inputs, per element within the
+// bound of its sum: n*oh*ow terms, one FMA rounding each, then the threads'
+// partials added, gamma(terms + threads) times the sum of the terms'
+// magnitudes. Shapes: k not a multiple of 16 (the padded lanes), k of 20 and
+// 64 (2 and 4 vectors), windows of 1, 3, 5 (tiles of fewer window rows than
+// the window) and 9 (the generic loop), every pad up to r - 1, batch 1
+// (threads without images), h != w.
+TEST(ConvWeightGrad, MatchesTheGradientInDouble) {
+  //                                 n  c   h   w   k  r  s  stride pad
+  const ConvShape shapes[] = {{3, 5, 9, 7, 9, 3, 3, 1, 1},     {2, 3, 12, 10, 20, 3, 3, 1, 0},
+                              {1, 2, 8, 8, 64, 3, 3, 1, 1},    {3, 1, 10, 9, 6, 5, 5, 1, 2},
+                              {2, 2, 11, 11, 40, 5, 5, 1, 1},  {2, 3, 6, 6, 17, 1, 1, 1, 0},
+                              {1, 2, 12, 12, 5, 9, 9, 1, 4},   {2, 32, 12, 12, 64, 3, 3, 1, 1},
+                              {5, 4, 7, 7, 16, 3, 3, 1, 2},    {2, 3, 9, 9, 33, 5, 5, 1, 4}};
+  std::uint32_t seed = 12345;
+  const auto next = [&] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
+  };
+  const double u = std::ldexp(1.0, -24);
+  for (const ConvShape& p : shapes) {
+    std::vector<float> x(static_cast<std::size_t>(p.x_size())), dz(static_cast<std::size_t>(p.y_size()));
+    for (auto& v : x) v = next();
+    for (auto& v : dz) v = next();
+    std::vector<float> dw(static_cast<std::size_t>(p.w_size()), -7.0f);
+    ConvWeightGrad grad(p);
+    for (int call = 0; call < 2; ++call) {  // the second call must not add to the first's sums
+      grad(x.data(), dz.data(), dw.data());
+      const std::int64_t oh = p.oh(), ow = p.ow();
+      const double terms = static_cast<double>(p.n * oh * ow + omp_get_max_threads());
+      const double gamma = terms * u / (1 - terms * u);
+      std::int64_t checked = 0;
+      for (std::int64_t k = 0; k < p.k; ++k)
+        for (std::int64_t c = 0; c < p.c; ++c)
+          for (std::int64_t a = 0; a < p.r; ++a)
+            for (std::int64_t b = 0; b < p.r; ++b) {
+              double sum = 0, magnitude = 0;
+              for (std::int64_t n = 0; n < p.n; ++n)
+                for (std::int64_t y = 0; y < oh; ++y)
+                  for (std::int64_t xx = 0; xx < ow; ++xx) {
+                    const std::int64_t iy = y + a - p.pad, ix = xx + b - p.pad;
+                    if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                    const double term = static_cast<double>(dz[static_cast<std::size_t>(((n * p.k + k) * oh + y) * ow + xx)]) *
+                                        x[static_cast<std::size_t>(((n * p.c + c) * p.h + iy) * p.w + ix)];
+                    sum += term;
+                    magnitude += std::abs(term);
+                  }
+              const double got = dw[static_cast<std::size_t>(((k * p.c + c) * p.r + a) * p.r + b)];
+              ASSERT_LE(std::abs(got - sum), gamma * magnitude)
+                  << p.descriptor() << " call " << call << " dW[" << k << "][" << c << "][" << a << "][" << b
+                  << "] = " << got << ", in double " << sum;
+              ++checked;
+            }
+      EXPECT_EQ(checked, p.w_size());
+    }
+    EXPECT_GT(grad.workspace_bytes(), 0);
+  }
+}
+
+TEST(ConvWeightGrad, RefusesWhatItDoesNotCompute) {
+  for (const ConvShape& p : {ConvShape{1, 2, 8, 8, 4, 3, 3, 2, 1}, ConvShape{1, 2, 8, 8, 4, 3, 1, 1, 0},
+                             ConvShape{1, 2, 2, 2, 4, 3, 3, 1, 0}}) {
+    try {
+      ConvWeightGrad grad(p);
+      ADD_FAILURE() << "took " << p.descriptor();
+    } catch (const Error& e) {
+      EXPECT_FALSE(std::string(e.what()).empty()) << p.descriptor();
+    }
+  }
 }
 
 }  // namespace

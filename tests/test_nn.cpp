@@ -39,6 +39,7 @@
 #include "kernels/nn/onekernel/nn_onekernel.h"
 #include "kernels/nn/s8/nn_s8_direct.h"
 #if DLB_HAVE_ONEDNN
+#include "kernels/common/onednn.h"
 #include "kernels/nn/cpu/onednn_plan.h"
 #endif
 #include "kernels/nn/model/safetensors.h"
@@ -733,6 +734,39 @@ TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
       const auto by_layer = versus_reference();
       EXPECT_TRUE(by_layer.ok) << by_layer.summary();
     }
+  }
+}
+#endif
+
+#if DLB_HAVE_ONEDNN && !DLB_TEST_GPU
+// cpu_onednn_s8 keeps, per conv, the faster (timed in prepare) of oneDNN's
+// first kernel and the next one of the same ISA and layouts: both forced
+// here, on every network, the two passes must give the same logits, since
+// both sum exactly (VNNI) and scale the same. On a VNNI CPU without AMX the
+// forced-next pass must really run other kernels (jit_int8 in place of
+// brgconv), or the check says nothing.
+TEST(CpuOnednnS8, EitherKernelGivesTheSameLogits) {
+  if (!onednn_int8_exact()) GTEST_SKIP() << "no cpu_onednn_s8 on this CPU (its int8 is not exact here)";
+  for (const auto name : nn::network_names()) {
+    const nn::Network& net = nn::network(name);
+    const std::int64_t batch = 16;
+    auto x = test_input(net, batch);
+    std::vector<float> y[2];
+    std::string kernels[2];
+    for (int i = 0; i < 2; ++i) {
+      y[i].assign(static_cast<std::size_t>(batch * net.classes), 0.0f);
+      nn::NetReport report;
+      const dlb::Run pass = nn::prepare_cpu_onednn_s8(nn::NetArgs{&net, batch, x.data(), y[i].data(), &report},
+                                                      i == 0 ? nn::S8Kernels::first : nn::S8Kernels::next);
+      pass();
+      kernels[i] = report.implementation;
+    }
+    if (cpu_has_avx512_vnni() && !cpu_has_amx_int8()) {
+      EXPECT_NE(kernels[0], kernels[1]) << name;
+      EXPECT_NE(kernels[1].find("jit_int8:"), std::string::npos) << name << ": " << kernels[1];
+    }
+    const auto cmp = ref::compare(std::span<const float>(y[1]), std::vector<double>(y[0].begin(), y[0].end()), 0.0);
+    EXPECT_TRUE(cmp.ok) << name << ": " << kernels[0] << " vs " << kernels[1] << ": " << cmp.summary();
   }
 }
 #endif

@@ -35,6 +35,40 @@
 #include "kernels/nn/infer/walk.h"
 
 namespace dlb::nn {
+
+// Whether call `a` is faster than call `b`: the best of five runs each, a
+// and b alternating, after a warm-up of each, so that a moment of a busy
+// machine does not fall on one of them only; `zero` clears what they read
+// and write before each run (their values do not change the time of these
+// kernels, and zeros are never denormal).
+bool first_is_faster(const std::function<void()>& zero, const std::function<void()>& a,
+                     const std::function<void()>& b) {
+  const std::function<void()>* calls[2] = {&a, &b};
+  double best[2] = {1e30, 1e30};
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 2; ++i) {
+      zero();
+      const auto start = std::chrono::steady_clock::now();
+      (*calls[i])();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (round > 0) best[i] = std::min(best[i], seconds);
+    }
+  }
+  return best[0] < best[1];
+}
+
+void zero_activations(const std::vector<Step>& steps) {
+  for (const auto& step : steps)
+    for (const auto& [arg, m] : step.args)
+      if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_SRC_0 || arg == DNNL_ARG_FROM || arg == DNNL_ARG_DST)
+        std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
+}
+
+void run_steps(const std::vector<Step>& steps) {
+  for (const auto& step : steps) step.primitive.execute(onednn_stream(), step.args);
+  onednn_stream().wait();
+}
+
 namespace {
 
 using dnnl::memory;
@@ -74,39 +108,6 @@ std::vector<Step> conv_steps(const ConvChoice& c, const memory& src, const std::
   }
   if (out != nullptr) *out = c.join ? *dst : conv_out;
   return steps;
-}
-
-// Whether call `a` is faster than call `b`: the best of five runs each, a
-// and b alternating, after a warm-up of each, so that a moment of a busy
-// machine does not fall on one of them only; `zero` clears what they read
-// and write before each run (their values do not change the time of these
-// kernels, and zeros are never denormal).
-bool first_is_faster(const std::function<void()>& zero, const std::function<void()>& a,
-                     const std::function<void()>& b) {
-  const std::function<void()>* calls[2] = {&a, &b};
-  double best[2] = {1e30, 1e30};
-  for (int round = 0; round < 6; ++round) {
-    for (int i = 0; i < 2; ++i) {
-      zero();
-      const auto start = std::chrono::steady_clock::now();
-      (*calls[i])();
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (round > 0) best[i] = std::min(best[i], seconds);
-    }
-  }
-  return best[0] < best[1];
-}
-
-void zero_activations(const std::vector<Step>& steps) {
-  for (const auto& step : steps)
-    for (const auto& [arg, m] : step.args)
-      if (arg == DNNL_ARG_SRC || arg == DNNL_ARG_SRC_0 || arg == DNNL_ARG_FROM || arg == DNNL_ARG_DST)
-        std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
-}
-
-void run_steps(const std::vector<Step>& steps) {
-  for (const auto& step : steps) step.primitive.execute(onednn_stream(), step.args);
-  onednn_stream().wait();
 }
 
 // Whether conv choice `a` runs this layer faster than `b`, each with its

@@ -32,11 +32,27 @@ Run prepare_cpu_onednn_fp32(const NetArgs& args, bool blocked_wide, bool winogra
 // layer it takes (where oneDNN's kernel for it reads and writes NHWC), not
 // only where it was faster.
 Run prepare_cpu_onednn_ownwino(const NetArgs& args, bool own_always);
+// cpu_onednn_s8's pass with each conv on oneDNN's first kernel for it
+// (first), on the next one of the same ISA and layouts where there is one
+// (next), or on the faster of those two, timed in prepare (faster: the
+// row's).
+enum class S8Kernels { faster, first, next };
+Run prepare_cpu_onednn_s8(const NetArgs& args, S8Kernels kernels);
+
+// Whether call `a` is faster than call `b` (nn_cpu_onednn.cpp): the best
+// of five timed runs each, alternating, `zero` before each run.
+bool first_is_faster(const std::function<void()>& zero, const std::function<void()>& a,
+                     const std::function<void()>& b);
 
 struct Step {
   dnnl::primitive primitive;
   std::unordered_map<int, dnnl::memory> args;
 };
+
+// For first_is_faster: zeros what the steps read and write (their sources
+// and destinations); runs them and waits.
+void zero_activations(const std::vector<Step>& steps);
+void run_steps(const std::vector<Step>& steps);
 
 // One layer's work: an optional reorder before (the network input, or
 // into a Winograd layout), the primitive, an optional join (a residual sum

@@ -19,6 +19,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/conv/conv.h"
+#include "kernels/conv/conv_wgrad.h"
 #include "kernels/nn/infer/layers.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_backend.h"
@@ -335,18 +336,18 @@ struct TrainStep::Impl {
   std::vector<std::vector<float>> gbuf;  // backward's gradient buffers, shared by layers whose gradients do not overlap in time
   std::vector<std::vector<float>> col, dcol, zbuf, partial, dout;  // per thread
   std::vector<std::vector<double>> stats;                    // per thread: batch-norm's per-channel sums
-  // TrainImpl::own: every conv's forward, backward-data and backward-weights
-  // convolution on the own direct kernel (prepare_conv_direct_live), on
-  // buffers shared by the layers (backward runs one layer at a time): the
-  // masked output gradient dz [batch, k, oh, ow], it and the input
-  // transposed ([k, batch, oh, ow], [c, batch, h, w]), the weight gradient
-  // as that convolution leaves it [c, k, r, r], the rotated weights [c, k, r, r].
+  // TrainImpl::own: every conv's forward and backward-data convolution on
+  // the own direct kernel (prepare_conv_direct_live), its weight gradient on
+  // the own weight-gradient kernel (conv_wgrad.h), on buffers shared by the
+  // layers (backward runs one layer at a time): the masked output gradient
+  // dz [batch, k, oh, ow] and the rotated weights [c, k, r, r].
   struct OwnConv {
-    ConvArgs forward, data, weights;  // the Runs read them at each call
-    Run run_forward, run_data, run_weights;
+    ConvArgs forward, data;  // the Runs read them at each call
+    Run run_forward, run_data;
+    std::unique_ptr<ConvWeightGrad> weights;
   };
   std::vector<std::unique_ptr<OwnConv>> own;  // per layer, null but for convs
-  std::vector<float> own_dz, own_dz_t, own_x_t, own_dw_t, own_w_rot;
+  std::vector<float> own_dz, own_w_rot;
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
@@ -465,7 +466,7 @@ struct TrainStep::Impl {
       throw Unsupported("training step cpu_own: " + net.name + " layer " + l.name + ": " + what +
                         " is not supported (chains of stride-1 convolutions only)");
     };
-    std::int64_t out = 0, in = 0, wsize = 0;
+    std::int64_t out = 0, wsize = 0;
     for (std::size_t i = 0; i <= logits_layer; ++i) {
       const Layer& l = ls[i];
       if (l.kind != LayerKind::conv) continue;
@@ -474,13 +475,9 @@ struct TrainStep::Impl {
       if (l.stride != 1) refuse(l, "stride " + std::to_string(l.stride));
       if (l.pad > l.window - 1) refuse(l, "pad " + std::to_string(l.pad) + " above the window's " + std::to_string(l.window - 1));
       out = std::max(out, batch * l.out_size());
-      in = std::max(in, batch * l.in_size());
       wsize = std::max(wsize, l.k * l.c * l.window * l.window);
     }
     own_dz.assign(static_cast<std::size_t>(out), 0.0f);
-    own_dz_t.assign(static_cast<std::size_t>(out), 0.0f);
-    own_x_t.assign(static_cast<std::size_t>(in), 0.0f);
-    own_dw_t.assign(static_cast<std::size_t>(wsize), 0.0f);
     own_w_rot.assign(static_cast<std::size_t>(wsize), 0.0f);
     own.resize(ls.size());
     const Exec exec;
@@ -496,13 +493,9 @@ struct TrainStep::Impl {
       // pad r - 1 - p: (oh + 2 (r - 1 - p) - r + 1) = h.
       o->data = {ConvShape{batch, l.k, l.oh, l.ow, l.c, r, r, 1, r - 1 - l.pad}, own_dz.data(), own_w_rot.data(),
                  l.input >= 0 ? grad_of(l.input) : nullptr};
-      // dW^T [c, k, r, r] = conv(x^T [c, n, h, w], dz^T [k, n, oh, ow]), pad
-      // p: images c, channels n, the window oh x ow, (h + 2 p - oh + 1) = r.
-      o->weights = {ConvShape{l.c, batch, l.h, l.w, l.k, l.oh, l.ow, 1, l.pad}, own_x_t.data(), own_dz_t.data(),
-                    own_dw_t.data()};
+      o->weights = std::make_unique<ConvWeightGrad>(ConvShape{batch, l.c, l.h, l.w, l.k, r, r, 1, l.pad});
       o->run_forward = prepare_conv_direct_live(&o->forward, exec);
       if (o->data.y != nullptr) o->run_data = prepare_conv_direct_live(&o->data, exec);
-      o->run_weights = prepare_conv_direct_live(&o->weights, exec);
       own[i] = std::move(o);
     }
   }
@@ -849,10 +842,8 @@ struct TrainStep::Impl {
     const PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     const float* dy = grad_of(static_cast<int>(pool != nullptr ? i + 1 : i));
     const float* in = input_of(i);
-    const std::int64_t plane = l.oh * l.ow, hw = l.h * l.w, r = l.window, rr = r * r;
+    const std::int64_t plane = l.oh * l.ow, r = l.window;
     float* dz = own_dz.data();
-    float* dz_t = own_dz_t.data();
-    float* x_t = own_x_t.data();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (std::int64_t n = 0; n < batch; ++n) {
       float* dn = dz + n * l.out_size();
@@ -862,17 +853,14 @@ struct TrainStep::Impl {
         std::copy(dy + n * l.out_size(), dy + (n + 1) * l.out_size(), dn);
       }
       mask_and_join(l, s, n, dn, nullptr);
-      for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, dz_t + (k * batch + n) * plane);
-      const float* xn = in + n * l.in_size();
-      for (std::int64_t c = 0; c < l.c; ++c) std::copy(xn + c * hw, xn + (c + 1) * hw, x_t + (c * batch + n) * hw);
     }
-    o.run_weights();
-    float* dw = g[static_cast<std::size_t>(s.weight)].data();
-    for (std::int64_t k = 0; k < l.k; ++k)
-      for (std::int64_t c = 0; c < l.c; ++c)
-        std::copy(own_dw_t.data() + (c * l.k + k) * rr, own_dw_t.data() + (c * l.k + k + 1) * rr, dw + (k * l.c + c) * rr);
-    if (s.bias >= 0)
-      Eigen::Map<Vector>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = ConstMap(dz_t, l.k, batch * plane).rowwise().sum();
+    (*o.weights)(in, dz, g[static_cast<std::size_t>(s.weight)].data());
+    if (s.bias >= 0) {
+      // Per image, then over the batch: batch * plane terms, as the bound counts.
+      Eigen::Map<Vector> db(g[static_cast<std::size_t>(s.bias)].data(), l.k);
+      db.setZero();
+      for (std::int64_t n = 0; n < batch; ++n) db += ConstMap(dz + n * l.out_size(), l.k, plane).rowwise().sum();
+    }
     if (o.run_data) {
       const float* w = p[static_cast<std::size_t>(s.weight)].data();
       for (std::int64_t c = 0; c < l.c; ++c)
@@ -990,7 +978,9 @@ struct TrainStep::Impl {
     }
     m.activations += bytes(log_probs);
     for (const auto& d : gbuf) m.workspace += bytes(d);
-    for (const auto* vec : {&own_dz, &own_dz_t, &own_x_t, &own_dw_t, &own_w_rot}) m.workspace += bytes(*vec);
+    for (const auto* vec : {&own_dz, &own_w_rot}) m.workspace += bytes(*vec);
+    for (const auto& o : own)
+      if (o != nullptr) m.workspace += o->weights->workspace_bytes();
     for (int t = 0; t < threads; ++t) {
       const auto u = static_cast<std::size_t>(t);
       m.workspace += bytes(col[u]) + bytes(dcol[u]) + bytes(zbuf[u]) + bytes(partial[u]) + bytes(dout[u]) + bytes(stats[u]);
