@@ -7,6 +7,11 @@ modules of dlbench.nets (the ONNX and OpenVINO models exported from them):
     <net>/peer_torch_compile/batch:<b>        torch.compile (inductor, default mode, dynamic=False)
     <net>/peer_ort/batch:<b>                  ONNX Runtime, CPU EP, ORT_ENABLE_ALL
     <net>/peer_openvino/batch:<b>             OpenVINO, CPU, INFERENCE_PRECISION_HINT f32
+                                              (LATENCY hint: one request on every thread)
+    <net>/peer_openvino_tput/batch:<b>        the same with the THROUGHPUT hint, as
+                                              benchmark_app -hint throughput: its optimal
+                                              number of requests in flight at once, each a
+                                              batch (images/s counts them all)
     <net>/peer_openvino_bf16/batch:<b>        OpenVINO, CPU, its default precision where that
                                               is bf16 (CPUs with native bf16; skipped elsewhere)
   on a GPU (batch 1024 too), strict fp32 (TF32 off), cudnn.benchmark off
@@ -148,8 +153,10 @@ class Peer:
     static_shapes: each batch size costs a compilation, so the peer is
     validated at a batch size it is timed at (not at 64 and 100)."""
 
-    def __init__(self, predict, label: str, timed=None, static_shapes: bool = False, watch=None):
+    def __init__(self, predict, label: str, timed=None, static_shapes: bool = False, watch=None,
+                 batches_per_call: int = 1):
         self.predict = predict
+        self.batches_per_call = batches_per_call  # timed(x) runs this many batches at once
         self.label = label
         self._timed = timed
         self.static_shapes = static_shapes
@@ -252,14 +259,14 @@ def openvino_primitives(compiled) -> str:
     return ", ".join(f"{k} x{v}" for k, v in sorted(found.items()))
 
 
-def _make_openvino(precision: str):
+def _make_openvino(precision: str, hint: str = "LATENCY"):
     def make(model, example, threads):
         try:
             import openvino as ov
         except ImportError as e:
             raise PeerUnavailable(f"openvino not installed ({e})") from None
         core = ov.Core()
-        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"}
+        config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": hint}
         if precision == "f32":
             config["INFERENCE_PRECISION_HINT"] = "f32"
         compiled = core.compile_model(core.read_model(_onnx_bytes(model, example)), "CPU", config)
@@ -273,8 +280,26 @@ def _make_openvino(precision: str):
             return request.infer({0: x})[compiled.output(0)].copy()
 
         how = "INFERENCE_PRECISION_HINT f32" if precision == "f32" else "its default precision (no hint)"
-        return Peer(predict, f"openvino {ov.__version__.split('-')[0]} CPU, {how}: {ran}, LATENCY hint; "
-                             f"{openvino_primitives(compiled)}")
+        label = f"openvino {ov.__version__.split('-')[0]} CPU, {how}: {ran}, {hint} hint"
+        if hint != "THROUGHPUT":
+            return Peer(predict, f"{label}; {openvino_primitives(compiled)}")
+        # What the hint is for: several requests in flight, one per stream
+        # the hint chose (benchmark_app's -hint throughput), each on a copy
+        # of the batch; a timed call waits for all of them.
+        n = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+        requests = [compiled.create_infer_request() for _ in range(n)]
+
+        def timed(x):
+            def run():
+                for r in requests:
+                    r.start_async({0: x})
+                for r in requests:
+                    r.wait()
+            return run
+
+        streams = compiled.get_property("NUM_STREAMS")
+        return Peer(predict, f"{label}: {n} requests in flight, {streams} streams; {openvino_primitives(compiled)}",
+                    timed=timed, batches_per_call=n)
     return make
 
 
@@ -463,6 +488,7 @@ PEERS = {
     "peer_torch_compile": (False, "f32", make_torch_compile),
     "peer_ort": (False, "f32", make_ort),
     "peer_openvino": (False, "f32", _make_openvino("f32")),
+    "peer_openvino_tput": (False, "f32", _make_openvino("f32", "THROUGHPUT")),
     "peer_openvino_bf16": (False, "bf16", _make_openvino("bf16")),
     "peer_torch_cuda": (True, "f32", _make_torch_cuda(False)),
     "peer_torch_cudnn_benchmark": (True, "f32", _make_torch_cuda(True)),
@@ -623,5 +649,6 @@ def networks(session: Session, compiled: bool | None = None) -> None:
             run = peer.timed(x)  # a compiled peer compiles and warms up at this shape here, before the watch
             verify = peer.watch().problem if peer.watch else None
             session.measure(name, Prepared(run, lambda: None, peer.label, verify), gpu=gpu,
-                            items_per_call=float(b), flops_per_call=flops * b, counters=counters,
-                            latency=b == 1)
+                            items_per_call=float(b * peer.batches_per_call),
+                            flops_per_call=flops * b * peer.batches_per_call, counters=counters,
+                            latency=b == 1 and peer.batches_per_call == 1)
