@@ -142,60 +142,8 @@ class Model {
       const double* in = l.input < 0 ? x : r.out[static_cast<std::size_t>(l.input)].data();
       auto& y = r.out[i];
       y.assign(static_cast<std::size_t>(batch_ * out_size), 0.0);
-      const double* w = param(lp_[i].weight);
-      const double* b = param(lp_[i].bias);
-      switch (l.kind) {
-        case LayerKind::conv:
-#pragma omp parallel for schedule(dynamic)
-          for (std::int64_t n = 0; n < batch_; ++n) {
-            double* yn = y.data() + n * out_size;
-            if (b != nullptr)
-              for (std::int64_t k = 0; k < l.k; ++k) std::fill(yn + k * l.oh * l.ow, yn + (k + 1) * l.oh * l.ow, b[k]);
-            conv_image(l, w, in + n * in_size, yn);
-          }
-          if (lp_[i].gamma >= 0 && magnitudes) stat_scales(l, i, in, r);
-          if (lp_[i].gamma >= 0) batch_norm(l, i, r);
-          if (l.residual >= 0) {
-            const auto& res = r.out[static_cast<std::size_t>(l.residual)];
-            for (std::size_t q = 0; q < y.size(); ++q) y[q] += res[q];
-          }
-          break;
-        case LayerKind::fc:
-          for (std::int64_t n = 0; n < batch_; ++n)
-            for (std::int64_t k = 0; k < l.k; ++k) {
-              double sum = b[k];
-              for (std::int64_t j = 0; j < in_size; ++j) sum += w[k * in_size + j] * in[n * in_size + j];
-              y[static_cast<std::size_t>(n * l.k + k)] = sum;
-            }
-          break;
-        case LayerKind::max_pool:
-          r.route[i].resize(y.size());
-          for (std::int64_t n = 0; n < batch_; ++n)
-            for (std::int64_t c = 0; c < l.c; ++c)
-              for (std::int64_t oi = 0; oi < l.oh; ++oi)
-                for (std::int64_t oj = 0; oj < l.ow; ++oj) {
-                  double m = -std::numeric_limits<double>::infinity();
-                  std::int64_t at = -1;
-                  for (std::int64_t a = 0; a < l.window; ++a)
-                    for (std::int64_t bb = 0; bb < l.window; ++bb) {
-                      const std::int64_t idx = (c * l.h + oi * l.stride + a) * l.w + oj * l.stride + bb;
-                      if (in[n * in_size + idx] > m) m = in[n * in_size + idx], at = idx;  // the first maximum, as PyTorch
-                    }
-                  const auto o = static_cast<std::size_t>(n * out_size + (c * l.oh + oi) * l.ow + oj);
-                  y[o] = m;
-                  r.route[i][o] = at;
-                }
-          break;
-        case LayerKind::global_avg_pool:
-          for (std::int64_t n = 0; n < batch_; ++n)
-            for (std::int64_t c = 0; c < l.c; ++c) {
-              double sum = 0;
-              for (std::int64_t q = 0; q < l.h * l.w; ++q) sum += in[n * in_size + c * l.h * l.w + q];
-              y[static_cast<std::size_t>(n * out_size + c)] = sum / static_cast<double>(l.h * l.w);
-            }
-          break;
-        case LayerKind::log_softmax: break;
-      }
+      Forward fwd{*this, r, magnitudes};
+      nn::by_kind(fwd, l, FwdIo{i, in, in_size, out_size, y});
       if (l.relu)
         for (auto& v : y) v = std::max(v, 0.0);
     }
@@ -210,6 +158,158 @@ class Model {
     }
     return r;
   }
+
+  // The forward direction, one function per layer kind for nn::by_kind
+  // (the walk's one switch over LayerKind): layer i's output y from its
+  // input, kept in the pass with what backward reads (pool routes,
+  // batch-norm's statistics).
+  struct FwdIo {
+    std::size_t i;
+    const double* in;
+    std::int64_t in_size, out_size;
+    std::vector<double>& y;
+  };
+  struct Forward {
+    const Model& m;
+    Pass& r;
+    bool magnitudes;
+
+    void conv(const Layer& l, const FwdIo& io) const {
+      const std::int64_t batch = m.batch_;
+      const double* w = m.param(m.lp_[io.i].weight);
+      const double* b = m.param(m.lp_[io.i].bias);
+#pragma omp parallel for schedule(dynamic)
+      for (std::int64_t n = 0; n < batch; ++n) {
+        double* yn = io.y.data() + n * io.out_size;
+        if (b != nullptr)
+          for (std::int64_t k = 0; k < l.k; ++k) std::fill(yn + k * l.oh * l.ow, yn + (k + 1) * l.oh * l.ow, b[k]);
+        conv_image(l, w, io.in + n * io.in_size, yn);
+      }
+      if (m.lp_[io.i].gamma >= 0 && magnitudes) m.stat_scales(l, io.i, io.in, r);
+      if (m.lp_[io.i].gamma >= 0) m.batch_norm(l, io.i, r);
+      if (l.residual >= 0) {
+        const auto& res = r.out[static_cast<std::size_t>(l.residual)];
+        for (std::size_t q = 0; q < io.y.size(); ++q) io.y[q] += res[q];
+      }
+    }
+    void fc(const Layer& l, const FwdIo& io) const {
+      const double* w = m.param(m.lp_[io.i].weight);
+      const double* b = m.param(m.lp_[io.i].bias);
+      for (std::int64_t n = 0; n < m.batch_; ++n)
+        for (std::int64_t k = 0; k < l.k; ++k) {
+          double sum = b[k];
+          for (std::int64_t j = 0; j < io.in_size; ++j) sum += w[k * io.in_size + j] * io.in[n * io.in_size + j];
+          io.y[static_cast<std::size_t>(n * l.k + k)] = sum;
+        }
+    }
+    void max_pool(const Layer& l, const FwdIo& io) const {
+      auto& route = r.route[io.i];
+      route.resize(io.y.size());
+      for (std::int64_t n = 0; n < m.batch_; ++n)
+        for (std::int64_t c = 0; c < l.c; ++c)
+          for (std::int64_t oi = 0; oi < l.oh; ++oi)
+            for (std::int64_t oj = 0; oj < l.ow; ++oj) {
+              double best = -std::numeric_limits<double>::infinity();
+              std::int64_t at = -1;
+              for (std::int64_t a = 0; a < l.window; ++a)
+                for (std::int64_t bb = 0; bb < l.window; ++bb) {
+                  const std::int64_t idx = (c * l.h + oi * l.stride + a) * l.w + oj * l.stride + bb;
+                  // the first maximum, as PyTorch
+                  if (io.in[n * io.in_size + idx] > best) best = io.in[n * io.in_size + idx], at = idx;
+                }
+              const auto o = static_cast<std::size_t>(n * io.out_size + (c * l.oh + oi) * l.ow + oj);
+              io.y[o] = best;
+              route[o] = at;
+            }
+    }
+    void global_avg_pool(const Layer& l, const FwdIo& io) const {
+      for (std::int64_t n = 0; n < m.batch_; ++n)
+        for (std::int64_t c = 0; c < l.c; ++c) {
+          double sum = 0;
+          for (std::int64_t q = 0; q < l.h * l.w; ++q) sum += io.in[n * io.in_size + c * l.h * l.w + q];
+          io.y[static_cast<std::size_t>(n * io.out_size + c)] = sum / static_cast<double>(l.h * l.w);
+        }
+    }
+    // The loss's own log-softmax follows the walk (forward()'s end).
+    void log_softmax(const Layer&, const FwdIo&) const {}
+  };
+
+  // The backward direction, one function per layer kind for nn::by_kind:
+  // from dy (of layer i's output, its ReLU already applied and its residual
+  // branch already given its share), the weight gradients (bwd_w: into gw
+  // and gb) and the input gradient (bwd_d: into dx, where the layer's
+  // input is another layer's output).
+  struct BwdIo {
+    std::size_t i;
+    const double* in;
+    std::int64_t in_size, out_size;
+    std::vector<double>& dy;
+    std::vector<double>& dx;
+    bool need_dx;
+    double* gw;
+    double* gb;
+    const std::vector<double>& w_used;
+  };
+  struct Backward {
+    const Model& m;
+    const Pass& pass;
+    bool magnitudes;
+    Params& grads;
+
+    double mag(double v) const { return magnitudes ? std::abs(v) : v; }
+
+    void conv(const Layer& l, const BwdIo& io) const {
+      const std::int64_t batch = m.batch_, plane = l.oh * l.ow;
+      if (m.lp_[io.i].gamma >= 0) m.batch_norm_backward(l, io.i, pass, magnitudes, io.dy, grads);
+      // bwd_w
+      if (io.gb != nullptr)
+        for (std::int64_t n = 0; n < batch; ++n)
+          for (std::int64_t k = 0; k < l.k; ++k)
+            for (std::int64_t q = 0; q < plane; ++q) io.gb[k] += io.dy[static_cast<std::size_t>((n * l.k + k) * plane + q)];
+      std::vector<double> in_used(io.in, io.in + batch * io.in_size);
+      for (auto& v : in_used) v = mag(v);
+#pragma omp parallel for schedule(dynamic)
+      for (std::int64_t k = 0; k < l.k; ++k)
+        for (std::int64_t n = 0; n < batch; ++n)
+          conv_weight_grad(l, io.dy.data() + n * io.out_size, in_used.data() + n * io.in_size, k, io.gw);
+      // bwd_d
+      if (io.need_dx) {
+#pragma omp parallel for schedule(dynamic)
+        for (std::int64_t n = 0; n < batch; ++n)
+          conv_input_grad(l, io.w_used.data(), io.dy.data() + n * io.out_size, io.dx.data() + n * io.in_size);
+      }
+    }
+    void fc(const Layer& l, const BwdIo& io) const {
+      // bwd_w and bwd_d in one sweep over dy
+      for (std::int64_t n = 0; n < m.batch_; ++n)
+        for (std::int64_t k = 0; k < l.k; ++k) {
+          const double dv = io.dy[static_cast<std::size_t>(n * l.k + k)];
+          if (dv == 0) continue;
+          io.gb[k] += dv;
+          for (std::int64_t j = 0; j < io.in_size; ++j) {
+            io.gw[k * io.in_size + j] += dv * mag(io.in[n * io.in_size + j]);
+            if (io.need_dx)
+              io.dx[static_cast<std::size_t>(n * io.in_size + j)] += dv * io.w_used[static_cast<std::size_t>(k * io.in_size + j)];
+          }
+        }
+    }
+    void max_pool(const Layer&, const BwdIo& io) const {
+      for (std::int64_t n = 0; n < m.batch_; ++n)
+        for (std::int64_t o = 0; o < io.out_size; ++o) {
+          const auto q = static_cast<std::size_t>(n * io.out_size + o);
+          io.dx[static_cast<std::size_t>(n * io.in_size + pass.route[io.i][q])] += io.dy[q];
+        }
+    }
+    void global_avg_pool(const Layer& l, const BwdIo& io) const {
+      for (std::int64_t n = 0; n < m.batch_; ++n)
+        for (std::int64_t c = 0; c < l.c; ++c)
+          for (std::int64_t q = 0; q < l.h * l.w; ++q)
+            io.dx[static_cast<std::size_t>(n * io.in_size + c * l.h * l.w + q)] =
+                io.dy[static_cast<std::size_t>(n * io.out_size + c)] / static_cast<double>(l.h * l.w);
+    }
+    // The loss's gradient enters at the logits (backward()'s dtop).
+    void log_softmax(const Layer&, const BwdIo&) const {}
+  };
 
   // The scales of batch-norm's statistics' rounding errors (TrainGradients),
   // from r.out[i], the conv's output before batch-norm.
@@ -306,55 +406,8 @@ class Model {
         w_used.resize(w.size());
         for (std::size_t q = 0; q < w.size(); ++q) w_used[q] = mag(w[q]);
       }
-      switch (l.kind) {
-        case LayerKind::conv: {
-          const std::int64_t plane = l.oh * l.ow;
-          if (lp_[i].gamma >= 0) batch_norm_backward(l, i, pass, magnitudes, dy, grads);
-          if (gb != nullptr)
-            for (std::int64_t n = 0; n < batch_; ++n)
-              for (std::int64_t k = 0; k < l.k; ++k)
-                for (std::int64_t q = 0; q < plane; ++q) gb[k] += dy[static_cast<std::size_t>((n * l.k + k) * plane + q)];
-          std::vector<double> in_used(in, in + batch_ * in_size);
-          for (auto& v : in_used) v = mag(v);
-#pragma omp parallel for schedule(dynamic)
-          for (std::int64_t k = 0; k < l.k; ++k)
-            for (std::int64_t n = 0; n < batch_; ++n)
-              conv_weight_grad(l, dy.data() + n * out_size, in_used.data() + n * in_size, k, gw);
-          if (need_dx) {
-#pragma omp parallel for schedule(dynamic)
-            for (std::int64_t n = 0; n < batch_; ++n)
-              conv_input_grad(l, w_used.data(), dy.data() + n * out_size, dx.data() + n * in_size);
-          }
-          break;
-        }
-        case LayerKind::fc:
-          for (std::int64_t n = 0; n < batch_; ++n)
-            for (std::int64_t k = 0; k < l.k; ++k) {
-              const double dv = dy[static_cast<std::size_t>(n * l.k + k)];
-              if (dv == 0) continue;
-              gb[k] += dv;
-              for (std::int64_t j = 0; j < in_size; ++j) {
-                gw[k * in_size + j] += dv * mag(in[n * in_size + j]);
-                if (need_dx) dx[static_cast<std::size_t>(n * in_size + j)] += dv * w_used[static_cast<std::size_t>(k * in_size + j)];
-              }
-            }
-          break;
-        case LayerKind::max_pool:
-          for (std::int64_t n = 0; n < batch_; ++n)
-            for (std::int64_t o = 0; o < out_size; ++o) {
-              const auto q = static_cast<std::size_t>(n * out_size + o);
-              dx[static_cast<std::size_t>(n * in_size + pass.route[i][q])] += dy[q];
-            }
-          break;
-        case LayerKind::global_avg_pool:
-          for (std::int64_t n = 0; n < batch_; ++n)
-            for (std::int64_t c = 0; c < l.c; ++c)
-              for (std::int64_t q = 0; q < l.h * l.w; ++q)
-                dx[static_cast<std::size_t>(n * in_size + c * l.h * l.w + q)] =
-                    dy[static_cast<std::size_t>(n * out_size + c)] / static_cast<double>(l.h * l.w);
-          break;
-        case LayerKind::log_softmax: break;
-      }
+      Backward bwd{*this, pass, magnitudes, grads};
+      nn::by_kind(bwd, l, BwdIo{i, in, in_size, out_size, dy, dx, need_dx, gw, gb, w_used});
       if (need_dx) add_to(d[static_cast<std::size_t>(l.input)], dx);
     }
   }
