@@ -166,43 +166,59 @@ const float* TrainPlan::input_of(const TrainArenas& a, const float* x, std::size
   return in < 0 ? x : a.acts + out_offset_[static_cast<std::size_t>(in)];
 }
 
+// forward and backward walk the layers with nn::by_kind (the walk's one
+// switch over LayerKind): one function per layer kind and direction, as
+// the inference backends have; conv and fc share their arithmetic's plan
+// (the library's call is the one difference).
 void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
-  for (std::size_t i = 0; i <= logits_; ++i) {
-    const Layer& l = net_.layers[i];
-    const float* in = input_of(a, x, i);
-    float* y = out(a, i);
-    ops.mark(i, TrainPart::forward);
-    switch (l.kind) {
-      case LayerKind::conv:
-      case LayerKind::fc: {
-        const float* w = param(a.params, weight_of_[i]);
-        const float* bias = param(a.params, bias_of_[i]);
-        const float* res = l.residual >= 0 ? out(a, static_cast<std::size_t>(l.residual)) : nullptr;
-        const std::int64_t count = batch_ * l.out_size(), plane = l.oh * l.ow;
-        if (gamma_of_[i] >= 0) {
-          float* z = a.acts + z_offset_[i];
-          float* stats = a.bn + bn_offset_[i];
-          ops.conv_forward(i, l, in, w, z);
-          if (bias != nullptr) ops.run(tg::BiasAct{z, bias, count, plane, l.k, 0});
-          ops.mark(i, TrainPart::batch_norm);
-          ops.run(tg::BnStats{z, param(a.params, gamma_of_[i]), param(a.params, beta_of_[i]), stats,
-                              a.running + running_offset_[i], batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum,
-                              a.bn_parts, bn_slices_[i]});
-          ops.run(tg::BnApply{z, y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
-          break;
-        }
-        if (l.kind == LayerKind::conv) ops.conv_forward(i, l, in, w, y);
-        else ops.fc_forward(i, l, in, w, y);
-        if (bias != nullptr || l.relu || res != nullptr)
-          ops.run(tg::BiasAct{y, bias, count, plane, l.k, l.relu ? 1 : 0, res});
-        break;
+  struct Io {
+    std::size_t i;
+    const float* in;
+    float* y;
+  };
+  struct Forward {
+    const TrainPlan& p;
+    TrainOps& ops;
+    const TrainArenas& a;
+
+    void linear(const Layer& l, const Io& io, bool is_conv) const {
+      const std::size_t i = io.i;
+      const float* w = p.param(a.params, p.weight_of_[i]);
+      const float* bias = p.param(a.params, p.bias_of_[i]);
+      const float* res = l.residual >= 0 ? p.out(a, static_cast<std::size_t>(l.residual)) : nullptr;
+      const std::int64_t count = p.batch_ * l.out_size(), plane = l.oh * l.ow;
+      if (p.gamma_of_[i] >= 0) {
+        float* z = a.acts + p.z_offset_[i];
+        float* stats = a.bn + p.bn_offset_[i];
+        ops.conv_forward(i, l, io.in, w, z);
+        if (bias != nullptr) ops.run(tg::BiasAct{z, bias, count, plane, l.k, 0});
+        ops.mark(i, TrainPart::batch_norm);
+        ops.run(tg::BnStats{z, p.param(a.params, p.gamma_of_[i]), p.param(a.params, p.beta_of_[i]), stats,
+                            a.running + p.running_offset_[i], p.batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum,
+                            a.bn_parts, p.bn_slices_[i]});
+        ops.run(tg::BnApply{z, io.y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
+        return;
       }
-      case LayerKind::max_pool:
-        ops.run(tg::MaxPool{in, y, a.routes + route_offset_[i], batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
-        break;
-      case LayerKind::global_avg_pool: ops.run(tg::AvgPool{in, y, batch_ * l.c, l.h * l.w}); break;
-      case LayerKind::log_softmax: break;  // the last layer only: the loss below
+      if (is_conv) ops.conv_forward(i, l, io.in, w, io.y);
+      else ops.fc_forward(i, l, io.in, w, io.y);
+      if (bias != nullptr || l.relu || res != nullptr)
+        ops.run(tg::BiasAct{io.y, bias, count, plane, l.k, l.relu ? 1 : 0, res});
     }
+    void conv(const Layer& l, const Io& io) const { linear(l, io, true); }
+    void fc(const Layer& l, const Io& io) const { linear(l, io, false); }
+    void max_pool(const Layer& l, const Io& io) const {
+      ops.run(tg::MaxPool{io.in, io.y, a.routes + p.route_offset_[io.i], p.batch_ * l.c, l.h, l.w, l.oh, l.ow,
+                          l.window, l.stride});
+    }
+    void global_avg_pool(const Layer& l, const Io& io) const {
+      ops.run(tg::AvgPool{io.in, io.y, p.batch_ * l.c, l.h * l.w});
+    }
+    void log_softmax(const Layer&, const Io&) const {}  // the last layer only: the loss below
+  };
+  const Forward walker{*this, ops, a};
+  for (std::size_t i = 0; i <= logits_; ++i) {
+    ops.mark(i, TrainPart::forward);
+    nn::by_kind(walker, net_.layers[i], Io{i, input_of(a, x, i), out(a, i)});
   }
   ops.mark(loss_layer(), TrainPart::forward);
   ops.run(tg::LogSoftmaxNll{out(a, logits_), a.acts + logp_offset_, labels, a.loss, batch_, classes()});
@@ -210,59 +226,72 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
 }
 
 void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
+  struct Io {
+    std::size_t i;
+    const float* in;
+    float* dy;
+    float* to;  // the input's gradient; nullptr: the network's input
+    bool add;   // added to what is there (a fork's second reader)
+  };
+  struct Backward {
+    const TrainPlan& p;
+    TrainOps& ops;
+    const TrainArenas& a;
+
+    void linear(const Layer& l, const Io& io, bool is_conv) const {
+      const std::size_t i = io.i;
+      const std::int64_t count = p.batch_ * l.out_size(), plane = l.oh * l.ow;
+      ops.mark(i, TrainPart::backward_data);
+      if (l.relu && p.pool_masks_[i] == 0) ops.run(tg::ReluBack{io.dy, p.out(a, i), count});
+      if (l.residual >= 0)
+        ops.run(tg::AddGrad{io.dy, p.grad_of(a, l.residual), count, p.add_residual_[i] != 0 ? 1 : 0});
+      if (p.gamma_of_[i] >= 0) {
+        const float* z = a.acts + p.z_offset_[i];
+        float* stats = a.bn + p.bn_offset_[i];
+        ops.mark(i, TrainPart::batch_norm_backward);
+        ops.run(tg::BnBackStats{io.dy, z, stats, p.param(a.grads, p.gamma_of_[i]), p.param(a.grads, p.beta_of_[i]),
+                                p.batch_, l.k, plane, a.bn_parts, p.bn_slices_[i]});
+        ops.run(tg::BnBackData{io.dy, z, stats, count, l.k, plane});
+      }
+      float* dw = p.param(a.grads, p.weight_of_[i]);
+      const float* w = p.param(a.params, p.weight_of_[i]);
+      // bwd_w: the weights' and the bias's gradients
+      ops.mark(i, TrainPart::backward_weights);
+      if (is_conv) ops.conv_backward_filter(i, l, io.in, io.dy, dw);
+      else ops.fc_backward_weights(i, l, io.in, io.dy, dw);
+      if (float* db = p.param(a.grads, p.bias_of_[i]); db != nullptr)
+        ops.run(tg::BiasGrad{io.dy, db, p.batch_, l.k, plane});
+      // bwd_d: the input's gradient
+      ops.mark(i, TrainPart::backward_data);
+      if (io.to != nullptr) {
+        if (is_conv) ops.conv_backward_data(i, l, w, io.dy, io.to, io.add);
+        else ops.fc_backward_data(i, l, w, io.dy, io.to, io.add);
+      }
+    }
+    void conv(const Layer& l, const Io& io) const { linear(l, io, true); }
+    void fc(const Layer& l, const Io& io) const { linear(l, io, false); }
+    void max_pool(const Layer& l, const Io& io) const {
+      ops.mark(io.i, TrainPart::backward_data);
+      if (io.to == nullptr) return;
+      const auto below = static_cast<std::size_t>(l.input);
+      ops.run(tg::MaxPoolBack{io.dy, a.routes + p.route_offset_[io.i],
+                              p.pool_masks_[below] != 0 ? p.out(a, below) : nullptr, io.to, p.batch_ * l.c, l.h, l.w,
+                              l.oh, l.ow, l.window, l.stride});
+    }
+    void global_avg_pool(const Layer& l, const Io& io) const {
+      ops.mark(io.i, TrainPart::backward_data);
+      if (io.to != nullptr) ops.run(tg::AvgPoolBack{io.dy, io.to, p.batch_ * l.c, l.h * l.w});
+    }
+    void log_softmax(const Layer&, const Io&) const {}  // its gradient is NllGrad's, above the walk
+  };
   ops.mark(loss_layer(), TrainPart::backward_data);
   ops.run(tg::NllGrad{a.acts + logp_offset_, labels, grad_of(a, static_cast<int>(logits_)), batch_, classes(),
                       1.0f / static_cast<float>(batch_)});
+  const Backward walker{*this, ops, a};
   for (std::size_t i = logits_ + 1; i-- > 0;) {
     const Layer& l = net_.layers[i];
-    const float* in = input_of(a, x, i);
-    float* dy = grad_of(a, static_cast<int>(i));
-    float* to = l.input < 0 ? nullptr : grad_of(a, l.input);
-    const bool add = add_input_[i] != 0;
-    const std::int64_t count = batch_ * l.out_size(), plane = l.oh * l.ow;
-    switch (l.kind) {
-      case LayerKind::conv:
-      case LayerKind::fc: {
-        ops.mark(i, TrainPart::backward_data);
-        if (l.relu && pool_masks_[i] == 0) ops.run(tg::ReluBack{dy, out(a, i), count});
-        if (l.residual >= 0)
-          ops.run(tg::AddGrad{dy, grad_of(a, l.residual), count, add_residual_[i] != 0 ? 1 : 0});
-        if (gamma_of_[i] >= 0) {
-          const float* z = a.acts + z_offset_[i];
-          float* stats = a.bn + bn_offset_[i];
-          ops.mark(i, TrainPart::batch_norm_backward);
-          ops.run(tg::BnBackStats{dy, z, stats, param(a.grads, gamma_of_[i]), param(a.grads, beta_of_[i]), batch_,
-                                  l.k, plane, a.bn_parts, bn_slices_[i]});
-          ops.run(tg::BnBackData{dy, z, stats, count, l.k, plane});
-        }
-        float* dw = param(a.grads, weight_of_[i]);
-        const float* w = param(a.params, weight_of_[i]);
-        ops.mark(i, TrainPart::backward_weights);
-        if (l.kind == LayerKind::conv) ops.conv_backward_filter(i, l, in, dy, dw);
-        else ops.fc_backward_weights(i, l, in, dy, dw);
-        if (float* db = param(a.grads, bias_of_[i]); db != nullptr)
-          ops.run(tg::BiasGrad{dy, db, batch_, l.k, plane});
-        ops.mark(i, TrainPart::backward_data);
-        if (to != nullptr) {
-          if (l.kind == LayerKind::conv) ops.conv_backward_data(i, l, w, dy, to, add);
-          else ops.fc_backward_data(i, l, w, dy, to, add);
-        }
-        break;
-      }
-      case LayerKind::max_pool:
-        ops.mark(i, TrainPart::backward_data);
-        if (to != nullptr) {
-          const auto below = static_cast<std::size_t>(l.input);
-          ops.run(tg::MaxPoolBack{dy, a.routes + route_offset_[i], pool_masks_[below] != 0 ? out(a, below) : nullptr,
-                                  to, batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
-        }
-        break;
-      case LayerKind::global_avg_pool:
-        ops.mark(i, TrainPart::backward_data);
-        if (to != nullptr) ops.run(tg::AvgPoolBack{dy, to, batch_ * l.c, l.h * l.w});
-        break;
-      case LayerKind::log_softmax: break;
-    }
+    nn::by_kind(walker, l, Io{i, input_of(a, x, i), grad_of(a, static_cast<int>(i)),
+                              l.input < 0 ? nullptr : grad_of(a, l.input), add_input_[i] != 0});
   }
   ops.mark(0, TrainPart::end);
 }
