@@ -85,6 +85,20 @@ decltype(auto) by_kind(On& on, const Layer& l, const Io& io) {
   unknown_layer_kind(l);
 }
 
+// by_kind's functions as callables, for a walker whose state is a function's
+// locals: `nn::KindFns on{conv, fc, max_pool, global_avg_pool, log_softmax};
+// nn::by_kind(on, l, io);` with each a lambda taking (const Layer&, io).
+template <class Conv, class Fc, class MaxPool, class AvgPool, class LogSoftmax>
+struct KindFns {
+  Conv conv;
+  Fc fc;
+  MaxPool max_pool;
+  AvgPool global_avg_pool;
+  LogSoftmax log_softmax;
+};
+template <class... F>
+KindFns(F...) -> KindFns<F...>;
+
 struct Network {
   std::string name;
   std::int64_t c = 0, h = 0, w = 0;  // input per image

@@ -684,23 +684,35 @@ struct TrainStep::Impl {
                     " is not a class of " + net.name + " (0.." + std::to_string(classes - 1) + ")");
     x = input;
     labels = label;
-    for (std::size_t i = 0; i <= logits_layer; ++i) {
-      const Layer& l = net.layers[i];
-      PerLayer& s = layers[i];
-      const float* in = input_of(i);
-      float* y = s.out.data();
-      switch (l.kind) {
-        case LayerKind::conv:
-          if (lib == TrainImpl::own) conv_forward_own(i);
-          else conv_forward(i);
-          if (pooled(i)) ++i;  // the pool is done
-          break;
-        case LayerKind::fc: fc_forward(l, s, in, y); break;
-        case LayerKind::max_pool: max_pool_forward(l, s, in, y); break;
-        case LayerKind::global_avg_pool: global_avg_pool_nchw(l, batch, in, y); break;
-        case LayerKind::log_softmax: break;  // last layer only: the loss below
+    // One function per layer kind, called by nn::by_kind (the walk's one
+    // switch over LayerKind); each returns the layers it ran: a conv whose
+    // max pool it fuses runs two.
+    struct Io {
+      std::size_t i;
+    };
+    struct Forward {
+      Impl& m;
+      std::size_t conv(const Layer&, const Io& io) const {
+        if (m.lib == TrainImpl::own) m.conv_forward_own(io.i);
+        else m.conv_forward(io.i);
+        return m.pooled(io.i) ? 2 : 1;  // the pool is done
       }
-    }
+      std::size_t fc(const Layer& l, const Io& io) const {
+        m.fc_forward(l, m.layers[io.i], m.input_of(io.i), m.layers[io.i].out.data());
+        return 1;
+      }
+      std::size_t max_pool(const Layer& l, const Io& io) const {
+        m.max_pool_forward(l, m.layers[io.i], m.input_of(io.i), m.layers[io.i].out.data());
+        return 1;
+      }
+      std::size_t global_avg_pool(const Layer& l, const Io& io) const {
+        global_avg_pool_nchw(l, m.batch, m.input_of(io.i), m.layers[io.i].out.data());
+        return 1;
+      }
+      std::size_t log_softmax(const Layer&, const Io&) const { return 1; }  // last layer only: the loss below
+    };
+    const Forward walker{*this};
+    for (std::size_t i = 0; i <= logits_layer;) i += nn::by_kind(walker, net.layers[i], Io{i});
     const double loss = log_softmax_nll(layers[logits_layer].out.data(), label, batch, classes, log_probs.data());
     forward_done = true;
     backward_done = false;
@@ -925,25 +937,35 @@ struct TrainStep::Impl {
         const auto k = static_cast<std::size_t>(n * classes + j);
         top[k] = (std::exp(log_probs[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
       }
+    // One function per layer kind, called by nn::by_kind: from the
+    // gradient of layer i's output, the weights' (bwd_w) and its input's
+    // (bwd_d, into `to`; nullptr: the network's input).
+    struct BackIo {
+      std::size_t i;
+      float* to;
+    };
+    struct Backward {
+      Impl& m;
+      void conv(const Layer&, const BackIo& io) const {
+        if (m.lib == TrainImpl::own) m.conv_backward_own(io.i);
+        else m.conv_backward(io.i);
+      }
+      void fc(const Layer& l, const BackIo& io) const {
+        m.fc_backward(l, m.layers[io.i], m.input_of(io.i), m.grad_of(static_cast<int>(io.i)), io.to);
+      }
+      void max_pool(const Layer& l, const BackIo& io) const {
+        if (io.i > 0 && m.pooled(io.i - 1)) return;  // done in its conv's backward, which reads its gradient
+        if (io.to != nullptr) m.max_pool_backward(l, m.layers[io.i], m.grad_of(static_cast<int>(io.i)), io.to);
+      }
+      void global_avg_pool(const Layer& l, const BackIo& io) const {
+        if (io.to != nullptr) m.global_avg_pool_backward(l, m.layers[io.i], m.grad_of(static_cast<int>(io.i)), io.to);
+      }
+      void log_softmax(const Layer&, const BackIo&) const {}
+    };
+    const Backward back{*this};
     for (std::size_t i = logits_layer + 1; i-- > 0;) {
       const Layer& l = net.layers[i];
-      const PerLayer& s = layers[i];
-      float* to = l.input >= 0 ? grad_of(l.input) : nullptr;
-      switch (l.kind) {
-        case LayerKind::conv:
-          if (lib == TrainImpl::own) conv_backward_own(i);
-          else conv_backward(i);
-          break;
-        case LayerKind::fc: fc_backward(l, s, input_of(i), grad_of(static_cast<int>(i)), to); break;
-        case LayerKind::max_pool:
-          if (i > 0 && pooled(i - 1)) continue;  // done in its conv's backward, which reads its gradient
-          if (to != nullptr) max_pool_backward(l, s, grad_of(static_cast<int>(i)), to);
-          break;
-        case LayerKind::global_avg_pool:
-          if (to != nullptr) global_avg_pool_backward(l, s, grad_of(static_cast<int>(i)), to);
-          break;
-        case LayerKind::log_softmax: break;
-      }
+      nn::by_kind(back, l, BackIo{i, l.input >= 0 ? grad_of(l.input) : nullptr});
     }
     backward_done = true;
   }

@@ -577,8 +577,9 @@ void OnednnTrainStep::build(std::size_t& i) {
     in_desc_.push_back(sd);
     const int w = weight_of[i], b = bias_of[i];
     const bool need_dx = l.input >= 0 && needs_[static_cast<std::size_t>(l.input)];
-    switch (l.kind) {
-      case LayerKind::conv: {
+    // One function per layer kind, called by nn::by_kind (the walk's one
+    // switch over LayerKind), as lambdas over this constructor's locals.
+    const auto conv = [&](const Layer&, std::size_t) {
         const Mem::dims wdims = {l.k, l.c, l.window, l.window}, strides = {l.stride, l.stride},
                         pl = {l.pad, l.pad},
                         pr = {(l.oh - 1) * l.stride + l.window - l.h - l.pad,
@@ -608,9 +609,8 @@ void OnednnTrainStep::build(std::size_t& i) {
         // Batch-norm and the join after the conv, their backward before the conv's.
         if (bn_or_join) join_and_batch_norm(i, back[i]);
         for (auto& e : conv_back) back[i].push_back(std::move(e));
-        break;
-      }
-      case LayerKind::fc: {
+    };
+    const auto fc = [&](const Layer&, std::size_t) {
         const Mem::dims wdims = plain_[static_cast<std::size_t>(w)].dims();
         const Mem::desc bias = plain_desc({l.k}), dst = any_desc({batch_, l.k});
         using namespace dnnl;
@@ -628,10 +628,8 @@ void OnednnTrainStep::build(std::size_t& i) {
               return inner_product_backward_data::primitive_desc(
                   inner_product_backward_data::desc(sd, wd, f.dst_desc()), attr(), eng_, f);
             });
-        break;
-      }
-      case LayerKind::max_pool:
-      case LayerKind::global_avg_pool: {
+    };
+    const auto pool = [&](const Layer&, std::size_t) {
         const bool max = l.kind == LayerKind::max_pool;
         const auto alg = max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
         const Mem::dims kernel = max ? Mem::dims{l.window, l.window} : Mem::dims{l.h, l.w},
@@ -660,11 +658,11 @@ void OnednnTrainStep::build(std::size_t& i) {
           add(back[i], dnnl::pooling_backward(bpd), bpd, std::move(bargs), l.name + " backward");
           add_gradient(back[i], i, l.input, dx, l.name + " input gradient added");
         }
-        break;
-      }
-      case LayerKind::log_softmax:
-        break;  // the last layer only (trainable_params): the loss
-    }
+    };
+    // the last layer only (trainable_params): the loss
+    const auto log_softmax = [](const Layer&, std::size_t) {};
+    nn::KindFns on{conv, fc, pool, pool, log_softmax};
+    nn::by_kind(on, l, i);
   }
   i = logits_layer_;
 
