@@ -154,6 +154,22 @@ std::vector<std::string> profile_names(const nn::Network& net, const nn::TrainPl
   return names;
 }
 
+// A profile's counters: the names profile_names says, in its order, every
+// time >= 0, and the parts adding up to profiled_us (within rel of it).
+void expect_profile_of(const std::vector<std::pair<std::string, double>>& one, const nn::Network& net,
+                       const nn::TrainPlan& plan, double rel) {
+  std::vector<std::string> names;
+  double parts = 0;
+  for (const auto& [name, value] : one) {
+    names.push_back(name);
+    EXPECT_GE(value, 0.0) << name;
+    if (name.starts_with("layer_us.") || name == "update_us") parts += value;
+  }
+  EXPECT_EQ(names, profile_names(net, plan));
+  EXPECT_NEAR(parts, one[one.size() - 2].second, rel * parts);
+  EXPECT_GT(parts, 0.0);
+}
+
 #if !DLB_TEST_GPU
 
 // ---------------------------------------------------------------- the host twin
@@ -389,15 +405,7 @@ TEST(TrainTwin, ProfileNamesEveryLayersParts) {
     const nn::Sgd sgd{0.05, 0.9, 1e-3};
     nn::TwinTrainStep profiled(net, batch, sgd), plain(net, batch, sgd);
     const auto one = profiled.profile(b.x.data(), b.labels.data(), 1);
-    std::vector<std::string> names;
-    double parts = 0;
-    for (const auto& [name, value] : one) {
-      names.push_back(name);
-      EXPECT_GE(value, 0.0) << name;
-      if (name.starts_with("layer_us.") || name == "update_us") parts += value;
-    }
-    EXPECT_EQ(names, profile_names(net, profiled.plan()));
-    EXPECT_NEAR(parts, one[one.size() - 2].second, 1e-9 * parts);
+    expect_profile_of(one, net, profiled.plan(), 1e-9);
     EXPECT_EQ(one.back().second, 1.0);
     const auto two = profiled.profile(b.x.data(), b.labels.data(), 2);
     EXPECT_EQ(two.size(), one.size());
@@ -931,17 +939,7 @@ TEST(TrainGpuCudnn, ProfileNamesEveryLayersParts) {
     nn::GpuTrainStep step(net, batch, nn::Sgd{}, ctx.exec().stream, launch);
     step.step(d.x.data(), d.labels.data());
     const auto one = step.profile(d.x.data(), d.labels.data(), 1);
-    std::vector<std::string> names;
-    double parts = 0;
-    for (const auto& [name, value] : one) {
-      names.push_back(name);
-      EXPECT_GE(value, 0.0) << name;
-      if (name.starts_with("layer_us.") || name == "update_us") parts += value;
-    }
-    const nn::TrainPlan plan(net, batch);
-    EXPECT_EQ(names, profile_names(net, plan));
-    EXPECT_NEAR(parts, one[one.size() - 2].second, 1e-6 * parts);
-    EXPECT_GT(parts, 0.0);
+    expect_profile_of(one, net, nn::TrainPlan(net, batch), 1e-6);
     step.step(d.x.data(), d.labels.data());
     EXPECT_TRUE(std::isfinite(step.loss()));
   }
