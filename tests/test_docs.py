@@ -121,7 +121,8 @@ class Recipes(unittest.TestCase):
     def code_spans(self, section_title):
         text = (ROOT / "docs" / "architecture.md").read_text()
         start = text.index(section_title)
-        end = text.index("\n\n**", start + len(section_title))
+        ends = [i for i in (text.find("\n\n**", start + len(section_title)), text.find("\n## ", start)) if i >= 0]
+        end = min(ends)
         return [c for c in re.findall(r"`([^`]+)`", text[start:end]) if ("(" in c or "{" in c) and " " in c]
 
     def test_the_variant_recipe_is_the_examples_code(self):
@@ -133,6 +134,15 @@ class Recipes(unittest.TestCase):
                 self.assertIn(code, example)
         cmake = (ROOT / "examples" / "CMakeLists.txt").read_text()
         self.assertIn("add_test(NAME example_daxpy_variant", cmake)
+
+    def test_the_network_backend_recipe_is_the_examples_code(self):
+        example = (ROOT / "examples" / "net_backend.cpp").read_text()
+        spans = self.code_spans("**A network backend**")
+        self.assertGreaterEqual(len(spans), 4, spans)
+        for code in spans:
+            with self.subTest(code=code):
+                self.assertIn(code, example)
+        self.assertIn("add_test(NAME example_net_backend", (ROOT / "examples" / "CMakeLists.txt").read_text())
 
 
 class Markers(unittest.TestCase):
