@@ -93,7 +93,7 @@ void register_train(Config&) {
         state.counters["backward_us"] = backward / steps * 1e6;
         state.counters["optimizer_us"] = optimizer / steps * 1e6;
         set_memory_counters(state, step.memory(),
-                            measured_step_peak(c->network(), batch, row.impl, c->x(), c->labels()));
+                            measured_step_peak(c->network(), batch, row, c->x(), c->labels()));
         if (alloc_counting()) {
           const AllocCounts before = alloc_counts();
           for (int i = 0; i < kAllocSteps; ++i) step.step(c->x(), c->labels());

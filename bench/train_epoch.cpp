@@ -135,7 +135,7 @@ int run(int argc, char** argv) {
     throw dlb::Error("--steps=0: give at least 1 step, or leave --steps out for the whole epoch (" +
                      std::to_string(ref.losses.size()) + " steps)");
   dlb::nn::EpochConfig config = ref.config;
-  config.impl = row.impl;
+  config.impl = std::string(row.name);
   config.workers = static_cast<int>(workers);
   config.steps = steps;
   if (augment) config.augment = {4, true};

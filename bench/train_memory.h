@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace benchmark {
 class State;
@@ -24,7 +24,7 @@ namespace dlb::bench {
 // counting allocator is not in the binary (alloc_counting). Meant for a
 // point where no other thread allocates (the OpenMP threads the step itself
 // uses aside).
-std::int64_t measured_step_peak(const nn::Network& net, std::int64_t batch, nn::TrainImpl impl, const float* x,
+std::int64_t measured_step_peak(const nn::Network& net, std::int64_t batch, const nn::TrainVariant& row, const float* x,
                                 const std::uint8_t* labels, int steps = 2);
 
 // The memory counters of a CPU training case, their names stable (the

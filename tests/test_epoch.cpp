@@ -23,6 +23,7 @@
 #include "kernels/nn/data/batch_loader.h"
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/epoch.h"
+#include "kernels/nn/train/train_variants.h"
 #include "tests/expect_error.h"
 
 namespace dlb {
@@ -49,7 +50,8 @@ TEST(EpochGenerator, MatchesPyTorchsStart) {
     SCOPED_TRACE(std::string(name));
     const nn::Network& net = nn::network(name);
     const nn::EpochReference ref = nn::load_epoch_reference(nn::epoch_reference_path(name));
-    nn::TrainStep step(net, 1, ref.config.sgd);
+    const auto made = nn::train_variant("cpu_eigen", Device::cpu, "row").make(net, 1, ref.config.sgd);
+    nn::TrainStep& step = *made;
     nn::init_params(step, net, ref.config.init_seed);
     ASSERT_EQ(ref.init.size(), step.params().size());
     for (const auto& want : ref.init) {
@@ -135,10 +137,10 @@ constexpr double kWindowLossTolerance = 6.5e-3;
 // 0.12 point of it (mnist_lenet: 0.16).
 constexpr double kAccuracyPoints = 0.5;  // the criterion
 
-void expect_epoch_matches(std::string_view name, nn::TrainImpl impl) {
+void expect_epoch_matches(std::string_view name, std::string_view impl) {
   const nn::EpochReference ref = nn::load_epoch_reference(nn::epoch_reference_path(name));
   nn::EpochConfig config = ref.config;
-  config.impl = impl;
+  config.impl = std::string(impl);
   const auto r = nn::train_epoch(nn::network(name), nn::fashion_mnist_train(), nn::fashion_mnist_test(), config);
   ASSERT_EQ(r.losses.size(), ref.losses.size());
   EXPECT_NEAR(100 * r.test_accuracy, 100 * ref.mean_test_accuracy(), kAccuracyPoints);
@@ -160,15 +162,15 @@ constexpr bool kSanitizer = false;
 TEST(Epoch, MnistCnnMatchesPyTorch) {
   if (kSanitizer) GTEST_SKIP() << "a whole epoch of mnist_cnn is too slow under the sanitizers";
 #if DLB_HAVE_ONEDNN
-  expect_epoch_matches("mnist_cnn", nn::TrainImpl::onednn);
+  expect_epoch_matches("mnist_cnn", "cpu_onednn");
 #else
-  expect_epoch_matches("mnist_cnn", nn::TrainImpl::eigen);
+  expect_epoch_matches("mnist_cnn", "cpu_eigen");
 #endif
 }
 
 TEST(Epoch, MnistLenetMatchesPyTorch) {
   if (kSanitizer) GTEST_SKIP() << "a whole epoch is too slow under the sanitizers";
-  expect_epoch_matches("mnist_lenet", nn::TrainImpl::eigen);
+  expect_epoch_matches("mnist_lenet", "cpu_eigen");
 }
 
 TEST(Epoch, BadInput) {

@@ -36,6 +36,8 @@ using test::expect_error;
 
 using test::TinyNet;
 using test::expect_running_stats;
+using test::cpu_row;
+using test::make_step;
 using test::tiny_resnet;
 
 // The small networks: every layer kind, padding, stride, a conv without bias,
@@ -140,26 +142,26 @@ TEST(TrainReference, MatchesFiniteDifferences) {
   }
 }
 
-// The CPU rows of the training table (train_variants.h) this build has, as
-// the implementations their steps are made with. impls(): the rows that
+// The CPU rows of the training table (train_variants.h) this build has, by
+// name (make_step makes their steps). impls(): the rows that
 // take every network (the im2col step with Eigen's and oneDNN's GEMMs,
 // oneDNN's training primitives); chain_impls(): every CPU row, cpu_own
 // (chains of stride-1 convolutions without batch-norm) too: the tests on
 // such networks.
-std::vector<nn::TrainImpl> cpu_rows(bool every_network_only) {
-  std::vector<nn::TrainImpl> out;
+std::vector<std::string_view> cpu_rows(bool every_network_only) {
+  std::vector<std::string_view> out;
   for (const auto& row : nn::train_variants())
-    if (row.device == Device::cpu && (!every_network_only || row.accepts == nullptr)) out.push_back(row.impl);
+    if (row.device == Device::cpu && (!every_network_only || row.accepts == nullptr)) out.push_back(row.name);
   return out;
 }
-std::vector<nn::TrainImpl> impls() { return cpu_rows(true); }
-std::vector<nn::TrainImpl> chain_impls() { return cpu_rows(false); }
+std::vector<std::string_view> impls() { return cpu_rows(true); }
+std::vector<std::string_view> chain_impls() { return cpu_rows(false); }
 
 // Whether `impl`'s row takes `net` (cpu_own refuses the rest by layer name:
 // TrainStep.CpuOwnRefusesByName).
-bool takes(nn::TrainImpl impl, const nn::Network& net) { return nn::train_variant(impl).takes(net); }
+bool takes(std::string_view impl, const nn::Network& net) { return cpu_row(impl).takes(net); }
 
-std::string impl_name(nn::TrainImpl impl) { return std::string(nn::train_variant(impl).name); }
+std::string impl_name(std::string_view impl) { return std::string(cpu_row(impl).name); }
 
 
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
@@ -167,17 +169,18 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
   for (const auto impl : chain_impls())
   for (const auto& net : tiny_nets()) {
     if (!takes(impl, net)) continue;
-    own_nets += impl == nn::TrainImpl::own;
+    own_nets += impl == "cpu_own";
     for (const std::int64_t batch : {1, 5}) {
       SCOPED_TRACE(impl_name(impl) + ", " + std::to_string(net.layers.size()) + " layers, batch " +
                    std::to_string(batch));
       const Batch b = random_batch(net, batch, 11);
-      nn::TrainStep step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, impl);
+      const auto step_made = make_step(net, batch, nn::Sgd{0.05, 0.9, 1e-3}, impl);
+      nn::TrainStep& step = *step_made;
       const double loss = step.forward(b.x.data(), b.labels.data());
       step.backward();
       const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
       EXPECT_NEAR(loss, g.loss, 1e-5 * std::abs(g.loss));
-      const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
+      const auto c = ref::compare_gradients(step.params(), grads_of(step), g, cpu_row(impl).tolerance(net, batch));
       EXPECT_TRUE(c.ok) << c.summary();
     }
   }
@@ -187,9 +190,9 @@ TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
 // cpu_own refuses what it does not do, naming the network and the layer.
 TEST(TrainStep, CpuOwnRefusesByName) {
   for (const auto& net : tiny_nets()) {
-    if (takes(nn::TrainImpl::own, net)) continue;
+    if (takes("cpu_own", net)) continue;
     try {
-      nn::TrainStep step(net, 2, nn::Sgd{}, nn::TrainImpl::own);
+      make_step(net, 2, nn::Sgd{}, "cpu_own");
       ADD_FAILURE() << "cpu_own took a network with batch-norm, a join or a stride above 1";
     } catch (const Unsupported& e) {
       const std::string what = e.what();
@@ -200,7 +203,7 @@ TEST(TrainStep, CpuOwnRefusesByName) {
     }
   }
   try {
-    nn::TrainStep step(nn::network("resnet20"), 2, nn::Sgd{}, nn::TrainImpl::own);
+    make_step(nn::network("resnet20"), 2, nn::Sgd{}, "cpu_own");
     ADD_FAILURE() << "cpu_own took resnet20";
   } catch (const Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find("training step cpu_own: resnet20 layer conv1: batch-norm is not supported"),
@@ -215,15 +218,16 @@ TEST(TrainStep, CpuOwnRefusesByName) {
 TEST(TrainStep, SameGradientsOnFewerThreads) {
   for (const auto impl : chain_impls()) {
   SCOPED_TRACE(impl_name(impl));
-  if (impl == nn::TrainImpl::onednn) continue;  // refuses (CpuOnednnRefusesANestedCall)
+  if (impl == "cpu_onednn") continue;  // refuses (CpuOnednnRefusesANestedCall)
   // cpu_own: the chain of stride-1 convolutions (its kernel's threads too).
-  const nn::Network net = tiny_nets()[impl == nn::TrainImpl::own ? 2 : 0];
+  const nn::Network net = tiny_nets()[impl == "cpu_own" ? 2 : 0];
   const std::int64_t batch = 6;
   // (Seed 21 put one of the tiny resnet's batch-norm outputs 8e-8 from
   // zero, where fp32 and double fall on the two sides of the ReLU: a real
   // difference of one term that no rounding bound covers.)
   const Batch b = random_batch(net, batch, 22);
-  nn::TrainStep step(net, batch, nn::Sgd{}, impl);
+  const auto step_made = make_step(net, batch, nn::Sgd{}, impl);
+  nn::TrainStep& step = *step_made;
   step.forward(b.x.data(), b.labels.data());
   step.backward();
   std::vector<std::vector<float>> first;
@@ -237,7 +241,7 @@ TEST(TrainStep, SameGradientsOnFewerThreads) {
     }
   }
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
-  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
+  const auto c = ref::compare_gradients(step.params(), grads_of(step), g, cpu_row(impl).tolerance(net, batch));
   EXPECT_TRUE(c.ok) << c.summary();
   for (std::size_t j = 0; j < first.size(); ++j)
     for (std::size_t i = 0; i < first[j].size(); ++i)
@@ -256,7 +260,8 @@ TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
   const std::int64_t batch = 4;
   const Batch b = random_batch(net, batch, 5);
   const nn::Sgd sgd{0.1, 0.9, 1e-2};
-  nn::TrainStep step(net, batch, sgd, impl);
+  const auto step_made = make_step(net, batch, sgd, impl);
+  nn::TrainStep& step = *step_made;
   ref::Params p = ref::train_params(net), v(p.size());
   for (std::size_t j = 0; j < p.size(); ++j) v[j].assign(p[j].size(), 0.0);
   double grad_error = 0;  // the largest gradient error allowed so far, absolute
@@ -265,7 +270,7 @@ TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
     step.step(b.x.data(), b.labels.data());
     double largest = 0;
     for (const auto& m : g.magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
-    grad_error = sgd.momentum * grad_error + nn::gradient_tolerance(net, batch, impl) * largest;
+    grad_error = sgd.momentum * grad_error + cpu_row(impl).tolerance(net, batch) * largest;
     ref::sgd_update(p, v, g.grads, sgd);
     for (std::size_t j = 0; j < p.size(); ++j) {
       const auto got = std::as_const(step).param(j);
@@ -289,7 +294,8 @@ TEST(TrainStep, SgdWithMomentumMatchesTheReference) {
 TEST(TrainStep, CpuOnednnRefusesANestedCall) {
   const nn::Network net = tiny_resnet();
   const Batch b = random_batch(net, 2, 21);
-  nn::TrainStep step(net, 2, nn::Sgd{}, nn::TrainImpl::onednn);
+  const auto step_made = make_step(net, 2, nn::Sgd{}, "cpu_onednn");
+  nn::TrainStep& step = *step_made;
   int errors = 0;
 #pragma omp parallel num_threads(2) reduction(+ : errors)
   {
@@ -321,7 +327,8 @@ TEST(TrainStep, WrittenParametersAreRead) {
     SCOPED_TRACE(impl_name(impl));
     const std::int64_t batch = 3;
     const Batch b = random_batch(net, batch, 8);
-    nn::TrainStep step(net, batch, nn::Sgd{}, impl);
+    const auto step_made = make_step(net, batch, nn::Sgd{}, impl);
+    nn::TrainStep& step = *step_made;
     step.forward(b.x.data(), b.labels.data());  // a forward before the write: the write must still reach the next
     ref::Params p = ref::train_params(net);
     for (std::size_t j = 0; j < p.size(); ++j) {
@@ -335,7 +342,7 @@ TEST(TrainStep, WrittenParametersAreRead) {
     step.forward(b.x.data(), b.labels.data());
     step.backward();
     const auto g = ref::gradients(net, p, b.x, b.labels, batch);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, batch, impl));
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, cpu_row(impl).tolerance(net, batch));
     EXPECT_TRUE(c.ok) << c.summary();
     for (std::size_t j = 0; j < p.size(); ++j)
       for (std::size_t i = 0; i < p[j].size(); ++i)
@@ -355,12 +362,12 @@ struct CommittedNet : public ::testing::Test {
   // One forward and backward of `impl`'s step on the batch: the loss within
   // the forward's fp32 bound (nn.cpp, kNetworkTolerance), the gradients
   // within the step's (train.h); printed.
-  static void expect_step_matches(nn::TrainStep& step, nn::TrainImpl impl) {
+  static void expect_step_matches(nn::TrainStep& step, std::string_view impl) {
     const double loss = step.forward(b->x.data(), b->labels.data());
     step.backward();
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
     const auto c =
-        ref::compare_gradients(step.params(), grads_of(step), *g, nn::gradient_tolerance(*net, kBatch, impl));
+        ref::compare_gradients(step.params(), grads_of(step), *g, cpu_row(impl).tolerance(*net, kBatch));
     EXPECT_TRUE(c.ok) << c.summary();
     std::printf("%s fp32 step (%s) against the reference, batch %lld: %s\n", Name, impl_name(impl).c_str(),
                 static_cast<long long>(kBatch), c.summary().c_str());
@@ -388,13 +395,14 @@ struct MnistCnn : CommittedNet<kMnistCnn> {};
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
   for (const auto impl : chain_impls()) {
-  nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
+  const auto step_made = make_step(*net, kBatch, nn::Sgd{}, impl);
+  nn::TrainStep& step = *step_made;
   expect_step_matches(step, impl);
   // The memory split: parameters, gradients and momentum of 1,199,882 floats
   // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
   // to 16: 768 floats more).
   const nn::TrainMemory m = step.memory();
-  EXPECT_EQ(m.weights, (1199882 + (impl == nn::TrainImpl::onednn ? 768 : 0)) * 4);
+  EXPECT_EQ(m.weights, (1199882 + (impl == "cpu_onednn" ? 768 : 0)) * 4);
   EXPECT_EQ(m.gradients, m.weights);
   EXPECT_EQ(m.optimizer, m.weights);
   EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
@@ -409,11 +417,12 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, kBatch);
   for (const auto impl : chain_impls()) {
     SCOPED_TRACE(impl_name(impl));
-    nn::TrainStep step(net, kBatch, nn::Sgd{}, impl);
+    const auto step_made = make_step(net, kBatch, nn::Sgd{}, impl);
+    nn::TrainStep& step = *step_made;
     const double loss = step.forward(b.x.data(), b.labels.data());
     step.backward();
     EXPECT_NEAR(loss, g.loss, 1e-5 * g.loss);
-    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, nn::gradient_tolerance(net, kBatch, impl));
+    const auto c = ref::compare_gradients(step.params(), grads_of(step), g, cpu_row(impl).tolerance(net, kBatch));
     EXPECT_TRUE(c.ok) << c.summary();
   }
 }
@@ -429,8 +438,9 @@ TEST(TrainStep, MnistLenetMatchesTheReference) {
 // `impl`'s step on the first batch - 1 images of `b`, its gradients scaled
 // by (batch - 1) / batch, against the reference's on `batch` within `impl`'s bound.
 ref::Comparison missing_an_image(const nn::Network& net, std::int64_t batch, const Batch& b,
-                                    const ref::TrainGradients& g, nn::TrainImpl impl) {
-  nn::TrainStep step(net, batch - 1, nn::Sgd{}, impl);
+                                    const ref::TrainGradients& g, std::string_view impl) {
+  const auto step_made = make_step(net, batch - 1, nn::Sgd{}, impl);
+  nn::TrainStep& step = *step_made;
   step.forward(b.x.data(), b.labels.data());
   step.backward();
   std::vector<std::vector<float>> scaled;
@@ -439,11 +449,11 @@ ref::Comparison missing_an_image(const nn::Network& net, std::int64_t batch, con
     for (auto& v : scaled.back()) v *= static_cast<float>(batch - 1) / static_cast<float>(batch);
   }
   const std::vector<std::span<const float>> spans(scaled.begin(), scaled.end());
-  return ref::compare_gradients(step.params(), spans, g, nn::gradient_tolerance(net, batch, impl));
+  return ref::compare_gradients(step.params(), spans, g, cpu_row(impl).tolerance(net, batch));
 }
 
 TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
-  for (const auto impl : {nn::TrainImpl::eigen, nn::TrainImpl::own}) {
+  for (const auto impl : {"cpu_eigen", "cpu_own"}) {
     SCOPED_TRACE(impl_name(impl));
     const auto c = missing_an_image(*net, kBatch, *b, *g, impl);
     EXPECT_FALSE(c.ok);
@@ -479,7 +489,8 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
   const double grad_error = (1 + sgd.momentum) * nn::gradient_tolerance(*net, kBatch) * largest;
   for (const auto impl : chain_impls()) {
     SCOPED_TRACE(impl_name(impl));
-    nn::TrainStep step(*net, kBatch, sgd, impl);
+    const auto step_made = make_step(*net, kBatch, sgd, impl);
+    nn::TrainStep& step = *step_made;
     step.step(b->x.data(), b->labels.data());
     step.step(b->x.data(), b->labels.data());
     int compared = 0;
@@ -505,7 +516,8 @@ struct ResNet20 : CommittedNet<kResNet20> {};
 
 TEST_F(ResNet20, StepMatchesTheReference) {
   for (const auto impl : impls()) {
-    nn::TrainStep step(*net, kBatch, nn::Sgd{}, impl);
+    const auto step_made = make_step(*net, kBatch, nn::Sgd{}, impl);
+    nn::TrainStep& step = *step_made;
     expect_step_matches(step, impl);
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
@@ -589,7 +601,8 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
   for (const auto& m : g->magnitudes) largest = std::max(largest, *std::max_element(m.begin(), m.end()));
   for (const auto impl : impls()) {
     SCOPED_TRACE(impl_name(impl));
-    nn::TrainStep step(*net, kBatch, sgd, impl);
+    const auto step_made = make_step(*net, kBatch, sgd, impl);
+    nn::TrainStep& step = *step_made;
     step.step(b->x.data(), b->labels.data());
     {
       ref::RunningStats theirs;
@@ -601,7 +614,7 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
                            "our resnet20 fp32 step against PyTorch's", impl);
     }
     step.step(b->x.data(), b->labels.data());
-    const double grad_error = (1 + sgd.momentum) * (tol + nn::gradient_tolerance(*net, kBatch, impl)) * largest;
+    const double grad_error = (1 + sgd.momentum) * (tol + cpu_row(impl).tolerance(*net, kBatch)) * largest;
     int compared = 0;
     for (std::size_t j = 0; j < params.size(); ++j) {
       if (!st.contains("step2." + params[j].name)) continue;
@@ -636,7 +649,8 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
   const Batch b = random_batch(net, batch, 13);
   const auto g = ref::gradients(net, ref::train_params(net), b.x, b.labels, batch);
   for (const auto impl : impls()) {
-    nn::TrainStep step(net, batch, nn::Sgd{}, impl);
+    const auto step_made = make_step(net, batch, nn::Sgd{}, impl);
+    nn::TrainStep& step = *step_made;
     ref::RunningStats want = ref::running_stats(net);
     for (int f = 1; f <= 2; ++f) {
       step.forward(b.x.data(), b.labels.data());
@@ -654,7 +668,7 @@ TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
 // needs is what its step refuses (TrainStep.CpuOwnRefusesByName).
 TEST(TrainVariants, OneRowPerImplementation) {
   std::set<std::string_view> names;
-  std::set<nn::TrainImpl> cpu_impls;
+  std::set<const void*> cpu_makers;
   int gpu_rows = 0;
   for (const auto& row : nn::train_variants()) {
     SCOPED_TRACE(std::string(row.name));
@@ -664,21 +678,24 @@ TEST(TrainVariants, OneRowPerImplementation) {
     ASSERT_NE(row.tolerance, nullptr);
     for (const nn::Network& net : {tiny_nets()[0], tiny_resnet()})
       for (const std::int64_t batch : {1, 64}) {
-        if (row.device == Device::cpu)
-          EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch, row.impl));
+        if (row.name == "cpu_onednn")
+          EXPECT_EQ(row.tolerance(net, batch), nn::onednn_gradient_tolerance(net, batch));
         else
           EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch));
       }
     if (row.device == Device::cpu) {
-      EXPECT_TRUE(cpu_impls.insert(row.impl).second) << "two CPU rows make the same step";
-      EXPECT_EQ(&nn::train_variant(row.impl), &row);
+      ASSERT_NE(row.make, nullptr);
+      EXPECT_EQ(row.make_gpu, nullptr);
+      EXPECT_TRUE(cpu_makers.insert(reinterpret_cast<const void*>(row.make)).second) << "two CPU rows make the same step";
     } else {
+      EXPECT_EQ(row.make, nullptr);
+      EXPECT_NE(row.make_gpu, nullptr);
       EXPECT_FALSE(row.loader_cases) << "the loader feeds the CPU step only";
       ++gpu_rows;
     }
     EXPECT_EQ(&nn::train_variant(row.name, row.device, "--impl"), &row);
   }
-  EXPECT_EQ(cpu_impls.size(), impls().size() + 1);  // cpu_own takes chains only
+  EXPECT_EQ(cpu_makers.size(), impls().size() + 1);  // cpu_own takes chains only
 #if DLB_HAVE_CUDNN
   EXPECT_EQ(gpu_rows, 2);
 #else
@@ -704,8 +721,9 @@ TEST(TrainStep, BadInputIsAClearError) {
     SCOPED_TRACE(impl_name(impl));
     const nn::Network net = tiny_resnet();
     Batch b = random_batch(net, 2, 3);
-    expect_error([&] { nn::TrainStep(net, 0, nn::Sgd{}, impl); }, "batch 0 is not positive");
-    nn::TrainStep step(net, 2, nn::Sgd{}, impl);
+    expect_error([&] { make_step(net, 0, nn::Sgd{}, impl); }, "batch 0 is not positive");
+    const auto step_made = make_step(net, 2, nn::Sgd{}, impl);
+    nn::TrainStep& step = *step_made;
     expect_error([&] { step.backward(); }, "backward without a forward");
     expect_error([&] { step.update(); }, "update without a backward");
     b.labels[1] = 3;
@@ -718,8 +736,9 @@ TEST(TrainStep, BadInputIsAClearError) {
   const nn::Network net = tiny_nets()[1];
   Batch b = random_batch(net, 2, 3);
 #if !DLB_HAVE_ONEDNN
-  EXPECT_THROW(nn::TrainStep(net, 2, nn::Sgd{}, nn::TrainImpl::onednn), Unsupported);
-  EXPECT_THROW(nn::TrainStep(net, 2, nn::Sgd{}, nn::TrainImpl::onednn_sgemm), Unsupported);
+  // No row of oneDNN's in such a build, and its GEMM refused by the step.
+  EXPECT_THROW(cpu_row("cpu_onednn"), Error);
+  EXPECT_THROW(nn::make_im2col_step(net, 2, nn::Sgd{}, nn::Gemm::onednn_sgemm), Unsupported);
 #endif
   expect_error([&] { ref::gradients(net, ref::train_params(net), b.x, b.labels, 3); }, "input size");
   // The networks bench/train.cpp registers (kTrainable) are those the step takes.
@@ -738,7 +757,7 @@ TEST(TrainStep, BadInputIsAClearError) {
   expect_error([&] { nn::trainable_params(bad); }, "reads a layer that does not come before it");
   bad = tiny_resnet();
   bad.layers[2].residual = 1;
-  expect_error([&] { nn::TrainStep(bad, 2, nn::Sgd{}); }, "its input is also its residual");
+  expect_error([&] { make_step(bad, 2, nn::Sgd{}); }, "its input is also its residual");
   expect_error([] { nn::SafeTensors::read("/nonexistent/mnist_cnn.train-reference.safetensors"); }, "nonexistent");
 }
 

@@ -157,7 +157,7 @@ TEST(TrainMemory, MeasuredPeakMatchesTheAccounting) {
       const Threads pinned(threads);
       TrainCase c(network, 64, *row);
       const nn::TrainMemory m = c.step().memory();
-      const std::int64_t measured = bench::measured_step_peak(c.network(), 64, row->impl, c.x(), c.labels());
+      const std::int64_t measured = bench::measured_step_peak(c.network(), 64, *row, c.x(), c.labels());
       const std::string impl(row->name);
       std::printf("%s %s batch 64, %d threads: accounted %.2f MB (weights %.2f, activations %.2f, gradients %.2f, "
                   "optimizer %.2f, workspace %.2f), measured peak %.2f MB (%.3fx)\n",
@@ -174,8 +174,9 @@ TEST(TrainMemory, MeasuredPeakMatchesTheAccounting) {
 TEST(TrainMemory, AMismatchIsCaught) {
   if (!bench::alloc_counting()) GTEST_SKIP() << "no counting allocator in this build";
   const Threads pinned(2);
-  TrainCase c("mnist_lenet", 64, nn::train_variant(nn::TrainImpl::eigen));
-  const std::int64_t measured = bench::measured_step_peak(c.network(), 64, nn::TrainImpl::eigen, c.x(), c.labels());
+  const nn::TrainVariant& eigen = nn::train_variant("cpu_eigen", Device::cpu, "row");
+  TrainCase c("mnist_lenet", 64, eigen);
+  const std::int64_t measured = bench::measured_step_peak(c.network(), 64, eigen, c.x(), c.labels());
   nn::TrainMemory m = c.step().memory();
   ASSERT_EQ(memory_problem(m, measured), "");
   nn::TrainMemory missing = m;

@@ -7,14 +7,27 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <string_view>
 #include <span>
 #include <vector>
 
 #include "kernels/nn/model/network.h"
 #include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
 #include "reference/train.h"
 
 namespace dlb::test {
+
+// A CPU row of the training table (train_variants.h) by name, and a step
+// made by it: what the tests run.
+inline const nn::TrainVariant& cpu_row(std::string_view name) {
+  return nn::train_variant(name, Device::cpu, "the test's row");
+}
+inline std::unique_ptr<nn::TrainStep> make_step(const nn::Network& net, std::int64_t batch, nn::Sgd sgd,
+                                                std::string_view impl = "cpu_eigen") {
+  return cpu_row(impl).make(net, batch, sgd);
+}
 
 // Batch-norm's running statistics, fp32 `got` against `want`, after
 // `forwards` training-mode forwards at the same parameters whose batch
@@ -27,13 +40,13 @@ namespace dlb::test {
 // the forwards is at most momentum * forwards times it; each update rounds
 // the running value to fp32 once (u |r|). `sides`: 1 where `want` is exact,
 // 2 where it is another fp32 computation (PyTorch's). `impl`: whose bound
-// (cpu_onednn's counts its fp32 batch statistics, train.h).
+// (cpu_onednn's counts its fp32 batch statistics, train.h): a row's name.
 inline void expect_running_stats(const nn::Network& net, std::int64_t batch, const ref::TrainGradients& g,
                                  const ref::RunningStats& want, const std::vector<std::span<const float>>& got_mean,
                                  const std::vector<std::span<const float>>& got_var, int forwards, double sides,
-                                 const char* what, nn::TrainImpl impl = nn::TrainImpl::eigen) {
+                                 const char* what, std::string_view impl = "cpu_eigen") {
   constexpr double kU = 0x1p-24;  // fp32's unit roundoff
-  const double tol = nn::gradient_tolerance(net, batch, impl);
+  const double tol = cpu_row(impl).tolerance(net, batch);
   double worst = 0;
   int layers = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {

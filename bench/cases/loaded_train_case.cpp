@@ -21,7 +21,7 @@ LoadedTrainCase::LoadedTrainCase(std::string_view network, std::int64_t batch, c
   format_ = {net_.c, net_.h, net_.w, net_.input_mean, net_.input_std};
   DLB_REQUIRE(batch >= 1 && batch <= data_.n, "training batch " + std::to_string(batch) + " out of the training set");
   order_ = nn::epoch_order(kSeed, data_.n);
-  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, row.impl);
+  step_ = row.make(net_, batch, nn::Sgd{});
 }
 
 std::unique_ptr<nn::BatchLoader> LoadedTrainCase::loader() const {
@@ -46,7 +46,8 @@ ref::Comparison LoadedTrainCase::validate() {
     return c;
   }
   // The step's gradients on it.
-  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, row_.impl);
+  const std::unique_ptr<nn::TrainStep> made = row_.make(net_, batch_, nn::Sgd{});
+  nn::TrainStep& fresh = *made;
   fresh.forward(b.x, b.labels);
   fresh.backward();
   const auto expected =

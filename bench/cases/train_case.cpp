@@ -18,11 +18,12 @@ TrainCase::TrainCase(std::string_view network, std::int64_t batch, const nn::Tra
   x_.resize(static_cast<std::size_t>(batch * net_.in_size()));
   nn::network_input(data, 0, batch, net_.input_mean, net_.input_std, net_.c, net_.h, net_.w, x_.data());
   labels_.assign(data.labels.begin(), data.labels.begin() + batch);
-  step_ = std::make_unique<nn::TrainStep>(net_, batch, nn::Sgd{}, row.impl);
+  step_ = row.make(net_, batch, nn::Sgd{});
 }
 
 ref::Comparison TrainCase::validate() {
-  nn::TrainStep fresh(net_, batch_, nn::Sgd{}, row_.impl);
+  const std::unique_ptr<nn::TrainStep> made = row_.make(net_, batch_, nn::Sgd{});
+  nn::TrainStep& fresh = *made;
   fresh.forward(x_.data(), labels_.data());
   fresh.backward();
   const auto expected = ref::gradients(net_, ref::train_params(net_), x_, labels_, batch_);

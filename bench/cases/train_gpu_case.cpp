@@ -60,7 +60,7 @@ GpuTrainCase::GpuTrainCase(std::string_view network, std::int64_t batch, H2d mod
     x_dev_[b] = DeviceBuffer<float>(x_.size());
     labels_dev_[b] = DeviceBuffer<std::uint8_t>(labels_.size());
   }
-  step_ = std::make_unique<nn::GpuTrainStep>(net_, batch, nn::Sgd{}, ctx_.exec().stream, row.launch);
+  step_ = row.make_gpu(net_, batch, nn::Sgd{}, ctx_.exec().stream);
 }
 
 void GpuTrainCase::copy_next(cudaStream_t stream, int into) {

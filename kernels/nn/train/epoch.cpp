@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
 #include "kernels/nn/data/batch_loader.h"
+#include "kernels/nn/train/train_variants.h"
 
 namespace dlb::nn {
 namespace {
@@ -67,7 +69,9 @@ EpochResult train_epoch(const Network& net, const Dataset& train, const Dataset&
               "epoch: " + std::to_string(config.steps) + " steps, an epoch of batch " + std::to_string(config.batch) +
                   " has " + std::to_string(per_epoch));
   const std::int64_t steps = config.steps == 0 ? per_epoch : config.steps;
-  TrainStep step(net, config.batch, config.sgd, config.impl);
+  const TrainVariant& row = train_variant(config.impl, Device::cpu, "the epoch's implementation");
+  const std::unique_ptr<TrainStep> made = row.make(net, config.batch, config.sgd);
+  TrainStep& step = *made;
   init_params(step, net, config.init_seed);
   const BatchFormat format{net.c, net.h, net.w, net.input_mean, net.input_std};
   BatchLoader loader(train, epoch_order(config.order_seed, train.n), config.batch, format, config.augment,
@@ -100,8 +104,10 @@ EpochResult train_epoch(const Network& net, const Dataset& train, const Dataset&
   std::int64_t correct = 0;
   double loss_sum = 0;
   const auto evaluate = [&](std::int64_t first, std::int64_t count, std::int64_t batches) {
-    TrainStep eval(net, count, config.sgd, config.impl);
-    for (std::size_t j = 0; j < step.params().size(); ++j) std::ranges::copy(step.param(j), eval.param(j).begin());
+    const std::unique_ptr<TrainStep> made_eval = row.make(net, count, config.sgd);
+    TrainStep& eval = *made_eval;
+    for (std::size_t j = 0; j < step.params().size(); ++j)
+      std::ranges::copy(std::as_const(step).param(j), eval.param(j).begin());
     x.resize(static_cast<std::size_t>(count * net.in_size()));
     for (std::int64_t k = 0; k < batches; ++k) {
       const std::int64_t at = first + k * count;

@@ -58,7 +58,8 @@ struct EpochConfig {
   Augment augment{0, false};      // none: the comparison with PyTorch is without augmentation
   std::uint64_t augment_seed = 35;
   int workers = 0;                // loader threads (BatchLoader); 0: in the calling thread
-  TrainImpl impl = TrainImpl::eigen;
+  // The CPU row of the training table (train_variants.h) whose step runs it.
+  std::string impl = "cpu_eigen";
   // Steps to run: 0 runs the whole epoch, n / batch steps (the last partial
   // batch dropped, as DataLoader's drop_last=True).
   std::int64_t steps = 0;

@@ -22,7 +22,7 @@
 #include "kernels/conv/conv_wgrad.h"
 #include "kernels/nn/infer/layers.h"
 #include "kernels/nn/train/train.h"
-#include "kernels/nn/train/train_backend.h"
+#include "kernels/nn/train/train_walk.h"
 
 namespace dlb::nn {
 
@@ -35,10 +35,10 @@ using Vector = Eigen::Matrix<float, Eigen::Dynamic, 1>;
 
 // C [m, n] = op(A) op(B) (+ C where accumulate), row-major, op = transpose
 // where asked; lda, ldb, ldc: the row lengths as stored.
-void gemm(TrainImpl lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+void gemm(Gemm lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
           std::int64_t lda, const float* b, std::int64_t ldb, bool accumulate, float* c, std::int64_t ldc) {
 #if DLB_HAVE_ONEDNN
-  if (lib == TrainImpl::onednn_sgemm) {
+  if (lib == Gemm::onednn_sgemm) {
     const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb,
                                             accumulate ? 1.0f : 0.0f, c, ldc);
     if (status != dnnl_success)
@@ -46,7 +46,7 @@ void gemm(TrainImpl lib, bool ta, bool tb, std::int64_t m, std::int64_t n, std::
     return;
   }
 #endif
-  DLB_REQUIRE(lib == TrainImpl::eigen, "training step: this build has no oneDNN");
+  DLB_REQUIRE(lib == Gemm::eigen, "training step: this build has no oneDNN");
   using Stride = Eigen::OuterStride<>;
   const Eigen::Map<const RowMajor, 0, Stride> A(a, ta ? k : m, ta ? m : k, Stride(lda));
   const Eigen::Map<const RowMajor, 0, Stride> B(b, tb ? n : k, tb ? k : n, Stride(ldb));
@@ -270,52 +270,21 @@ void bn_grad_sums(const float* d, const float* z, float mean, float inv_std, std
 
 }  // namespace
 
-double log_softmax_nll(const float* logits, const std::uint8_t* labels, std::int64_t batch, std::int64_t classes,
-                       float* log_probs) {
-  double loss = 0;
-  for (std::int64_t n = 0; n < batch; ++n) {
-    const float* row = logits + n * classes;
-    const float m = *std::max_element(row, row + classes);
-    double sum = 0;
-    for (std::int64_t j = 0; j < classes; ++j) sum += std::exp(static_cast<double>(row[j]) - m);
-    const double shift = m + std::log(sum);
-    for (std::int64_t j = 0; j < classes; ++j) log_probs[n * classes + j] = static_cast<float>(row[j] - shift);
-    loss -= log_probs[n * classes + labels[n]];
-  }
-  return loss / static_cast<double>(batch);
-}
+namespace {
 
-std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, const std::vector<int>& read,
-                                        std::size_t& buffers) {
-  std::vector<int> order;
-  for (std::size_t j = 0; j < first_write.size(); ++j)
-    if (first_write[j] >= 0) order.push_back(static_cast<int>(j));
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return first_write[static_cast<std::size_t>(a)] > first_write[static_cast<std::size_t>(b)];
-  });
-  std::vector<int> buf(first_write.size(), -1), last_read;  // last_read: per buffer, when its occupant is read
-  for (const int j : order) {
-    const auto u = static_cast<std::size_t>(j);
-    for (std::size_t q = 0; q < last_read.size() && buf[u] < 0; ++q)
-      if (last_read[q] > first_write[u]) buf[u] = static_cast<int>(q);
-    if (buf[u] < 0) {
-      buf[u] = static_cast<int>(last_read.size());
-      last_read.push_back(0);
-    }
-    last_read[static_cast<std::size_t>(buf[u])] = read[u];
-  }
-  buffers = last_read.size();
-  return buf;
-}
-
-struct TrainStep::Impl {
+// The im2col step and the own-kernel step: a backend of the training walk
+// (train_walk.h), its calls made once by the constructor.
+class Im2colStep final : public TrainStep, TrainLayers {
+ public:
   const Network& net;
-  std::int64_t batch;
-  Sgd sgd;
-  TrainImpl lib;
-  TrainImpl gemm_lib;  // the GEMMs' library: Eigen's for TrainImpl::own (its fc layers)
+  std::int64_t batch_;
+  Sgd sgd_;
+  bool own_convs;  // make_own_train_step: every conv on the own direct kernel
+  Gemm gemm_lib;   // the GEMMs' library (Eigen's for the own step's fc layers)
   int threads = omp_get_max_threads();
-  std::vector<TrainParam> params;
+  std::vector<TrainParam> params_;
+  TrainFlow flow;  // the walk's analysis of the network: logits, readers, first writers
+  TrainWalk walk;  // the calls, made once by the constructor
   std::vector<std::vector<float>> p, g, v;  // per parameter
   struct PerLayer {
     int weight = -1, bias = -1, gamma = -1, beta = -1;  // parameter indices
@@ -332,11 +301,11 @@ struct TrainStep::Impl {
   std::vector<PerLayer> layers;
   std::size_t logits_layer = 0;  // the last layer before log-softmax
   std::vector<int> readers;      // per layer: how many layers read its output (input or residual)
-  std::vector<float> log_probs;  // [batch, classes]
+  std::vector<float> log_probs_;  // [batch, classes]
   std::vector<std::vector<float>> gbuf;  // backward's gradient buffers, shared by layers whose gradients do not overlap in time
   std::vector<std::vector<float>> col, dcol, zbuf, partial, dout;  // per thread
   std::vector<std::vector<double>> stats;                    // per thread: batch-norm's per-channel sums
-  // TrainImpl::own: every conv's forward and backward-data convolution on
+  // The own step: every conv's forward and backward-data convolution on
   // the own direct kernel (prepare_conv_direct_live), its weight gradient on
   // the own weight-gradient kernel (conv_wgrad.h), on buffers shared by the
   // layers (backward runs one layer at a time): the masked output gradient
@@ -350,39 +319,34 @@ struct TrainStep::Impl {
   std::vector<float> own_dz, own_w_rot;
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
+  double loss_value = 0;
   bool forward_done = false, backward_done = false;
 
-  Impl(const Network& n, std::int64_t b, Sgd s, TrainImpl gemm_lib)
-      : net(n), batch(b), sgd(s), lib(gemm_lib),
-        gemm_lib(gemm_lib == TrainImpl::own ? TrainImpl::eigen : gemm_lib), params(trainable_params(n)) {
+  Im2colStep(const Network& n, std::int64_t b, Sgd s, bool own, Gemm gemm)
+      : net(n), batch_(b), sgd_(s), own_convs(own), gemm_lib(gemm), params_(trainable_params(n)), flow(train_flow(n)) {
 #if !DLB_HAVE_ONEDNN
-    if (lib != TrainImpl::eigen && lib != TrainImpl::own) throw Unsupported("training step: this build has no oneDNN");
+    if (gemm_lib != Gemm::eigen) throw Unsupported("training step: this build has no oneDNN");
 #endif
-    DLB_REQUIRE(batch >= 1, "training step: batch " + std::to_string(batch) + " is not positive");
+    DLB_REQUIRE(batch_ >= 1, "training step: batch " + std::to_string(batch_) + " is not positive");
     const auto& ls = net.layers;
-    logits_layer = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
-    DLB_REQUIRE(ls.size() >= 2 || ls.back().kind != LayerKind::log_softmax,
-                "training step: " + net.name + " is only a log_softmax");
+    logits_layer = flow.logits;
     layers.resize(ls.size());
     readers.assign(ls.size(), 0);
-    for (std::size_t i = 0; i <= logits_layer; ++i) {
-      if (ls[i].input >= 0) ++readers[static_cast<std::size_t>(ls[i].input)];
-      if (ls[i].residual >= 0) ++readers[static_cast<std::size_t>(ls[i].residual)];
-    }
-    for (std::size_t j = 0; j < params.size(); ++j) {
-      const auto values = param_values(net, params[j]);
+    std::copy(flow.readers.begin(), flow.readers.end(), readers.begin());
+    for (std::size_t j = 0; j < params_.size(); ++j) {
+      const auto values = param_values(net, params_[j]);
       p.emplace_back(values.begin(), values.end());
       g.emplace_back(values.size(), 0.0f);
       v.emplace_back(values.size(), 0.0f);
-      PerLayer& pl = layers[params[j].layer];
-      (params[j].bn ? (params[j].bias ? pl.beta : pl.gamma) : (params[j].bias ? pl.bias : pl.weight)) =
+      PerLayer& pl = layers[params_[j].layer];
+      (params_[j].bn ? (params_[j].bias ? pl.beta : pl.gamma) : (params_[j].bias ? pl.bias : pl.weight)) =
           static_cast<int>(j);
     }
     std::int64_t col_floats = 0, z_floats = 0, partial_floats = 0, out_floats = 0, max_k = 1;
     for (std::size_t i = 0; i <= logits_layer; ++i) {
       const Layer& l = ls[i];
       PerLayer& s = layers[i];
-      s.out.assign(static_cast<std::size_t>(batch * l.out_size()), 0.0f);
+      s.out.assign(static_cast<std::size_t>(batch_ * l.out_size()), 0.0f);
       if (l.kind == LayerKind::max_pool) s.argmax.assign(s.out.size(), 0);
       if (l.kind == LayerKind::conv) {
         col_floats = std::max(col_floats, l.c * l.window * l.window * l.oh * l.ow * chunk_of(l));
@@ -401,10 +365,10 @@ struct TrainStep::Impl {
         if (static_cast<std::int64_t>(s.running_var.size()) != l.k) s.running_var.assign(static_cast<std::size_t>(l.k), 1.0f);
       }
     }
-    if (lib == TrainImpl::own) col_floats = z_floats = partial_floats = out_floats = 0;  // the im2col step's
+    if (own_convs) col_floats = z_floats = partial_floats = out_floats = 0;  // the im2col step's
     assign_gradient_buffers();
-    if (lib == TrainImpl::own) prepare_own();
-    log_probs.assign(static_cast<std::size_t>(batch * ls[logits_layer].out_size()), 0.0f);
+    if (own_convs) prepare_own();
+    log_probs_.assign(static_cast<std::size_t>(batch_ * ls[logits_layer].out_size()), 0.0f);
     for (int t = 0; t < threads; ++t) {
       col.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
       dcol.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
@@ -413,6 +377,7 @@ struct TrainStep::Impl {
       dout.emplace_back(static_cast<std::size_t>(out_floats), 0.0f);
       stats.emplace_back(static_cast<std::size_t>(2 * max_k), 0.0);
     }
+    walk = walk_train(net, flow, *this);
   }
 
   // Backward's buffers: the gradient of layer j's output is written first
@@ -424,13 +389,7 @@ struct TrainStep::Impl {
   void assign_gradient_buffers() {
     const auto& ls = net.layers;
     const auto n = static_cast<int>(logits_layer) + 1;
-    std::vector<int> first_write(static_cast<std::size_t>(n), -1);
-    first_write[logits_layer] = n;  // the loss
-    for (int i = 0; i < n; ++i) {
-      const Layer& l = ls[static_cast<std::size_t>(i)];
-      for (const int j : {l.input, l.residual})
-        if (j >= 0) first_write[static_cast<std::size_t>(j)] = std::max(first_write[static_cast<std::size_t>(j)], i);
-    }
+    const std::vector<int>& first_write = flow.first_write;
     for (int i = 0; i < n; ++i) {
       const Layer& l = ls[static_cast<std::size_t>(i)];
       PerLayer& s = layers[static_cast<std::size_t>(i)];
@@ -450,7 +409,7 @@ struct TrainStep::Impl {
       const auto u = static_cast<std::size_t>(j);
       layers[u].grad = buf[u];
       if (buf[u] >= 0)
-        size[static_cast<std::size_t>(buf[u])] = std::max(size[static_cast<std::size_t>(buf[u])], batch * ls[u].out_size());
+        size[static_cast<std::size_t>(buf[u])] = std::max(size[static_cast<std::size_t>(buf[u])], batch_ * ls[u].out_size());
     }
     for (const auto sz : size) gbuf.emplace_back(static_cast<std::size_t>(sz), 0.0f);
   }
@@ -474,7 +433,7 @@ struct TrainStep::Impl {
       if (l.residual >= 0 || layers[i].add_to_input) refuse(l, "a join");
       if (l.stride != 1) refuse(l, "stride " + std::to_string(l.stride));
       if (l.pad > l.window - 1) refuse(l, "pad " + std::to_string(l.pad) + " above the window's " + std::to_string(l.window - 1));
-      out = std::max(out, batch * l.out_size());
+      out = std::max(out, batch_ * l.out_size());
       wsize = std::max(wsize, l.k * l.c * l.window * l.window);
     }
     own_dz.assign(static_cast<std::size_t>(out), 0.0f);
@@ -487,13 +446,13 @@ struct TrainStep::Impl {
       auto o = std::make_unique<OwnConv>();
       const std::int64_t r = l.window;
       // y [n, k, oh, ow] = conv(x [n, c, h, w], W [k, c, r, r]), pad p.
-      o->forward = {ConvShape{batch, l.c, l.h, l.w, l.k, r, r, 1, l.pad}, nullptr,
+      o->forward = {ConvShape{batch_, l.c, l.h, l.w, l.k, r, r, 1, l.pad}, nullptr,
                     p[static_cast<std::size_t>(layers[i].weight)].data(), layers[i].out.data()};
       // dx [n, c, h, w] = conv(dz [n, k, oh, ow], W rotated [c, k, r, r]),
       // pad r - 1 - p: (oh + 2 (r - 1 - p) - r + 1) = h.
-      o->data = {ConvShape{batch, l.k, l.oh, l.ow, l.c, r, r, 1, r - 1 - l.pad}, own_dz.data(), own_w_rot.data(),
+      o->data = {ConvShape{batch_, l.k, l.oh, l.ow, l.c, r, r, 1, r - 1 - l.pad}, own_dz.data(), own_w_rot.data(),
                  l.input >= 0 ? grad_of(l.input) : nullptr};
-      o->weights = std::make_unique<ConvWeightGrad>(ConvShape{batch, l.c, l.h, l.w, l.k, r, r, 1, l.pad});
+      o->weights = std::make_unique<ConvWeightGrad>(ConvShape{batch_, l.c, l.h, l.w, l.k, r, r, 1, l.pad});
       o->run_forward = prepare_conv_direct_live(&o->forward, exec);
       if (o->data.y != nullptr) o->run_data = prepare_conv_direct_live(&o->data, exec);
       own[i] = std::move(o);
@@ -511,7 +470,7 @@ struct TrainStep::Impl {
   static constexpr std::int64_t kColumns = 1024;
   std::int64_t chunk_of(const Layer& l) const {
     const std::int64_t plane = l.oh * l.ow;
-    return std::clamp<std::int64_t>((kColumns + plane - 1) / plane, 1, (batch + threads - 1) / threads);
+    return std::clamp<std::int64_t>((kColumns + plane - 1) / plane, 1, (batch_ + threads - 1) / threads);
   }
 
   const float* input_of(std::size_t i) const {
@@ -562,11 +521,11 @@ struct TrainStep::Impl {
 #pragma omp parallel num_threads(threads)
     {
       const auto t = static_cast<std::size_t>(omp_get_thread_num());
-      const std::int64_t chunk = chunk_of(l), chunks = (batch + chunk - 1) / chunk;
+      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
 #pragma omp for schedule(static)
       for (std::int64_t ch = 0; ch < chunks; ++ch) {
       // The chunk's patches side by side, [crr, cnt * plane], one GEMM.
-      const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch - n0), cols = cnt * plane;
+      const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch_ - n0), cols = cnt * plane;
       float* cb = col[t].data();
       float* yb = zbuf[t].data();
       for (std::int64_t j = 0; j < cnt; ++j) im2col(l, in + (n0 + j) * l.in_size(), cb + j * plane, cols);
@@ -596,7 +555,7 @@ struct TrainStep::Impl {
     if (bn) batch_norm_forward(i);
   }
 
-  // TrainImpl::own: y = conv(x, W) on the own kernel, then per image the
+  // The own step: y = conv(x, W) on the own kernel, then per image the
   // bias and ReLU, and the pool where it runs inside the conv.
   void conv_forward_own(std::size_t i) {
     const Layer& l = net.layers[i];
@@ -608,7 +567,7 @@ struct TrainStep::Impl {
     o.forward.x = input_of(i);  // the network's input moves between calls
     o.run_forward();
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t n = 0; n < batch; ++n) {
+    for (std::int64_t n = 0; n < batch_; ++n) {
       float* yn = s.out.data() + n * l.out_size();
       epilogue(l, yn, bias, nullptr);
       if (pool != nullptr)
@@ -623,7 +582,7 @@ struct TrainStep::Impl {
     const Layer& l = net.layers[i];
     PerLayer& s = layers[i];
     const std::int64_t plane = l.oh * l.ow;
-    const double m = static_cast<double>(batch * plane), mo = l.raw.bn_momentum;
+    const double m = static_cast<double>(batch_ * plane), mo = l.raw.bn_momentum;
     const float* gamma = p[static_cast<std::size_t>(s.gamma)].data();
     const float* beta = p[static_cast<std::size_t>(s.beta)].data();
     for (std::int64_t k = 0; k < l.k; ++k) {
@@ -645,7 +604,7 @@ struct TrainStep::Impl {
     }
     const float* res = l.residual >= 0 ? layers[static_cast<std::size_t>(l.residual)].out.data() : nullptr;
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t n = 0; n < batch_; ++n)
       for (std::int64_t k = 0; k < l.k; ++k) {
         const std::int64_t at = (n * l.k + k) * plane;
         const float* z = s.z.data() + at;
@@ -662,8 +621,8 @@ struct TrainStep::Impl {
   }
 
   void fc_forward(const Layer& l, const PerLayer& s, const float* in, float* y) {
-    Map out(y, batch, l.k);
-    gemm(gemm_lib, false, true, batch, l.k, l.in_size(), in, l.in_size(), p[static_cast<std::size_t>(s.weight)].data(),
+    Map out(y, batch_, l.k);
+    gemm(gemm_lib, false, true, batch_, l.k, l.in_size(), in, l.in_size(), p[static_cast<std::size_t>(s.weight)].data(),
          l.in_size(), false, y, l.k);
     out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(p[static_cast<std::size_t>(s.bias)].data(), l.k);
     if (l.relu) out = out.cwiseMax(0.0f);
@@ -671,52 +630,94 @@ struct TrainStep::Impl {
 
   void max_pool_forward(const Layer& l, PerLayer& s, const float* in, float* y) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t n = 0; n < batch_; ++n)
       pool_image(l, in + n * l.in_size(), y + n * l.out_size(), s.argmax.data() + n * l.out_size());
   }
 
   double forward(const float* input, const std::uint8_t* label) {
     DLB_REQUIRE(input != nullptr && label != nullptr, "training step: no input or no labels");
     const std::int64_t classes = net.layers[logits_layer].out_size();
-    for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t n = 0; n < batch_; ++n)
       if (label[n] >= classes)
         throw Error("training step: label " + std::to_string(label[n]) + " of image " + std::to_string(n) +
                     " is not a class of " + net.name + " (0.." + std::to_string(classes - 1) + ")");
     x = input;
     labels = label;
-    // One function per layer kind, called by nn::by_kind (the walk's one
-    // switch over LayerKind); each returns the layers it ran: a conv whose
-    // max pool it fuses runs two.
-    struct Io {
-      std::size_t i;
-    };
-    struct Forward {
-      Impl& m;
-      std::size_t conv(const Layer&, const Io& io) const {
-        if (m.lib == TrainImpl::own) m.conv_forward_own(io.i);
-        else m.conv_forward(io.i);
-        return m.pooled(io.i) ? 2 : 1;  // the pool is done
-      }
-      std::size_t fc(const Layer& l, const Io& io) const {
-        m.fc_forward(l, m.layers[io.i], m.input_of(io.i), m.layers[io.i].out.data());
-        return 1;
-      }
-      std::size_t max_pool(const Layer& l, const Io& io) const {
-        m.max_pool_forward(l, m.layers[io.i], m.input_of(io.i), m.layers[io.i].out.data());
-        return 1;
-      }
-      std::size_t global_avg_pool(const Layer& l, const Io& io) const {
-        global_avg_pool_nchw(l, m.batch, m.input_of(io.i), m.layers[io.i].out.data());
-        return 1;
-      }
-      std::size_t log_softmax(const Layer&, const Io&) const { return 1; }  // last layer only: the loss below
-    };
-    const Forward walker{*this};
-    for (std::size_t i = 0; i <= logits_layer;) i += nn::by_kind(walker, net.layers[i], Io{i});
-    const double loss = log_softmax_nll(layers[logits_layer].out.data(), label, batch, classes, log_probs.data());
+    walk.forward();
     forward_done = true;
     backward_done = false;
-    return loss;
+    return loss_value;
+  }
+
+  // The walk's functions, one per layer kind (train_walk.h): each layer's
+  // calls in both directions. A conv runs the max pool that reads it
+  // (pooled) in its own loops, forward and backward.
+  TrainCalls conv(const Layer&, const TrainIo& io) override {
+    const std::size_t i = io.index;
+    if (own_convs) {
+      TrainCalls c;
+      c.forward = [this, i] { conv_forward_own(i); };
+      c.backward_weights = [this, i] { conv_backward_own_weights(i); };
+      if (own[i]->run_data) c.backward_data = [this, i] { conv_backward_own_data(i); };
+      return c;
+    }
+    TrainCalls c;
+    c.forward = [this, i] { conv_forward(i); };
+    c.backward = [this, i] { conv_backward(i); };
+    return c;
+  }
+  TrainCalls fc(const Layer& l, const TrainIo& io) override {
+    const std::size_t i = io.index;
+    TrainCalls c;
+    c.forward = [this, &l, i] { fc_forward(l, layers[i], input_of(i), layers[i].out.data()); };
+    c.backward_weights = [this, &l, i] {
+      fc_backward_weights(l, layers[i], input_of(i), grad_of(static_cast<int>(i)));
+    };
+    if (io.need_dx)
+      c.backward_data = [this, &l, i] {
+        fc_backward_data(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input));
+      };
+    return c;
+  }
+  TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
+    const std::size_t i = io.index;
+    if (i > 0 && pooled(i - 1)) return {};  // its conv's
+    TrainCalls c;
+    c.forward = [this, &l, i] { max_pool_forward(l, layers[i], input_of(i), layers[i].out.data()); };
+    if (io.need_dx)
+      c.backward_data = [this, &l, i] {
+        max_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input));
+      };
+    return c;
+  }
+  TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
+    const std::size_t i = io.index;
+    TrainCalls c;
+    c.forward = [this, &l, i] { global_avg_pool_nchw(l, batch_, input_of(i), layers[i].out.data()); };
+    if (io.need_dx)
+      c.backward_data = [this, &l, i] {
+        global_avg_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input));
+      };
+    return c;
+  }
+  TrainCalls loss(const TrainIo& io) override {
+    const std::size_t i = io.index;
+    const std::int64_t classes = net.layers[i].out_size();
+    TrainCalls c;
+    c.forward = [this, i, classes] {
+      loss_value = log_softmax_nll(layers[i].out.data(), labels, batch_, classes, log_probs_.data());
+    };
+    // d loss / d logits = (softmax - onehot) / batch.
+    c.backward_data = [this, i, classes] {
+      float* top = grad_of(static_cast<int>(i));
+      const float inv = 1.0f / static_cast<float>(batch_);
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t j = 0; j < classes; ++j) {
+          const auto k = static_cast<std::size_t>(n * classes + j);
+          top[k] = (std::exp(log_probs_[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
+        }
+    };
+    return c;
   }
 
   // The ReLU mask on one image's output gradient d (from the kept output),
@@ -750,7 +751,7 @@ struct TrainStep::Impl {
     {
       double* st = stats[static_cast<std::size_t>(omp_get_thread_num())].data();
 #pragma omp for schedule(static)
-      for (std::int64_t n = 0; n < batch; ++n) {
+      for (std::int64_t n = 0; n < batch_; ++n) {
         float* d = dy + n * l.out_size();
         mask_and_join(l, s, n, d, dres);
         for (std::int64_t k = 0; k < l.k; ++k)
@@ -760,7 +761,7 @@ struct TrainStep::Impl {
     }
     float* dgamma = g[static_cast<std::size_t>(s.gamma)].data();
     float* dbeta = g[static_cast<std::size_t>(s.beta)].data();
-    const double m = static_cast<double>(batch * plane);
+    const double m = static_cast<double>(batch_ * plane);
     for (std::int64_t k = 0; k < l.k; ++k) {
       double sum = 0, sum_x = 0;
       for (int t = 0; t < threads; ++t) sum += stats[static_cast<std::size_t>(t)][static_cast<std::size_t>(k)],
@@ -796,12 +797,12 @@ struct TrainStep::Impl {
       const auto t = static_cast<std::size_t>(omp_get_thread_num());
       Map dw(partial[t].data(), l.k, crr);
       Eigen::Map<Vector> db(partial[t].data() + l.k * crr, l.k);
-      const std::int64_t chunk = chunk_of(l), chunks = (batch + chunk - 1) / chunk;
+      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
 #pragma omp for schedule(static)
       for (std::int64_t ch = 0; ch < chunks; ++ch) {
         // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
         // side by side: one GEMM for dW, one for the patches' gradients.
-        const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch - n0), cols = cnt * plane;
+        const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch_ - n0), cols = cnt * plane;
         float* zb = zbuf[t].data();
         float* cb = col[t].data();
         for (std::int64_t n = n0; n < n0 + cnt; ++n) {
@@ -842,11 +843,11 @@ struct TrainStep::Impl {
     if (has_bias) reduce(s.bias, l.k, l.k * crr);
   }
 
-  // TrainImpl::own's backward: dz = the output gradient (through the pool
-  // run inside the conv) masked by the ReLU; dW from the own kernel on x and
-  // dz transposed (dW^T [c, k, r, r], transposed back), db = the sum of dz
-  // per channel (Eigen), dx from the own kernel on dz and the rotated weights.
-  void conv_backward_own(std::size_t i) {
+  // The own step's backward weights: dz = the output gradient (through the
+  // pool run inside the conv) masked by the ReLU; dW from the own kernel on
+  // x and dz transposed (dW^T [c, k, r, r], transposed back), db = the sum
+  // of dz per channel (Eigen).
+  void conv_backward_own_weights(std::size_t i) {
     const Layer& l = net.layers[i];
     const PerLayer& s = layers[i];
     OwnConv& o = *own[i];
@@ -854,10 +855,10 @@ struct TrainStep::Impl {
     const PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     const float* dy = grad_of(static_cast<int>(pool != nullptr ? i + 1 : i));
     const float* in = input_of(i);
-    const std::int64_t plane = l.oh * l.ow, r = l.window;
+    const std::int64_t plane = l.oh * l.ow;
     float* dz = own_dz.data();
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t n = 0; n < batch; ++n) {
+    for (std::int64_t n = 0; n < batch_; ++n) {
       float* dn = dz + n * l.out_size();
       if (pool != nullptr) {
         unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
@@ -871,18 +872,24 @@ struct TrainStep::Impl {
       // Per image, then over the batch: batch * plane terms, as the bound counts.
       Eigen::Map<Vector> db(g[static_cast<std::size_t>(s.bias)].data(), l.k);
       db.setZero();
-      for (std::int64_t n = 0; n < batch; ++n) db += ConstMap(dz + n * l.out_size(), l.k, plane).rowwise().sum();
+      for (std::int64_t n = 0; n < batch_; ++n) db += ConstMap(dz + n * l.out_size(), l.k, plane).rowwise().sum();
     }
-    if (o.run_data) {
-      const float* w = p[static_cast<std::size_t>(s.weight)].data();
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t k = 0; k < l.k; ++k)
-          for (std::int64_t a = 0; a < r; ++a)
-            for (std::int64_t b = 0; b < r; ++b)
-              own_w_rot[static_cast<std::size_t>(((c * l.k + k) * r + a) * r + b)] =
-                  w[((k * l.c + c) * r + r - 1 - a) * r + r - 1 - b];
-      o.run_data();
-    }
+  }
+
+  // Its backward data: dx from the own kernel on dz (the weights' call
+  // left it) and the rotated weights.
+  void conv_backward_own_data(std::size_t i) {
+    const Layer& l = net.layers[i];
+    const PerLayer& s = layers[i];
+    const std::int64_t r = l.window;
+    const float* w = p[static_cast<std::size_t>(s.weight)].data();
+    for (std::int64_t c = 0; c < l.c; ++c)
+      for (std::int64_t k = 0; k < l.k; ++k)
+        for (std::int64_t a = 0; a < r; ++a)
+          for (std::int64_t b = 0; b < r; ++b)
+            own_w_rot[static_cast<std::size_t>(((c * l.k + k) * r + a) * r + b)] =
+                w[((k * l.c + c) * r + r - 1 - a) * r + r - 1 - b];
+    own[i]->run_data();
   }
 
   // g[param] = the sum of the threads' partial sums at `offset`, in thread order.
@@ -895,28 +902,30 @@ struct TrainStep::Impl {
     }
   }
 
-  void fc_backward(const Layer& l, const PerLayer& s, const float* in, float* dy, float* dx) {
-    Map d(dy, batch, l.k);
-    if (l.relu) d = (ConstMap(s.out.data(), batch, l.k).array() > 0.0f).select(d, 0.0f);
-    gemm(gemm_lib, true, false, l.k, l.in_size(), batch, dy, l.k, in, l.in_size(), false,
+  // fc's backward weights (after the ReLU mask on dy, which its backward
+  // data reads too) and backward data.
+  void fc_backward_weights(const Layer& l, const PerLayer& s, const float* in, float* dy) {
+    Map d(dy, batch_, l.k);
+    if (l.relu) d = (ConstMap(s.out.data(), batch_, l.k).array() > 0.0f).select(d, 0.0f);
+    gemm(gemm_lib, true, false, l.k, l.in_size(), batch_, dy, l.k, in, l.in_size(), false,
          g[static_cast<std::size_t>(s.weight)].data(), l.in_size());
     Eigen::Map<Eigen::RowVectorXf>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = d.colwise().sum();
-    if (dx != nullptr) {
-      gemm(gemm_lib, false, false, batch, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
-           l.in_size(), s.add_to_input, dx, l.in_size());
-    }
+  }
+  void fc_backward_data(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
+    gemm(gemm_lib, false, false, batch_, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
+         l.in_size(), s.add_to_input, dx, l.in_size());
   }
 
   void max_pool_backward(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t n = 0; n < batch_; ++n)
       unpool_image(l, s.argmax.data() + n * l.out_size(), dy + n * l.out_size(), dx + n * l.in_size(), s.add_to_input);
   }
 
   void global_avg_pool_backward(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
     const std::int64_t plane = l.h * l.w;
     const float inv = 1.0f / static_cast<float>(plane);
-    for (std::int64_t q = 0; q < batch * l.c; ++q) {
+    for (std::int64_t q = 0; q < batch_ * l.c; ++q) {
       float* to = dx + q * plane;
       if (s.add_to_input) {
         for (std::int64_t e = 0; e < plane; ++e) to[e] += dy[q] * inv;
@@ -926,54 +935,16 @@ struct TrainStep::Impl {
     }
   }
 
-  void backward() {
+  void backward() override {
     DLB_REQUIRE(forward_done, "training step: backward without a forward");
-    const std::int64_t classes = net.layers[logits_layer].out_size();
-    // d loss / d logits = (softmax - onehot) / batch.
-    float* top = grad_of(static_cast<int>(logits_layer));
-    const float inv = 1.0f / static_cast<float>(batch);
-    for (std::int64_t n = 0; n < batch; ++n)
-      for (std::int64_t j = 0; j < classes; ++j) {
-        const auto k = static_cast<std::size_t>(n * classes + j);
-        top[k] = (std::exp(log_probs[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
-      }
-    // One function per layer kind, called by nn::by_kind: from the
-    // gradient of layer i's output, the weights' (bwd_w) and its input's
-    // (bwd_d, into `to`; nullptr: the network's input).
-    struct BackIo {
-      std::size_t i;
-      float* to;
-    };
-    struct Backward {
-      Impl& m;
-      void conv(const Layer&, const BackIo& io) const {
-        if (m.lib == TrainImpl::own) m.conv_backward_own(io.i);
-        else m.conv_backward(io.i);
-      }
-      void fc(const Layer& l, const BackIo& io) const {
-        m.fc_backward(l, m.layers[io.i], m.input_of(io.i), m.grad_of(static_cast<int>(io.i)), io.to);
-      }
-      void max_pool(const Layer& l, const BackIo& io) const {
-        if (io.i > 0 && m.pooled(io.i - 1)) return;  // done in its conv's backward, which reads its gradient
-        if (io.to != nullptr) m.max_pool_backward(l, m.layers[io.i], m.grad_of(static_cast<int>(io.i)), io.to);
-      }
-      void global_avg_pool(const Layer& l, const BackIo& io) const {
-        if (io.to != nullptr) m.global_avg_pool_backward(l, m.layers[io.i], m.grad_of(static_cast<int>(io.i)), io.to);
-      }
-      void log_softmax(const Layer&, const BackIo&) const {}
-    };
-    const Backward back{*this};
-    for (std::size_t i = logits_layer + 1; i-- > 0;) {
-      const Layer& l = net.layers[i];
-      nn::by_kind(back, l, BackIo{i, l.input >= 0 ? grad_of(l.input) : nullptr});
-    }
+    walk.backward();
     backward_done = true;
   }
 
-  void update() {
+  void update() override {
     DLB_REQUIRE(backward_done, "training step: update without a backward");
-    const float lr = static_cast<float>(sgd.lr), mu = static_cast<float>(sgd.momentum),
-                wd = static_cast<float>(sgd.weight_decay);
+    const float lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
+                wd = static_cast<float>(sgd_.weight_decay);
     for (std::size_t j = 0; j < p.size(); ++j) {
       float* pj = p[j].data();
       const float* gj = g[j].data();
@@ -989,7 +960,7 @@ struct TrainStep::Impl {
     backward_done = false;
   }
 
-  TrainMemory memory() const {
+  TrainMemory memory() const override {
     TrainMemory m;
     const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
     for (std::size_t j = 0; j < p.size(); ++j) m.weights += bytes(p[j]), m.gradients += bytes(g[j]), m.optimizer += bytes(v[j]);
@@ -998,7 +969,7 @@ struct TrainStep::Impl {
       for (const auto* vec : {&s.mean, &s.inv_std, &s.scale, &s.shift, &s.running_mean, &s.running_var, &s.a, &s.b})
         m.activations += bytes(*vec);
     }
-    m.activations += bytes(log_probs);
+    m.activations += bytes(log_probs_);
     for (const auto& d : gbuf) m.workspace += bytes(d);
     for (const auto* vec : {&own_dz, &own_w_rot}) m.workspace += bytes(*vec);
     for (const auto& o : own)
@@ -1009,42 +980,36 @@ struct TrainStep::Impl {
     }
     return m;
   }
+
+  std::vector<std::pair<std::string, double>> profile(const float* input, const std::uint8_t* label,
+                                                      int steps) override {
+    forward(input, label);  // checks the labels, sets x
+    auto counters = profile_walk(walk, steps, [this] { backward_done = true, update(); });
+    forward_done = true;  // the last profiled forward's
+    backward_done = false;
+    return counters;
+  }
+
+  std::int64_t batch() const override { return batch_; }
+  const Sgd& sgd() const override { return sgd_; }
+  const std::vector<TrainParam>& params() const override { return params_; }
+  std::span<const float> param(std::size_t i) const override { return p.at(i); }
+  std::span<float> param(std::size_t i) override { return p.at(i); }
+  std::span<const float> grad(std::size_t i) const override { return g.at(i); }
+  std::span<const float> velocity(std::size_t i) const override { return v.at(i); }
+  std::span<const float> log_probs() const override { return log_probs_; }
+  std::span<const float> running_mean(std::size_t layer) const override { return layers.at(layer).running_mean; }
+  std::span<const float> running_var(std::size_t layer) const override { return layers.at(layer).running_var; }
 };
 
-TrainStep::TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainImpl impl) {
-#if DLB_HAVE_ONEDNN
-  if (impl == TrainImpl::onednn) {
-    backend_ = make_onednn_train_step(net, batch, sgd);
-    return;
-  }
-#endif
-  impl_ = std::make_unique<Impl>(net, batch, sgd, impl);
+}  // namespace
+
+std::unique_ptr<TrainStep> make_im2col_step(const Network& net, std::int64_t batch, Sgd sgd, Gemm gemm) {
+  return std::make_unique<Im2colStep>(net, batch, sgd, false, gemm);
 }
-TrainStep::~TrainStep() = default;
-// Each call goes to backend_ where it is set (TrainImpl::onednn), else to impl_.
-double TrainStep::forward(const float* x, const std::uint8_t* labels) {
-  return backend_ ? backend_->forward(x, labels) : impl_->forward(x, labels);
+
+std::unique_ptr<TrainStep> make_own_train_step(const Network& net, std::int64_t batch, Sgd sgd) {
+  return std::make_unique<Im2colStep>(net, batch, sgd, true, Gemm::eigen);
 }
-void TrainStep::backward() { backend_ ? backend_->backward() : impl_->backward(); }
-void TrainStep::update() { backend_ ? backend_->update() : impl_->update(); }
-std::int64_t TrainStep::batch() const { return backend_ ? backend_->batch() : impl_->batch; }
-const Sgd& TrainStep::sgd() const { return backend_ ? backend_->sgd() : impl_->sgd; }
-const std::vector<TrainParam>& TrainStep::params() const { return backend_ ? backend_->params() : impl_->params; }
-std::span<const float> TrainStep::param(std::size_t i) const {
-  return backend_ ? backend_->param(i) : std::span<const float>(impl_->p.at(i));
-}
-std::span<float> TrainStep::param(std::size_t i) { return backend_ ? backend_->param_to_write(i) : impl_->p.at(i); }
-std::span<const float> TrainStep::grad(std::size_t i) const { return backend_ ? backend_->grad(i) : impl_->g.at(i); }
-std::span<const float> TrainStep::velocity(std::size_t i) const {
-  return backend_ ? backend_->velocity(i) : impl_->v.at(i);
-}
-std::span<const float> TrainStep::log_probs() const { return backend_ ? backend_->log_probs() : impl_->log_probs; }
-std::span<const float> TrainStep::running_mean(std::size_t layer) const {
-  return backend_ ? backend_->running_mean(layer) : std::span<const float>(impl_->layers.at(layer).running_mean);
-}
-std::span<const float> TrainStep::running_var(std::size_t layer) const {
-  return backend_ ? backend_->running_var(layer) : std::span<const float>(impl_->layers.at(layer).running_var);
-}
-TrainMemory TrainStep::memory() const { return backend_ ? backend_->memory() : impl_->memory(); }
 
 }  // namespace dlb::nn

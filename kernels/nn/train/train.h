@@ -9,7 +9,7 @@
 // images whose patches sit side by side (about 1,024 columns), fc as GEMMs
 // on the batch
 // (Y = X W^T + b; dW = dY^T X, dX = dY W), the GEMMs by Eigen or by
-// oneDNN's sgemm (TrainImpl; benchmark rows cpu_eigen, cpu_onednn_sgemm), ReLU
+// oneDNN's sgemm (Gemm; benchmark rows cpu_eigen, cpu_onednn_sgemm), ReLU
 // masks from the kept outputs (gradient where the output is > 0, as
 // PyTorch's threshold_backward), max pooling routing each output's
 // gradient to the first maximum of its window (kept as an index), global
@@ -50,6 +50,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/nn/model/network.h"
@@ -114,66 +115,61 @@ struct TrainMemory {
   std::int64_t total() const { return weights + activations + gradients + optimizer + workspace; }
 };
 
-// Which code runs the step: this file's im2col step with its GEMMs (of the
-// convolutions per image and of the fc layers) by Eigen (eigen) or by
-// oneDNN's sgemm (onednn_sgemm; its JIT kernels), or oneDNN's training
-// primitives for every layer (onednn: train_onednn.cpp; convolution,
-// inner product, pooling and eltwise forward_training and backward, in the
-// layouts they prefer). The oneDNN ones in builds with oneDNN only. own:
-// this file's step with every convolution on the own direct kernel
-// (cpu_direct, prepare_conv_direct_live): forward y = conv(x, W); backward
-// data (stride 1) dx = conv(dz zero-padded by r - 1 - p, W rotated 180
-// degrees with its in and out channels swapped); backward weights dW^T =
-// conv(x viewed as [c, batch, h, w], "weights" dz viewed as [k, batch, oh,
-// ow]), pad p, images c, channels batch, the window oh x ow. Its fc GEMMs
-// stay on Eigen. Chains of stride-1 convolutions only: batch-norm, joins and
-// strides above 1 are refused by layer name (dlb::Unsupported). Its sums
-// fit gradient_chain_length's count as they are: the kernel accumulates
-// each output in one fp32 register lane, term after term (one FMA rounding
-// each), over c r r terms forward, k r r backward data (the padding's taps
-// add exact zeros) and batch oh ow backward weights, the lengths counted
-// for the im2col step; so no override.
-enum class TrainImpl { eigen, onednn_sgemm, onednn, own };
+// The steps (each a row of the training variant table, train_variants.h,
+// which makes them; each a backend of the training walk, train_walk.h):
+//   make_im2col_step, Gemm::eigen or Gemm::onednn_sgemm: this file's im2col
+//     step with its GEMMs (of the convolutions per image and of the fc
+//     layers) by Eigen or by oneDNN's sgemm (its JIT kernels; builds with
+//     oneDNN only).
+//   make_onednn_train_step: oneDNN's training primitives for every layer
+//     (train_onednn.cpp; convolution, inner product, pooling and eltwise
+//     forward_training and backward, in the layouts they prefer).
+//   make_own_train_step: the im2col step with every convolution on the own
+//     direct kernel (cpu_direct, prepare_conv_direct_live): forward y =
+//     conv(x, W); backward data (stride 1) dx = conv(dz zero-padded by
+//     r - 1 - p, W rotated 180 degrees with its in and out channels
+//     swapped); backward weights on the own weight-gradient kernel. Its fc
+//     GEMMs stay on Eigen. Chains of stride-1 convolutions only:
+//     batch-norm, joins and strides above 1 are refused by layer name
+//     (dlb::Unsupported). Its sums fit gradient_chain_length's count as
+//     they are: the kernel accumulates each output in one fp32 register
+//     lane, term after term (one FMA rounding each), over c r r terms
+//     forward, k r r backward data (the padding's taps add exact zeros) and
+//     batch oh ow backward weights, the lengths counted for the im2col
+//     step; so no bound of its own.
+// Each throws dlb::Error for an unsupported network (see trainable_params)
+// or a batch below 1, and dlb::Unsupported for a step this build lacks.
 
-// The bound for `impl`'s step: gradient_tolerance's but for TrainImpl::onednn,
-// whose batch-norm (oneDNN's batch_normalization primitives) sums in fp32,
-// not double: the forward's mean and variance (two passes: the mean, then
-// sum (z - mean)^2) and the backward's sum dy and sum dy xhat, per channel
-// over M = batch oh ow terms each, in whatever order its threads split them:
-// up to M - 1 roundings each on every chain through the layer, 4 M per
-// batch-norm layer on top of the 15 counted for the double sums (the
-// divisions by M, inv_std and the subtraction are among those 15, as in the
-// double step). What those sums pass on is measured against the same
-// magnitudes (ref::gradients' |dy| + mean |dy| + |xhat| mean |dy xhat|,
+// The bound for oneDNN's step (make_onednn_train_step): gradient_tolerance's
+// but that oneDNN's batch-norm (its batch_normalization primitives) sums in
+// fp32, not double: the forward's mean and variance (two passes: the mean,
+// then sum (z - mean)^2) and the backward's sum dy and sum dy xhat, per
+// channel over M = batch oh ow terms each, in whatever order its threads
+// split them: up to M - 1 roundings each on every chain through the layer,
+// 4 M per batch-norm layer on top of the 15 counted for the double sums
+// (the divisions by M, inv_std and the subtraction are among those 15, as
+// in the double step). What those sums pass on is measured against the
+// same magnitudes (ref::gradients' |dy| + mean |dy| + |xhat| mean |dy xhat|,
 // and the batch statistics' scales for the running statistics). resnet20
 // at batch 64: 21 batch-norm layers, 7 each at M = 65,536, 16,384 and
 // 4,096, N = 77,308 + 2,408,448 = 2,485,756, bound 7.5e-4 (5.7 times the
 // double step's).
-std::int64_t gradient_chain_length(const Network& net, std::int64_t batch, TrainImpl impl);
-double gradient_tolerance(const Network& net, std::int64_t batch, TrainImpl impl);
+std::int64_t onednn_gradient_chain_length(const Network& net, std::int64_t batch);
+double onednn_gradient_tolerance(const Network& net, std::int64_t batch);
 
-struct TrainBackend;
-
+// A training step: what every CPU step offers, whichever code runs it.
 class TrainStep {
  public:
-  // Copies the network's parameters; `net` must outlive the step. Throws
-  // dlb::Error for an unsupported network (see trainable_params) or a
-  // batch below 1.
-  // TrainImpl::onednn_sgemm or onednn in a build without oneDNN throws
-  // dlb::Unsupported.
-  TrainStep(const Network& net, std::int64_t batch, Sgd sgd, TrainImpl impl = TrainImpl::eigen);
-  ~TrainStep();
-  TrainStep(const TrainStep&) = delete;
-  TrainStep& operator=(const TrainStep&) = delete;
+  virtual ~TrainStep() = default;
 
   // x: [batch, c, h, w] (network_input), labels: [batch], each < classes
   // (throws dlb::Error naming the image otherwise). Returns the mean loss.
   // x must stay valid until backward() returns.
-  double forward(const float* x, const std::uint8_t* labels);
+  virtual double forward(const float* x, const std::uint8_t* labels) = 0;
   // The gradients of the last forward's loss (throws if there was none).
-  void backward();
+  virtual void backward() = 0;
   // One SGD-with-momentum update from the last backward's gradients.
-  void update();
+  virtual void update() = 0;
   double step(const float* x, const std::uint8_t* labels) {
     const double loss = forward(x, labels);
     backward();
@@ -181,30 +177,40 @@ class TrainStep {
     return loss;
   }
 
-  std::int64_t batch() const;
-  const Sgd& sgd() const;
-  const std::vector<TrainParam>& params() const;
+  virtual std::int64_t batch() const = 0;
+  virtual const Sgd& sgd() const = 0;
+  virtual const std::vector<TrainParam>& params() const = 0;
   // The spans are in PyTorch's layout (state_dict order and shapes), valid
-  // until the next forward, backward or update (TrainImpl::onednn keeps its
-  // parameters in oneDNN's layouts and converts them here).
-  std::span<const float> param(std::size_t i) const;
-  std::span<float> param(std::size_t i);
-  std::span<const float> grad(std::size_t i) const;
-  std::span<const float> velocity(std::size_t i) const;
+  // until the next forward, backward or update (oneDNN's step keeps its
+  // parameters in oneDNN's layouts and converts them here). Values written
+  // through the non-const param() are what the next forward reads.
+  virtual std::span<const float> param(std::size_t i) const = 0;
+  virtual std::span<float> param(std::size_t i) = 0;
+  virtual std::span<const float> grad(std::size_t i) const = 0;
+  virtual std::span<const float> velocity(std::size_t i) const = 0;
   // The last forward's log-probabilities, [batch, classes].
-  std::span<const float> log_probs() const;
+  virtual std::span<const float> log_probs() const = 0;
   // A conv layer's batch-norm running statistics (the state_dict's
   // running_mean, running_var), as the forwards so far left them; empty
   // for a layer without batch-norm.
-  std::span<const float> running_mean(std::size_t layer) const;
-  std::span<const float> running_var(std::size_t layer) const;
-  TrainMemory memory() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  // TrainImpl::onednn's step (train_backend.h), which every call goes to where it is set.
-  std::unique_ptr<TrainBackend> backend_;
+  virtual std::span<const float> running_mean(std::size_t layer) const = 0;
+  virtual std::span<const float> running_var(std::size_t layer) const = 0;
+  virtual TrainMemory memory() const = 0;
+  // Where a step's time goes: `steps` whole steps on x and labels (they
+  // change the parameters, as steps do), each of the walk's calls timed
+  // alone (train_walk.h: layer_us.<i>.<direction>, the median over the
+  // steps in microseconds), with update_us, profiled_us (their sum) and
+  // profile_steps. For outside any timed loop. Throws dlb::Error for steps
+  // below 1.
+  virtual std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
+                                                              int steps) = 0;
 };
+
+// The im2col step's GEMM library.
+enum class Gemm { eigen, onednn_sgemm };
+// Copy the network's parameters; `net` must outlive the step.
+std::unique_ptr<TrainStep> make_im2col_step(const Network& net, std::int64_t batch, Sgd sgd, Gemm gemm);
+std::unique_ptr<TrainStep> make_own_train_step(const Network& net, std::int64_t batch, Sgd sgd);
+std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd);
 
 }  // namespace dlb::nn

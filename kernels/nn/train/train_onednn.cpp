@@ -1,5 +1,5 @@
 // The training step on oneDNN's training primitives (train.h,
-// TrainImpl::onednn, benchmark rows <net>_train/cpu_onednn): every layer a
+// make_onednn_train_step, benchmark rows <net>_train/cpu_onednn): every layer a
 // oneDNN primitive forward and backward, in the layouts the primitives
 // prefer (format_tag::any: nChw16c activations, blocked weights on this
 // CPU), made once by the constructor with every memory they touch.
@@ -49,7 +49,7 @@
 // in place, plain NCHW (the first conv's jit kernel takes it on AVX-512).
 // Which layout each parameter takes: see weighted().
 //
-// Error bound: nn::gradient_tolerance(net, batch, TrainImpl::onednn)
+// Error bound: nn::onednn_gradient_tolerance(net, batch)
 // (train.h): without batch-norm the same as the im2col step's; oneDNN's
 // batch-norm sums in fp32, which that bound counts (4 M per batch-norm
 // layer). It counts, per gradient element, the lengths of the sums on its chain, and a
@@ -95,7 +95,8 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
-#include "kernels/nn/train/train_backend.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_walk.h"
 
 namespace dlb::nn {
 namespace {
@@ -146,20 +147,17 @@ bool is_reference(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).substr(0, 3) == "ref";
 }
 
-class OnednnTrainStep final : public TrainBackend {
+class OnednnTrainStep final : public TrainStep, TrainLayers {
  public:
-  OnednnTrainStep(const Network& n, std::int64_t b, Sgd s) : net_(n), batch_(b), sgd_(s), params_(trainable_params(n)) {
+  OnednnTrainStep(const Network& n, std::int64_t b, Sgd s)
+      : net_(n), batch_(b), sgd_(s), params_(trainable_params(n)), flow_(train_flow(n)) {
     DLB_REQUIRE(batch_ >= 1, "training step: batch " + std::to_string(batch_) + " is not positive");
-    const auto& ls = net_.layers;
-    logits_layer_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
-    DLB_REQUIRE(ls.size() >= 2 || ls.back().kind != LayerKind::log_softmax,
-                "training step: " + net_.name + " is only a log_softmax");
-    std::size_t i = 0;
+    logits_layer_ = flow_.logits;
     try {
-      build(i);
+      build();
     } catch (const dnnl::error& e) {
-      throw Error("training step (cpu_onednn): " + net_.name + " layer '" + ls[std::min(i, logits_layer_)].name +
-                  "': oneDNN: " + e.what());
+      throw Error("training step (cpu_onednn): " + net_.name + " layer '" +
+                  net_.layers[std::min(building_, logits_layer_)].name + "': oneDNN: " + e.what());
     }
   }
 
@@ -175,28 +173,17 @@ class OnednnTrainStep final : public TrainBackend {
     // handles are not const.
     x_user_.set_data_handle(const_cast<float*>(x));
     labels_ = labels;
-    run(forward_);
-    update_running_stats();
-    const double loss = log_softmax_nll(static_cast<const float*>(logits_plain_.get_data_handle()), labels, batch_,
-                                        classes_, log_probs_.data());
+    walk_.forward();
     forward_done_ = true;
     backward_done_ = false;
-    return loss;
+    return loss_;
   }
 
   void backward() override {
     DLB_REQUIRE(forward_done_, "training step: backward without a forward");
     require_not_nested();
     write_back_params();
-    // d loss / d logits = (softmax - onehot) / batch.
-    auto* dy = static_cast<float*>(dlogits_plain_.get_data_handle());
-    const float inv = 1.0f / static_cast<float>(batch_);
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t j = 0; j < classes_; ++j) {
-        const auto k = static_cast<std::size_t>(n * classes_ + j);
-        dy[k] = (std::exp(log_probs_[k]) - (j == labels_[n] ? 1.0f : 0.0f)) * inv;
-      }
-    run(backward_);
+    walk_.backward();
     std::fill(g_fresh_.begin(), g_fresh_.end(), false);
     backward_done_ = true;
   }
@@ -204,6 +191,21 @@ class OnednnTrainStep final : public TrainBackend {
   void update() override {
     DLB_REQUIRE(backward_done_, "training step: update without a backward");
     write_back_params();
+    sgd_update();
+    backward_done_ = false;
+  }
+
+  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
+                                                      int steps) override {
+    forward(x, labels);  // checks the labels, sets the input
+    auto counters = profile_walk(walk_, steps, [this] { sgd_update(); });
+    std::fill(g_fresh_.begin(), g_fresh_.end(), false);
+    backward_done_ = false;
+    return counters;
+  }
+
+  // SGD over every parameter in one loop.
+  void sgd_update() {
     const float lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
                 wd = static_cast<float>(sgd_.weight_decay);
     // Every parameter in one loop: the three buffers share their layout, and
@@ -220,21 +222,20 @@ class OnednnTrainStep final : public TrainBackend {
     }
     std::fill(p_fresh_.begin(), p_fresh_.end(), false);
     std::fill(v_fresh_.begin(), v_fresh_.end(), false);
-    backward_done_ = false;
   }
 
   std::int64_t batch() const override { return batch_; }
   const Sgd& sgd() const override { return sgd_; }
   const std::vector<TrainParam>& params() const override { return params_; }
 
-  std::span<const float> param(std::size_t j) override { return plain(p_mem_, p_plain_, p_fresh_, j); }
-  std::span<float> param_to_write(std::size_t j) override {
+  std::span<const float> param(std::size_t j) const override { return plain(p_mem_, p_plain_, p_fresh_, j); }
+  std::span<float> param(std::size_t j) override {
     const auto s = plain(p_mem_, p_plain_, p_fresh_, j);
     if (!same_layout_[j]) p_written_[j] = true;
     return {const_cast<float*>(s.data()), s.size()};
   }
-  std::span<const float> grad(std::size_t j) override { return plain(g_mem_, g_plain_, g_fresh_, j); }
-  std::span<const float> velocity(std::size_t j) override { return plain(v_mem_, v_plain_, v_fresh_, j); }
+  std::span<const float> grad(std::size_t j) const override { return plain(g_mem_, g_plain_, g_fresh_, j); }
+  std::span<const float> velocity(std::size_t j) const override { return plain(v_mem_, v_plain_, v_fresh_, j); }
   std::span<const float> log_probs() const override { return log_probs_; }
   std::span<const float> running_mean(std::size_t layer) const override {
     for (const auto& b : bn_)
@@ -279,8 +280,10 @@ class OnednnTrainStep final : public TrainBackend {
   std::vector<Mem::desc> pdesc_, plain_;
   std::vector<Mem> p_mem_, g_mem_, v_mem_;
   std::vector<bool> same_layout_, p_written_;
-  std::vector<std::vector<float>> p_plain_, g_plain_, v_plain_;  // converted copies, made on the first read
-  std::vector<bool> p_fresh_, g_fresh_, v_fresh_;                // whether the copy holds the current values
+  // Converted copies, made on the first read (by const readers too), and
+  // whether each holds the current values.
+  mutable std::vector<std::vector<float>> p_plain_, g_plain_, v_plain_;
+  mutable std::vector<bool> p_fresh_, g_fresh_, v_fresh_;
 
   Mem x_user_;              // the caller's batch, plain NCHW (its handle set by forward)
   std::vector<Mem> out_;    // each layer's output, kept for backward
@@ -298,7 +301,7 @@ class OnednnTrainStep final : public TrainBackend {
   std::vector<Floats> gbuf_;
   std::vector<std::size_t> gbuf_floats_;
   std::vector<int> gbuf_of_, first_write_;
-  std::vector<bool> needs_;
+  std::vector<bool> needs_;  // flow_'s
   std::vector<int> gamma_of_, beta_of_;  // per layer: its batch-norm's parameter indices, or -1
   Floats addend_;              // a later reader's gradient before it is added (binary add)
   std::size_t addend_floats_ = 0;
@@ -312,7 +315,17 @@ class OnednnTrainStep final : public TrainBackend {
     std::vector<float> running_mean, running_var;
   };
   std::vector<BatchNorm> bn_;
-  std::vector<Exec> forward_, backward_;
+  // Every layer's forward primitives in order, one range a layer
+  // (forward_at_), and each layer's backward weights and data primitives;
+  // the walk's calls run them.
+  std::vector<Exec> forward_;
+  std::vector<std::pair<std::size_t, std::size_t>> forward_at_;
+  std::vector<std::vector<Exec>> bwd_w_, bwd_d_;
+  std::vector<Exec> loss_forward_, loss_backward_;  // the logits' reorders, where they are blocked
+  TrainFlow flow_;
+  TrainWalk walk_;
+  double loss_ = 0;
+  std::size_t building_ = 0;  // the layer build is at, for its errors
   std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: for a debugger
   const std::uint8_t* labels_ = nullptr;
   bool forward_done_ = false, backward_done_ = false;
@@ -330,8 +343,10 @@ class OnednnTrainStep final : public TrainBackend {
                   "need the threads they were made for (call it outside, or use cpu_eigen)");
   }
 
-  void run(std::vector<Exec>& list) {
-    for (auto& e : list) {
+  void run(std::vector<Exec>& list) { run(list, 0, list.size()); }
+  void run(std::vector<Exec>& list, std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin; k < end; ++k) {
+      Exec& e = list[k];
       try {
         e.primitive.execute(stream_, e.args);
       } catch (const dnnl::error& err) {
@@ -452,9 +467,9 @@ class OnednnTrainStep final : public TrainBackend {
     return copy;
   }
 
-  // A conv's or fc's primitives: forward (its output kept), and into
-  // `back` ReLU's backward, backward_weights (with the bias gradient) and,
-  // where the input gradient is needed, backward_data. make_fwd(weights),
+  // A conv's or fc's primitives: forward (its output kept), into `back`
+  // ReLU's backward and backward_weights (with the bias gradient), and into
+  // `back_data`, where the input gradient is needed, backward_data. make_fwd(weights),
   // make_bwd_weights(diff_weights, fwd), make_bwd_data(weights, fwd): their
   // primitive descriptors for a weights layout (format_tag::any: the
   // primitive's choice).
@@ -472,8 +487,8 @@ class OnednnTrainStep final : public TrainBackend {
   // reordered after.
   template <class MakeFwd, class MakeBwdWeights, class MakeBwdData>
   void weighted(std::size_t i, const Mem& src, int w, int b, const Mem::dims& wdims, bool need_dx, bool relu,
-                std::vector<Exec>& back, MakeFwd make_fwd, MakeBwdWeights make_bwd_weights,
-                MakeBwdData make_bwd_data) {
+                std::vector<Exec>& back, std::vector<Exec>& back_data, MakeFwd make_fwd,
+                MakeBwdWeights make_bwd_weights, MakeBwdData make_bwd_data) {
     const std::string& name = net_.layers[i].name;
     const auto same_kernel = [](const auto& x, const auto& y) {
       return std::string_view(x.impl_info_str()) == std::string_view(y.impl_info_str());
@@ -524,33 +539,51 @@ class OnednnTrainStep final : public TrainBackend {
     add(back, dnnl::primitive(wpd), wpd, std::move(args), name + " backward_weights");
     if (copy) add_reorder(back, dw, g_mem_[uw], name + " weight gradient into the parameters' layout");
     if (dpd) {
-      const Mem wmem = weights_for(back, dpd->weights_desc(), w, name);
+      const Mem wmem = weights_for(back_data, dpd->weights_desc(), w, name);
       const Mem dx = grad_of_input(i);
-      add(back, dnnl::primitive(*dpd), *dpd, {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, dx}},
-          name + " backward_data");
-      add_gradient(back, i, net_.layers[i].input, dx, name + " input gradient added");
+      add(back_data, dnnl::primitive(*dpd), *dpd,
+          {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DIFF_SRC, dx}}, name + " backward_data");
+      add_gradient(back_data, i, net_.layers[i].input, dx, name + " input gradient added");
     }
   }
 
-  void build(std::size_t& i);
+  void build();
+  // What every layer's function starts from: its input as it reads it, its
+  // parameters (-1: none).
+  struct LayerIn {
+    Mem src;
+    Mem::desc sd;
+    int w = -1, b = -1;
+  };
+  LayerIn layer_in(std::size_t i);
+  // The layer's calls once `make` (its forward primitives appended to
+  // forward_, its backward's to bwd_w_[i] and bwd_d_[i]) has run.
+  template <class Make>
+  TrainCalls layer(std::size_t i, Make make);
+  TrainCalls conv(const Layer& l, const TrainIo& io) override;
+  TrainCalls fc(const Layer& l, const TrainIo& io) override;
+  TrainCalls max_pool(const Layer& l, const TrainIo& io) override { return pool(l, io); }
+  TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override { return pool(l, io); }
+  TrainCalls pool(const Layer& l, const TrainIo& io);
+  TrainCalls loss(const TrainIo& io) override;
+  std::vector<int> weight_of_, bias_of_;
   void assign_gradient_buffers();
   void join_and_batch_norm(std::size_t i, std::vector<Exec>& back);
   void update_running_stats();
-  std::span<const float> plain(std::vector<Mem>& blocked, std::vector<std::vector<float>>& copies,
-                               std::vector<bool>& fresh, std::size_t j);
+  std::span<const float> plain(const std::vector<Mem>& blocked, std::vector<std::vector<float>>& copies,
+                               std::vector<bool>& fresh, std::size_t j) const;
   void write_back_params();
 };
 
-void OnednnTrainStep::build(std::size_t& i) {
-  using dnnl::prop_kind;
+void OnednnTrainStep::build() {
   const auto& ls = net_.layers;
   const std::size_t np = params_.size();
   pdesc_.resize(np), plain_.resize(np), p_mem_.resize(np), g_mem_.resize(np), v_mem_.resize(np);
-  std::vector<int> weight_of(ls.size(), -1), bias_of(ls.size(), -1);
+  weight_of_.assign(ls.size(), -1), bias_of_.assign(ls.size(), -1);
   gamma_of_.assign(ls.size(), -1), beta_of_.assign(ls.size(), -1);
   for (std::size_t j = 0; j < np; ++j) {
     const TrainParam& p = params_[j];
-    (p.bn ? (p.bias ? beta_of_ : gamma_of_) : (p.bias ? bias_of : weight_of))[p.layer] = static_cast<int>(j);
+    (p.bn ? (p.bias ? beta_of_ : gamma_of_) : (p.bias ? bias_of_ : weight_of_))[p.layer] = static_cast<int>(j);
     const Layer& l = ls[p.layer];
     // An fc reading a spatial output: its weights [k, c, h, w] (the same
     // order as [k, c*h*w], torch.flatten's on NCHW).
@@ -566,125 +599,8 @@ void OnednnTrainStep::build(std::size_t& i) {
 
   x_user_ = Mem(plain_desc({batch_, net_.c, net_.h, net_.w}), eng_, DNNL_MEMORY_NONE);
   out_.resize(logits_layer_ + 1);
-  std::vector<std::vector<Exec>> back(logits_layer_ + 1);  // each layer's backward; run last layer first
-  for (i = 0; i <= logits_layer_; ++i) {
-    const Layer& l = ls[i];
-    Mem src = l.input < 0 ? x_user_ : out_[static_cast<std::size_t>(l.input)];
-    // A conv or pool reading an fc's output [batch, k] reads it as [batch, k, 1, 1].
-    if (l.kind != LayerKind::fc && src.get_desc().dims().size() == 2)
-      src = Mem(src.get_desc().reshape({batch_, l.c, l.h, l.w}), eng_, src.get_data_handle());
-    const Mem::desc sd = src.get_desc();
-    in_desc_.push_back(sd);
-    const int w = weight_of[i], b = bias_of[i];
-    const bool need_dx = l.input >= 0 && needs_[static_cast<std::size_t>(l.input)];
-    // One function per layer kind, called by nn::by_kind (the walk's one
-    // switch over LayerKind), as lambdas over this constructor's locals.
-    const auto conv = [&](const Layer&, std::size_t) {
-        const Mem::dims wdims = {l.k, l.c, l.window, l.window}, strides = {l.stride, l.stride},
-                        pl = {l.pad, l.pad},
-                        pr = {(l.oh - 1) * l.stride + l.window - l.h - l.pad,
-                              (l.ow - 1) * l.stride + l.window - l.w - l.pad};
-        const Mem::desc bias = b >= 0 ? plain_desc({l.k}) : Mem::desc(), dst = any_desc({batch_, l.k, l.oh, l.ow});
-        // ReLU as the conv's post-op where nothing comes between them.
-        const bool bn_or_join = gamma_of_[i] >= 0 || l.residual >= 0, relu = l.relu && !bn_or_join;
-        std::vector<Exec> conv_back;
-        using namespace dnnl;
-        const auto direct = algorithm::convolution_direct;
-        weighted(
-            i, src, w, b, wdims, need_dx, relu, conv_back,
-            [&](const Mem::desc& wd) {
-              return convolution_forward::primitive_desc(
-                  convolution_forward::desc(prop_kind::forward_training, direct, sd, wd, bias, dst, strides, pl, pr),
-                  attr(relu), eng_);
-            },
-            [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
-              return convolution_backward_weights::primitive_desc(
-                  convolution_backward_weights::desc(direct, sd, dw, bias, f.dst_desc(), strides, pl, pr), attr(),
-                  eng_, f);
-            },
-            [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
-              return convolution_backward_data::primitive_desc(
-                  convolution_backward_data::desc(direct, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
-            });
-        // Batch-norm and the join after the conv, their backward before the conv's.
-        if (bn_or_join) join_and_batch_norm(i, back[i]);
-        for (auto& e : conv_back) back[i].push_back(std::move(e));
-    };
-    const auto fc = [&](const Layer&, std::size_t) {
-        const Mem::dims wdims = plain_[static_cast<std::size_t>(w)].dims();
-        const Mem::desc bias = plain_desc({l.k}), dst = any_desc({batch_, l.k});
-        using namespace dnnl;
-        weighted(
-            i, src, w, b, wdims, need_dx, l.relu, back[i],
-            [&](const Mem::desc& wd) {
-              return inner_product_forward::primitive_desc(
-                  inner_product_forward::desc(prop_kind::forward_training, sd, wd, bias, dst), attr(l.relu), eng_);
-            },
-            [&](const Mem::desc& dw, const inner_product_forward::primitive_desc& f) {
-              return inner_product_backward_weights::primitive_desc(
-                  inner_product_backward_weights::desc(sd, dw, bias, f.dst_desc()), attr(), eng_, f);
-            },
-            [&](const Mem::desc& wd, const inner_product_forward::primitive_desc& f) {
-              return inner_product_backward_data::primitive_desc(
-                  inner_product_backward_data::desc(sd, wd, f.dst_desc()), attr(), eng_, f);
-            });
-    };
-    const auto pool = [&](const Layer&, std::size_t) {
-        const bool max = l.kind == LayerKind::max_pool;
-        const auto alg = max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
-        const Mem::dims kernel = max ? Mem::dims{l.window, l.window} : Mem::dims{l.h, l.w},
-                           strides = max ? Mem::dims{l.stride, l.stride} : kernel, pl = {0, 0},
-                           pr = {(l.oh - 1) * strides[0] + kernel[0] - l.h, (l.ow - 1) * strides[1] + kernel[1] - l.w};
-        const dnnl::pooling_forward::primitive_desc fpd(
-            dnnl::pooling_forward::desc(prop_kind::forward_training, alg, sd, any_desc({batch_, l.c, l.oh, l.ow}),
-                                        strides, kernel, pl, pr),
-            attr(), eng_);
-        out_[i] = Mem(fpd.dst_desc(), eng_);
-        kept_.push_back(out_[i]);
-        std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out_[i]}};
-        Mem ws;
-        if (max) {
-          ws = Mem(fpd.workspace_desc(), eng_);
-          kept_.push_back(ws);
-          args[DNNL_ARG_WORKSPACE] = ws;
-        }
-        add(forward_, dnnl::pooling_forward(fpd), fpd, std::move(args), l.name + " forward");
-        if (need_dx) {
-          const dnnl::pooling_backward::primitive_desc bpd(
-              dnnl::pooling_backward::desc(alg, sd, fpd.dst_desc(), strides, kernel, pl, pr), attr(), eng_, fpd);
-          const Mem dx = grad_of_input(i);
-          std::unordered_map<int, Mem> bargs = {{DNNL_ARG_DIFF_DST, grad_of(i)}, {DNNL_ARG_DIFF_SRC, dx}};
-          if (max) bargs[DNNL_ARG_WORKSPACE] = ws;
-          add(back[i], dnnl::pooling_backward(bpd), bpd, std::move(bargs), l.name + " backward");
-          add_gradient(back[i], i, l.input, dx, l.name + " input gradient added");
-        }
-    };
-    // the last layer only (trainable_params): the loss
-    const auto log_softmax = [](const Layer&, std::size_t) {};
-    nn::KindFns on{conv, fc, pool, pool, log_softmax};
-    nn::by_kind(on, l, i);
-  }
-  i = logits_layer_;
-
-  // The logits, plain [batch, classes] for the loss, and their gradient.
-  const Mem& logits = out_[logits_layer_];
-  classes_ = static_cast<std::int64_t>(floats_of(plain_desc(logits.get_desc().dims()))) / batch_;
-  log_probs_.assign(static_cast<std::size_t>(batch_ * classes_), 0.0f);
-  const Mem dlogits = grad_of(logits_layer_);
-  const Mem::desc plain_logits = plain_desc(logits.get_desc().dims());
-  if (logits.get_desc() == plain_logits) {
-    logits_plain_ = logits;
-    dlogits_plain_ = dlogits;
-  } else {
-    logits_plain_ = Mem(plain_logits, eng_);
-    kept_.push_back(logits_plain_);
-    add_reorder(forward_, logits, logits_plain_, "logits into plain layout");
-    dlogits_plain_ = Mem(plain_logits, eng_);
-    work_.push_back(dlogits_plain_);
-    add_reorder(backward_, dlogits_plain_, dlogits, "logit gradients into the logits' layout");
-  }
-  for (std::size_t k = logits_layer_ + 1; k-- > 0;)
-    for (auto& e : back[k]) backward_.push_back(std::move(e));
+  bwd_w_.resize(logits_layer_ + 1), bwd_d_.resize(logits_layer_ + 1);
+  walk_ = walk_train(net_, flow_, *this);
 
   // The buffers: parameters (each aligned to 64 bytes), activation
   // gradients, scratchpad.
@@ -720,22 +636,180 @@ void OnednnTrainStep::build(std::size_t& i) {
   unbound_.clear();
 }
 
-// Which layers' output gradients are needed, who writes each first, and the
-// buffers they share: as train.cpp's, greedy in backward order, a buffer
+OnednnTrainStep::LayerIn OnednnTrainStep::layer_in(std::size_t i) {
+  building_ = i;
+  const Layer& l = net_.layers[i];
+  Mem src = l.input < 0 ? x_user_ : out_[static_cast<std::size_t>(l.input)];
+  // A conv or pool reading an fc's output [batch, k] reads it as [batch, k, 1, 1].
+  if (l.kind != LayerKind::fc && src.get_desc().dims().size() == 2)
+    src = Mem(src.get_desc().reshape({batch_, l.c, l.h, l.w}), eng_, src.get_data_handle());
+  const Mem::desc sd = src.get_desc();
+  in_desc_.push_back(sd);
+  return {src, sd, weight_of_[i], bias_of_[i]};
+}
+
+template <class Make>
+TrainCalls OnednnTrainStep::layer(std::size_t i, Make make) {
+  const std::size_t from = forward_.size();
+  make();
+  const std::size_t to = forward_.size();
+  TrainCalls c;
+  c.forward = [this, from, to] { run(forward_, from, to); };
+  if (!bwd_w_[i].empty()) c.backward_weights = [this, i] { run(bwd_w_[i]); };
+  if (!bwd_d_[i].empty()) c.backward_data = [this, i] { run(bwd_d_[i]); };
+  return c;
+}
+
+// The walk's functions, one per layer kind (train_walk.h).
+TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
+  const std::size_t i = io.index;
+  return layer(i, [&] {
+  const auto [src, sd, w, b] = layer_in(i);
+  const bool need_dx = io.need_dx;
+      const Mem::dims wdims = {l.k, l.c, l.window, l.window}, strides = {l.stride, l.stride},
+                      pl = {l.pad, l.pad},
+                      pr = {(l.oh - 1) * l.stride + l.window - l.h - l.pad,
+                            (l.ow - 1) * l.stride + l.window - l.w - l.pad};
+      const Mem::desc bias = b >= 0 ? plain_desc({l.k}) : Mem::desc(), dst = any_desc({batch_, l.k, l.oh, l.ow});
+      // ReLU as the conv's post-op where nothing comes between them.
+      const bool bn_or_join = gamma_of_[i] >= 0 || l.residual >= 0, relu = l.relu && !bn_or_join;
+      std::vector<Exec> conv_back, conv_back_data;
+      using namespace dnnl;
+      const auto direct = algorithm::convolution_direct;
+      weighted(
+          i, src, w, b, wdims, need_dx, relu, conv_back, conv_back_data,
+          [&](const Mem::desc& wd) {
+            return convolution_forward::primitive_desc(
+                convolution_forward::desc(prop_kind::forward_training, direct, sd, wd, bias, dst, strides, pl, pr),
+                attr(relu), eng_);
+          },
+          [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
+            return convolution_backward_weights::primitive_desc(
+                convolution_backward_weights::desc(direct, sd, dw, bias, f.dst_desc(), strides, pl, pr), attr(),
+                eng_, f);
+          },
+          [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
+            return convolution_backward_data::primitive_desc(
+                convolution_backward_data::desc(direct, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
+          });
+      // Batch-norm and the join after the conv, their backward before the conv's.
+      if (bn_or_join) join_and_batch_norm(i, bwd_w_[i]);
+      for (auto& e : conv_back) bwd_w_[i].push_back(std::move(e));
+      bwd_d_[i] = std::move(conv_back_data);
+  });
+}
+
+TrainCalls OnednnTrainStep::fc(const Layer& l, const TrainIo& io) {
+  const std::size_t i = io.index;
+  return layer(i, [&] {
+  const auto [src, sd, w, b] = layer_in(i);
+  const bool need_dx = io.need_dx;
+      const Mem::dims wdims = plain_[static_cast<std::size_t>(w)].dims();
+      const Mem::desc bias = plain_desc({l.k}), dst = any_desc({batch_, l.k});
+      using namespace dnnl;
+      weighted(
+          i, src, w, b, wdims, need_dx, l.relu, bwd_w_[i], bwd_d_[i],
+          [&](const Mem::desc& wd) {
+            return inner_product_forward::primitive_desc(
+                inner_product_forward::desc(prop_kind::forward_training, sd, wd, bias, dst), attr(l.relu), eng_);
+          },
+          [&](const Mem::desc& dw, const inner_product_forward::primitive_desc& f) {
+            return inner_product_backward_weights::primitive_desc(
+                inner_product_backward_weights::desc(sd, dw, bias, f.dst_desc()), attr(), eng_, f);
+          },
+          [&](const Mem::desc& wd, const inner_product_forward::primitive_desc& f) {
+            return inner_product_backward_data::primitive_desc(
+                inner_product_backward_data::desc(sd, wd, f.dst_desc()), attr(), eng_, f);
+          });
+  });
+}
+
+TrainCalls OnednnTrainStep::pool(const Layer& l, const TrainIo& io) {
+  using dnnl::prop_kind;
+  const std::size_t i = io.index;
+  return layer(i, [&] {
+  const auto [src, sd, w, b] = layer_in(i);
+  (void)w, (void)b;
+  const bool need_dx = io.need_dx;
+      const bool max = l.kind == LayerKind::max_pool;
+      const auto alg = max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+      const Mem::dims kernel = max ? Mem::dims{l.window, l.window} : Mem::dims{l.h, l.w},
+                         strides = max ? Mem::dims{l.stride, l.stride} : kernel, pl = {0, 0},
+                         pr = {(l.oh - 1) * strides[0] + kernel[0] - l.h, (l.ow - 1) * strides[1] + kernel[1] - l.w};
+      const dnnl::pooling_forward::primitive_desc fpd(
+          dnnl::pooling_forward::desc(prop_kind::forward_training, alg, sd, any_desc({batch_, l.c, l.oh, l.ow}),
+                                      strides, kernel, pl, pr),
+          attr(), eng_);
+      out_[i] = Mem(fpd.dst_desc(), eng_);
+      kept_.push_back(out_[i]);
+      std::unordered_map<int, Mem> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, out_[i]}};
+      Mem ws;
+      if (max) {
+        ws = Mem(fpd.workspace_desc(), eng_);
+        kept_.push_back(ws);
+        args[DNNL_ARG_WORKSPACE] = ws;
+      }
+      add(forward_, dnnl::pooling_forward(fpd), fpd, std::move(args), l.name + " forward");
+      if (need_dx) {
+        const dnnl::pooling_backward::primitive_desc bpd(
+            dnnl::pooling_backward::desc(alg, sd, fpd.dst_desc(), strides, kernel, pl, pr), attr(), eng_, fpd);
+        const Mem dx = grad_of_input(i);
+        std::unordered_map<int, Mem> bargs = {{DNNL_ARG_DIFF_DST, grad_of(i)}, {DNNL_ARG_DIFF_SRC, dx}};
+        if (max) bargs[DNNL_ARG_WORKSPACE] = ws;
+        add(bwd_d_[i], dnnl::pooling_backward(bpd), bpd, std::move(bargs), l.name + " backward");
+        add_gradient(bwd_d_[i], i, l.input, dx, l.name + " input gradient added");
+      }
+  });
+}
+
+// The loss: the logits plain [batch, classes] (reordered where the last
+// layer's output is blocked), the running statistics' update after the
+// forward, log-softmax and NLL; backward, (softmax - onehot) / batch
+// into the logits' gradient.
+TrainCalls OnednnTrainStep::loss(const TrainIo& io) {
+  building_ = io.index;
+  const Mem& logits = out_[logits_layer_];
+  classes_ = static_cast<std::int64_t>(floats_of(plain_desc(logits.get_desc().dims()))) / batch_;
+  log_probs_.assign(static_cast<std::size_t>(batch_ * classes_), 0.0f);
+  const Mem dlogits = grad_of(logits_layer_);
+  const Mem::desc plain_logits = plain_desc(logits.get_desc().dims());
+  if (logits.get_desc() == plain_logits) {
+    logits_plain_ = logits;
+    dlogits_plain_ = dlogits;
+  } else {
+    logits_plain_ = Mem(plain_logits, eng_);
+    kept_.push_back(logits_plain_);
+    add_reorder(loss_forward_, logits, logits_plain_, "logits into plain layout");
+    dlogits_plain_ = Mem(plain_logits, eng_);
+    work_.push_back(dlogits_plain_);
+    add_reorder(loss_backward_, dlogits_plain_, dlogits, "logit gradients into the logits' layout");
+  }
+  TrainCalls c;
+  c.forward = [this] {
+    run(loss_forward_);
+    update_running_stats();
+    loss_ = log_softmax_nll(static_cast<const float*>(logits_plain_.get_data_handle()), labels_, batch_, classes_,
+                            log_probs_.data());
+  };
+  c.backward_data = [this] {
+    auto* dy = static_cast<float*>(dlogits_plain_.get_data_handle());
+    const float inv = 1.0f / static_cast<float>(batch_);
+    for (std::int64_t n = 0; n < batch_; ++n)
+      for (std::int64_t j = 0; j < classes_; ++j) {
+        const auto k = static_cast<std::size_t>(n * classes_ + j);
+        dy[k] = (std::exp(log_probs_[k]) - (j == labels_[n] ? 1.0f : 0.0f)) * inv;
+      }
+    run(loss_backward_);
+  };
+  return c;
+}
+
+// The buffers the output gradients share (which are needed and who writes
+// each first: the walk's flow): as train.cpp's, greedy in backward order, a buffer
 // taken again once its occupant's own backward (its only reader) has run.
 void OnednnTrainStep::assign_gradient_buffers() {
-  const auto& ls = net_.layers;
   const std::size_t n = logits_layer_ + 1;
-  std::vector<bool> has_params(ls.size(), false);
-  for (const auto& p : params_) has_params[p.layer] = true;
-  needs_.assign(n, false), first_write_.assign(n, -1), gbuf_of_.assign(n, -1);
-  for (std::size_t i = 0; i < n; ++i)
-    for (const int j : {ls[i].input, ls[i].residual}) {
-      needs_[i] = needs_[i] || has_params[i] || (j >= 0 && needs_[static_cast<std::size_t>(j)]);
-      if (j >= 0 && needs_[static_cast<std::size_t>(j)])
-        first_write_[static_cast<std::size_t>(j)] = std::max(first_write_[static_cast<std::size_t>(j)], static_cast<int>(i));
-    }
-  first_write_[n - 1] = static_cast<int>(n);  // the loss
+  needs_ = flow_.needed, first_write_ = flow_.first_write;
   std::vector<int> read(n);
   for (std::size_t j = 0; j < n; ++j) read[j] = static_cast<int>(j);  // layer j's own backward
   std::size_t buffers = 0;
@@ -851,8 +925,9 @@ void OnednnTrainStep::update_running_stats() {
 
 // Parameter j's values from `blocked` in PyTorch's layout: the buffer itself
 // where the layouts agree, else the copy, converted if it is not current.
-std::span<const float> OnednnTrainStep::plain(std::vector<Mem>& blocked, std::vector<std::vector<float>>& copies,
-                                              std::vector<bool>& fresh, std::size_t j) {
+std::span<const float> OnednnTrainStep::plain(const std::vector<Mem>& blocked,
+                                              std::vector<std::vector<float>>& copies, std::vector<bool>& fresh,
+                                              std::size_t j) const {
   DLB_REQUIRE(j < params_.size(), "training step: parameter " + std::to_string(j) + " of " +
                                       std::to_string(params_.size()));
   const std::size_t n = floats_of(plain_[j]);
@@ -861,7 +936,8 @@ std::span<const float> OnednnTrainStep::plain(std::vector<Mem>& blocked, std::ve
   if (copy.empty()) copy.resize(n);
   if (!fresh[j]) {
     Mem to(plain_[j], eng_, copy.data());
-    dnnl::reorder(blocked[j], to).execute(stream_, blocked[j], to);
+    Mem from = blocked[j];
+    dnnl::reorder(from, to).execute(stream_, from, to);
     stream_.wait();
     fresh[j] = true;
   }
@@ -883,7 +959,7 @@ void OnednnTrainStep::write_back_params() {
 
 }  // namespace
 
-std::unique_ptr<TrainBackend> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd) {
+std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd) {
   return std::make_unique<OnednnTrainStep>(net, batch, sgd);
 }
 

@@ -103,16 +103,15 @@ double gradient_tolerance(const Network& net, std::int64_t batch) {
   return 8.0 * std::sqrt(static_cast<double>(gradient_chain_length(net, batch))) * std::ldexp(1.0, -24);
 }
 
-std::int64_t gradient_chain_length(const Network& net, std::int64_t batch, TrainImpl impl) {
+std::int64_t onednn_gradient_chain_length(const Network& net, std::int64_t batch) {
   std::int64_t n = gradient_chain_length(net, batch);
-  if (impl != TrainImpl::onednn) return n;
   for (const auto& l : net.layers)
     if (l.kind == LayerKind::conv && !l.raw.bn_gamma.empty()) n += 4 * batch * l.oh * l.ow;  // fp32 sums (train.h)
   return n;
 }
 
-double gradient_tolerance(const Network& net, std::int64_t batch, TrainImpl impl) {
-  return 8.0 * std::sqrt(static_cast<double>(gradient_chain_length(net, batch, impl))) * std::ldexp(1.0, -24);
+double onednn_gradient_tolerance(const Network& net, std::int64_t batch) {
+  return 8.0 * std::sqrt(static_cast<double>(onednn_gradient_chain_length(net, batch))) * std::ldexp(1.0, -24);
 }
 
 double train_step_flops(const Network& net, std::int64_t batch) {

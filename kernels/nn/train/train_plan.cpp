@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/common/error.h"
+#include "kernels/nn/train/train_walk.h"
 
 namespace dlb::nn {
 
@@ -14,12 +15,10 @@ std::int64_t aligned(std::int64_t n) { return (n + TrainPlan::kAlign - 1) / Trai
 }  // namespace
 
 TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
-    : net_(net), batch_(batch), params_(trainable_params(net)) {
+    : net_(net), batch_(batch), params_(trainable_params(net)), flow_(train_flow(net)) {
   DLB_REQUIRE(batch >= 1, "GPU training step: batch " + std::to_string(batch) + " is not positive");
   const auto& ls = net.layers;
-  DLB_REQUIRE(!(ls.size() == 1 && ls.back().kind == LayerKind::log_softmax),
-              "GPU training step: " + net.name + " is only a log_softmax");
-  logits_ = ls.back().kind == LayerKind::log_softmax ? ls.size() - 2 : ls.size() - 1;
+  logits_ = flow_.logits;
   weight_of_.assign(ls.size(), -1);
   bias_of_.assign(ls.size(), -1);
   gamma_of_.assign(ls.size(), -1);
@@ -64,34 +63,19 @@ TrainPlan::TrainPlan(const Network& net, std::int64_t batch)
   assign_gradient_buffers();
 }
 
-// As the CPU step's (train.cpp): the gradient of layer j's output is written
-// first by the last layer that reads it (the loss for the logits) and read
-// by layer j's own backward; layers whose intervals do not overlap share a
-// buffer (greedy, in backward order). The first writer overwrites, later
-// ones add, which only a conv's input gradient and a join can. And which
-// max pools apply the ReLU mask of the layer they read (its only reader).
+// As the CPU steps': the gradient of layer j's output is written first by
+// the last layer that reads it (the loss for the logits: the walk's flow)
+// and read by layer j's own backward; layers whose intervals do not overlap
+// share a buffer (share_gradient_buffers). The first writer overwrites,
+// later ones add, which only a conv's input gradient and a join can. And
+// which max pools apply the ReLU mask of the layer they read (its only
+// reader).
 void TrainPlan::assign_gradient_buffers() {
   const auto& ls = net_.layers;
   const auto n = static_cast<int>(logits_) + 1;
-  std::vector<int> first_write(static_cast<std::size_t>(n), -1);
-  first_write[logits_] = n;  // the loss
-  std::vector<int> readers(static_cast<std::size_t>(n), 0);  // how many layers read each output
   for (int i = 0; i < n; ++i) {
     const Layer& l = ls[static_cast<std::size_t>(i)];
-    for (const int j : {l.input, l.residual})
-      if (j >= 0) {
-        first_write[static_cast<std::size_t>(j)] = std::max(first_write[static_cast<std::size_t>(j)], i);
-        ++readers[static_cast<std::size_t>(j)];
-      }
-  }
-  add_input_.assign(static_cast<std::size_t>(n), 0);
-  add_residual_.assign(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    const Layer& l = ls[static_cast<std::size_t>(i)];
-    if (l.input >= 0) add_input_[static_cast<std::size_t>(i)] = first_write[static_cast<std::size_t>(l.input)] != i;
-    if (l.residual >= 0)
-      add_residual_[static_cast<std::size_t>(i)] = first_write[static_cast<std::size_t>(l.residual)] != i;
-    if (add_input_[static_cast<std::size_t>(i)] != 0 && l.kind != LayerKind::conv)
+    if (l.input >= 0 && flow_.first_write[static_cast<std::size_t>(l.input)] != i && l.kind != LayerKind::conv)
       throw Error("GPU training step: " + net_.name + " layer '" + l.name + "': a " + layer_kind_name(l.kind) +
                   " reading an output that another layer also reads is not supported");
   }
@@ -102,28 +86,15 @@ void TrainPlan::assign_gradient_buffers() {
     if (l.kind != LayerKind::max_pool || l.input < 0) continue;
     const auto below = static_cast<std::size_t>(l.input);
     const Layer& b = ls[below];
-    pool_masks_[below] = (b.kind == LayerKind::conv || b.kind == LayerKind::fc) && b.relu && readers[below] == 1;
+    pool_masks_[below] = (b.kind == LayerKind::conv || b.kind == LayerKind::fc) && b.relu && flow_.readers[below] == 1;
   }
-  std::vector<int> order;
-  for (int j = 0; j < n; ++j)
-    if (first_write[static_cast<std::size_t>(j)] >= 0) order.push_back(j);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return first_write[static_cast<std::size_t>(a)] > first_write[static_cast<std::size_t>(b)];
-  });
+  std::vector<int> read(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j) read[static_cast<std::size_t>(j)] = j;  // layer j's own backward
+  std::size_t buffers = 0;
+  const std::vector<int> buf = share_gradient_buffers(flow_.first_write, read, buffers);
   dbuf_of_.assign(ls.size(), 0);
-  std::vector<int> last_read;  // per buffer: when its latest occupant is read
-  for (const int j : order) {
-    std::int64_t buf = -1;
-    for (std::size_t q = 0; q < last_read.size() && buf < 0; ++q)
-      if (last_read[q] > first_write[static_cast<std::size_t>(j)]) buf = static_cast<std::int64_t>(q);
-    if (buf < 0) {
-      buf = static_cast<std::int64_t>(last_read.size());
-      last_read.push_back(0);
-    }
-    last_read[static_cast<std::size_t>(buf)] = j;
-    dbuf_of_[static_cast<std::size_t>(j)] = buf;
-  }
-  dbuf_count_ = static_cast<std::int64_t>(last_read.size());
+  for (int j = 0; j < n; ++j) dbuf_of_[static_cast<std::size_t>(j)] = std::max(buf[static_cast<std::size_t>(j)], 0);
+  dbuf_count_ = static_cast<std::int64_t>(buffers);
 }
 
 std::vector<float> TrainPlan::initial_params() const {
@@ -166,23 +137,28 @@ const float* TrainPlan::input_of(const TrainArenas& a, const float* x, std::size
   return in < 0 ? x : a.acts + out_offset_[static_cast<std::size_t>(in)];
 }
 
-// forward and backward walk the layers with nn::by_kind (the walk's one
-// switch over LayerKind): one function per layer kind and direction, as
-// the inference backends have; conv and fc share their arithmetic's plan
-// (the library's call is the one difference).
-void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
-  struct Io {
-    std::size_t i;
-    const float* in;
-    float* y;
-  };
-  struct Forward {
-    const TrainPlan& p;
-    TrainOps& ops;
-    const TrainArenas& a;
+// The plan as a backend of the training walk (train_walk.h): one function
+// per layer kind, each layer's calls in both directions on the given ops,
+// arenas and batch; conv and fc share their arithmetic's plan (the
+// library's call is the one difference).
+struct TrainPlan::Layers final : TrainLayers {
+  const TrainPlan& p;
+  TrainOps& ops;
+  const TrainArenas& a;
+  const float* x;
+  const std::uint8_t* labels;
 
-    void linear(const Layer& l, const Io& io, bool is_conv) const {
-      const std::size_t i = io.i;
+  Layers(const TrainPlan& plan, TrainOps& o, const TrainArenas& arenas, const float* in, const std::uint8_t* l)
+      : p(plan), ops(o), a(arenas), x(in), labels(l) {}
+
+  TrainCalls linear(const Layer& l, const TrainIo& io, bool is_conv) {
+    const std::size_t i = io.index;
+    const float* in = p.input_of(a, x, i);
+    float* y = p.out(a, i);
+    float* dy = p.grad_of(a, static_cast<int>(i));
+    TrainCalls c;
+    c.forward = [this, &l, i, in, y, is_conv] {
+      ops.mark(i, TrainPart::forward);
       const float* w = p.param(a.params, p.weight_of_[i]);
       const float* bias = p.param(a.params, p.bias_of_[i]);
       const float* res = l.residual >= 0 ? p.out(a, static_cast<std::size_t>(l.residual)) : nullptr;
@@ -190,109 +166,111 @@ void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, con
       if (p.gamma_of_[i] >= 0) {
         float* z = a.acts + p.z_offset_[i];
         float* stats = a.bn + p.bn_offset_[i];
-        ops.conv_forward(i, l, io.in, w, z);
+        ops.conv_forward(i, l, in, w, z);
         if (bias != nullptr) ops.run(tg::BiasAct{z, bias, count, plane, l.k, 0});
         ops.mark(i, TrainPart::batch_norm);
         ops.run(tg::BnStats{z, p.param(a.params, p.gamma_of_[i]), p.param(a.params, p.beta_of_[i]), stats,
                             a.running + p.running_offset_[i], p.batch_, l.k, plane, l.raw.bn_eps, l.raw.bn_momentum,
                             a.bn_parts, p.bn_slices_[i]});
-        ops.run(tg::BnApply{z, io.y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
+        ops.run(tg::BnApply{z, y, stats, res, count, l.k, plane, l.relu ? 1 : 0});
         return;
       }
-      if (is_conv) ops.conv_forward(i, l, io.in, w, io.y);
-      else ops.fc_forward(i, l, io.in, w, io.y);
+      if (is_conv) ops.conv_forward(i, l, in, w, y);
+      else ops.fc_forward(i, l, in, w, y);
       if (bias != nullptr || l.relu || res != nullptr)
-        ops.run(tg::BiasAct{io.y, bias, count, plane, l.k, l.relu ? 1 : 0, res});
-    }
-    void conv(const Layer& l, const Io& io) const { linear(l, io, true); }
-    void fc(const Layer& l, const Io& io) const { linear(l, io, false); }
-    void max_pool(const Layer& l, const Io& io) const {
-      ops.run(tg::MaxPool{io.in, io.y, a.routes + p.route_offset_[io.i], p.batch_ * l.c, l.h, l.w, l.oh, l.ow,
-                          l.window, l.stride});
-    }
-    void global_avg_pool(const Layer& l, const Io& io) const {
-      ops.run(tg::AvgPool{io.in, io.y, p.batch_ * l.c, l.h * l.w});
-    }
-    void log_softmax(const Layer&, const Io&) const {}  // the last layer only: the loss below
-  };
-  const Forward walker{*this, ops, a};
-  for (std::size_t i = 0; i <= logits_; ++i) {
-    ops.mark(i, TrainPart::forward);
-    nn::by_kind(walker, net_.layers[i], Io{i, input_of(a, x, i), out(a, i)});
-  }
-  ops.mark(loss_layer(), TrainPart::forward);
-  ops.run(tg::LogSoftmaxNll{out(a, logits_), a.acts + logp_offset_, labels, a.loss, batch_, classes()});
-  ops.mark(loss_layer(), TrainPart::end);
-}
-
-void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
-  struct Io {
-    std::size_t i;
-    const float* in;
-    float* dy;
-    float* to;  // the input's gradient; nullptr: the network's input
-    bool add;   // added to what is there (a fork's second reader)
-  };
-  struct Backward {
-    const TrainPlan& p;
-    TrainOps& ops;
-    const TrainArenas& a;
-
-    void linear(const Layer& l, const Io& io, bool is_conv) const {
-      const std::size_t i = io.i;
+        ops.run(tg::BiasAct{y, bias, count, plane, l.k, l.relu ? 1 : 0, res});
+    };
+    // bwd_w, after what both need (ReLU's mask, the join, batch-norm's
+    // backward): the weights' and the bias's gradients.
+    c.backward_weights = [this, &l, i, in, dy, io, is_conv] {
       const std::int64_t count = p.batch_ * l.out_size(), plane = l.oh * l.ow;
       ops.mark(i, TrainPart::backward_data);
-      if (l.relu && p.pool_masks_[i] == 0) ops.run(tg::ReluBack{io.dy, p.out(a, i), count});
+      if (l.relu && p.pool_masks_[i] == 0) ops.run(tg::ReluBack{dy, p.out(a, i), count});
       if (l.residual >= 0)
-        ops.run(tg::AddGrad{io.dy, p.grad_of(a, l.residual), count, p.add_residual_[i] != 0 ? 1 : 0});
+        ops.run(tg::AddGrad{dy, p.grad_of(a, l.residual), count, io.add_to_residual ? 1 : 0});
       if (p.gamma_of_[i] >= 0) {
         const float* z = a.acts + p.z_offset_[i];
         float* stats = a.bn + p.bn_offset_[i];
         ops.mark(i, TrainPart::batch_norm_backward);
-        ops.run(tg::BnBackStats{io.dy, z, stats, p.param(a.grads, p.gamma_of_[i]), p.param(a.grads, p.beta_of_[i]),
+        ops.run(tg::BnBackStats{dy, z, stats, p.param(a.grads, p.gamma_of_[i]), p.param(a.grads, p.beta_of_[i]),
                                 p.batch_, l.k, plane, a.bn_parts, p.bn_slices_[i]});
-        ops.run(tg::BnBackData{io.dy, z, stats, count, l.k, plane});
+        ops.run(tg::BnBackData{dy, z, stats, count, l.k, plane});
       }
       float* dw = p.param(a.grads, p.weight_of_[i]);
-      const float* w = p.param(a.params, p.weight_of_[i]);
-      // bwd_w: the weights' and the bias's gradients
       ops.mark(i, TrainPart::backward_weights);
-      if (is_conv) ops.conv_backward_filter(i, l, io.in, io.dy, dw);
-      else ops.fc_backward_weights(i, l, io.in, io.dy, dw);
+      if (is_conv) ops.conv_backward_filter(i, l, in, dy, dw);
+      else ops.fc_backward_weights(i, l, in, dy, dw);
       if (float* db = p.param(a.grads, p.bias_of_[i]); db != nullptr)
-        ops.run(tg::BiasGrad{io.dy, db, p.batch_, l.k, plane});
-      // bwd_d: the input's gradient
+        ops.run(tg::BiasGrad{dy, db, p.batch_, l.k, plane});
+    };
+    // bwd_d: the input's gradient.
+    c.backward_data = [this, &l, i, dy, io, is_conv] {
       ops.mark(i, TrainPart::backward_data);
-      if (io.to != nullptr) {
-        if (is_conv) ops.conv_backward_data(i, l, w, io.dy, io.to, io.add);
-        else ops.fc_backward_data(i, l, w, io.dy, io.to, io.add);
-      }
-    }
-    void conv(const Layer& l, const Io& io) const { linear(l, io, true); }
-    void fc(const Layer& l, const Io& io) const { linear(l, io, false); }
-    void max_pool(const Layer& l, const Io& io) const {
-      ops.mark(io.i, TrainPart::backward_data);
-      if (io.to == nullptr) return;
-      const auto below = static_cast<std::size_t>(l.input);
-      ops.run(tg::MaxPoolBack{io.dy, a.routes + p.route_offset_[io.i],
-                              p.pool_masks_[below] != 0 ? p.out(a, below) : nullptr, io.to, p.batch_ * l.c, l.h, l.w,
-                              l.oh, l.ow, l.window, l.stride});
-    }
-    void global_avg_pool(const Layer& l, const Io& io) const {
-      ops.mark(io.i, TrainPart::backward_data);
-      if (io.to != nullptr) ops.run(tg::AvgPoolBack{io.dy, io.to, p.batch_ * l.c, l.h * l.w});
-    }
-    void log_softmax(const Layer&, const Io&) const {}  // its gradient is NllGrad's, above the walk
-  };
-  ops.mark(loss_layer(), TrainPart::backward_data);
-  ops.run(tg::NllGrad{a.acts + logp_offset_, labels, grad_of(a, static_cast<int>(logits_)), batch_, classes(),
-                      1.0f / static_cast<float>(batch_)});
-  const Backward walker{*this, ops, a};
-  for (std::size_t i = logits_ + 1; i-- > 0;) {
-    const Layer& l = net_.layers[i];
-    nn::by_kind(walker, l, Io{i, input_of(a, x, i), grad_of(a, static_cast<int>(i)),
-                              l.input < 0 ? nullptr : grad_of(a, l.input), add_input_[i] != 0});
+      if (!io.need_dx) return;
+      const float* w = p.param(a.params, p.weight_of_[i]);
+      float* to = p.grad_of(a, l.input);
+      if (is_conv) ops.conv_backward_data(i, l, w, dy, to, io.add_to_input);
+      else ops.fc_backward_data(i, l, w, dy, to, io.add_to_input);
+    };
+    return c;
   }
+  TrainCalls conv(const Layer& l, const TrainIo& io) override { return linear(l, io, true); }
+  TrainCalls fc(const Layer& l, const TrainIo& io) override { return linear(l, io, false); }
+  TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
+    const std::size_t i = io.index;
+    TrainCalls c;
+    c.forward = [this, &l, i, in = p.input_of(a, x, i), y = p.out(a, i)] {
+      ops.mark(i, TrainPart::forward);
+      ops.run(tg::MaxPool{in, y, a.routes + p.route_offset_[i], p.batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window,
+                          l.stride});
+    };
+    c.backward_data = [this, &l, i, io] {
+      ops.mark(i, TrainPart::backward_data);
+      if (!io.need_dx) return;
+      const auto below = static_cast<std::size_t>(l.input);
+      ops.run(tg::MaxPoolBack{p.grad_of(a, static_cast<int>(i)), a.routes + p.route_offset_[i],
+                              p.pool_masks_[below] != 0 ? p.out(a, below) : nullptr, p.grad_of(a, l.input),
+                              p.batch_ * l.c, l.h, l.w, l.oh, l.ow, l.window, l.stride});
+    };
+    return c;
+  }
+  TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
+    const std::size_t i = io.index;
+    TrainCalls c;
+    c.forward = [this, &l, i, in = p.input_of(a, x, i), y = p.out(a, i)] {
+      ops.mark(i, TrainPart::forward);
+      ops.run(tg::AvgPool{in, y, p.batch_ * l.c, l.h * l.w});
+    };
+    c.backward_data = [this, &l, i, io] {
+      ops.mark(i, TrainPart::backward_data);
+      if (io.need_dx) ops.run(tg::AvgPoolBack{p.grad_of(a, static_cast<int>(i)), p.grad_of(a, l.input), p.batch_ * l.c, l.h * l.w});
+    };
+    return c;
+  }
+  TrainCalls loss(const TrainIo&) override {
+    TrainCalls c;
+    c.forward = [this] {
+      ops.mark(p.loss_layer(), TrainPart::forward);
+      ops.run(tg::LogSoftmaxNll{p.out(a, p.logits_), a.acts + p.logp_offset_, labels, a.loss, p.batch_, p.classes()});
+      ops.mark(p.loss_layer(), TrainPart::end);
+    };
+    c.backward_data = [this] {
+      ops.mark(p.loss_layer(), TrainPart::backward_data);
+      ops.run(tg::NllGrad{a.acts + p.logp_offset_, labels, p.grad_of(a, static_cast<int>(p.logits_)), p.batch_,
+                          p.classes(), 1.0f / static_cast<float>(p.batch_)});
+    };
+    return c;
+  }
+};
+
+void TrainPlan::forward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
+  Layers layers(*this, ops, a, x, labels);
+  walk_train(net_, flow_, layers).forward();
+}
+
+void TrainPlan::backward(TrainOps& ops, const TrainArenas& a, const float* x, const std::uint8_t* labels) const {
+  Layers layers(*this, ops, a, x, labels);
+  walk_train(net_, flow_, layers).backward();
   ops.mark(0, TrainPart::end);
 }
 

@@ -51,6 +51,7 @@
 #include "kernels/nn/model/network.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_gpu_math.h"
+#include "kernels/nn/train/train_walk.h"
 
 namespace dlb::nn {
 
@@ -225,15 +226,15 @@ class TrainPlan {
     return net_.layers.back().kind == LayerKind::log_softmax ? net_.layers.size() - 1 : logits_;
   }
   void assign_gradient_buffers();
+  struct Layers;  // its functions for the training walk (train_walk.h)
 
   const Network& net_;
   std::int64_t batch_;
   std::vector<TrainParam> params_;
+  TrainFlow flow_;
   std::vector<int> weight_of_, bias_of_, gamma_of_, beta_of_;  // per layer: parameter index or -1
   std::vector<std::int64_t> param_offset_, out_offset_, route_offset_, z_offset_, bn_offset_, running_offset_, bn_slices_;
   std::vector<std::int64_t> dbuf_of_;  // per layer: the buffer of its output's gradient
-  // Per layer: its backward adds to its input's (residual's) gradient, which another reader wrote first.
-  std::vector<char> add_input_, add_residual_;
   std::vector<char> pool_masks_;  // per layer: the max pool reading it applies its ReLU mask in its backward
   std::int64_t param_floats_ = 0, act_floats_ = 0, route_bytes_ = 0, dbuf_floats_ = 0, dbuf_count_ = 0;
   std::int64_t bn_floats_ = 0, running_floats_ = 0, bn_part_doubles_ = 0, logp_offset_ = 0;

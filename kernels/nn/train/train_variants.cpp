@@ -7,32 +7,43 @@
 namespace dlb::nn {
 namespace {
 
-// Each CPU row's bound is gradient_tolerance for its implementation
-// (cpu_onednn's counts its fp32 batch-norm sums; the others' are the double
-// sums' bound: train.h). The GPU step sums batch-norm in double as the CPU
-// step does and is held to the same bound (train_gpu.h).
-template <TrainImpl Impl>
-double cpu_bound(const Network& net, std::int64_t batch) {
-  return gradient_tolerance(net, batch, Impl);
-}
-double gpu_bound(const Network& net, std::int64_t batch) { return gradient_tolerance(net, batch); }
+// Each CPU row's bound is gradient_tolerance (the double batch-norm sums'
+// bound: train.h) but cpu_onednn's, which counts its fp32 batch-norm sums
+// (onednn_gradient_tolerance). The GPU step sums batch-norm in double as
+// the CPU step does and is held to the same bound (train_gpu.h).
+double double_sums_bound(const Network& net, std::int64_t batch) { return gradient_tolerance(net, batch); }
 
-constexpr GpuLaunch kUnused = GpuLaunch::eager;
+std::unique_ptr<TrainStep> make_eigen(const Network& net, std::int64_t batch, Sgd sgd) {
+  return make_im2col_step(net, batch, sgd, Gemm::eigen);
+}
+#if DLB_HAVE_ONEDNN
+std::unique_ptr<TrainStep> make_sgemm(const Network& net, std::int64_t batch, Sgd sgd) {
+  return make_im2col_step(net, batch, sgd, Gemm::onednn_sgemm);
+}
+#endif
+#if DLB_HAVE_CUDNN
+template <GpuLaunch Launch>
+std::unique_ptr<GpuTrainStep> make_gpu(const Network& net, std::int64_t batch, Sgd sgd, CUstream_st* stream) {
+  return std::make_unique<GpuTrainStep>(net, batch, sgd, stream, Launch);
+}
+#endif
 
 const TrainVariant kTrainVariants[] = {
-    {"cpu_eigen", Device::cpu, TrainImpl::eigen, kUnused, cpu_bound<TrainImpl::eigen>, nullptr,
+    {"cpu_eigen", Device::cpu, make_eigen, nullptr, double_sums_bound, nullptr,
      "im2col + Eigen GEMM, fp32, SGD momentum 0.9", true},
 #if DLB_HAVE_ONEDNN
-    {"cpu_onednn_sgemm", Device::cpu, TrainImpl::onednn_sgemm, kUnused, cpu_bound<TrainImpl::onednn_sgemm>, nullptr,
+    {"cpu_onednn_sgemm", Device::cpu, make_sgemm, nullptr, double_sums_bound, nullptr,
      "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
-    {"cpu_onednn", Device::cpu, TrainImpl::onednn, kUnused, cpu_bound<TrainImpl::onednn>, nullptr,
+    {"cpu_onednn", Device::cpu, make_onednn_train_step, nullptr, onednn_gradient_tolerance, nullptr,
      "oneDNN training primitives, fp32, SGD momentum 0.9", true},
 #endif
-    {"cpu_own", Device::cpu, TrainImpl::own, kUnused, cpu_bound<TrainImpl::own>, stride1_conv_chain,
+    {"cpu_own", Device::cpu, make_own_train_step, nullptr, double_sums_bound, stride1_conv_chain,
      "own direct conv (fwd, bwd data, bwd weights) + Eigen fc, fp32, SGD momentum 0.9"},
 #if DLB_HAVE_CUDNN
-    {"gpu_cudnn", Device::gpu, TrainImpl::eigen, GpuLaunch::eager, gpu_bound, nullptr, "cuDNN + cuBLAS fp32"},
-    {"gpu_cudnn_graph", Device::gpu, TrainImpl::eigen, GpuLaunch::graph, gpu_bound, nullptr, "cuDNN + cuBLAS fp32"},
+    {"gpu_cudnn", Device::gpu, nullptr, make_gpu<GpuLaunch::eager>, double_sums_bound, nullptr,
+     "cuDNN + cuBLAS fp32"},
+    {"gpu_cudnn_graph", Device::gpu, nullptr, make_gpu<GpuLaunch::graph>, double_sums_bound, nullptr,
+     "cuDNN + cuBLAS fp32"},
 #endif
 };
 
@@ -61,12 +72,6 @@ const TrainVariant& train_variant(std::string_view name, Device device, std::str
   for (std::size_t i = 0; i < rows.size(); ++i)
     list.append(i == 0 ? "" : i + 1 == rows.size() ? " or " : ", ").append(rows[i]->name);
   throw Error(std::string(what) + " is " + list + ", not '" + std::string(name) + "'");
-}
-
-const TrainVariant& train_variant(TrainImpl impl) {
-  for (const auto& v : kTrainVariants)
-    if (v.device == Device::cpu && v.impl == impl) return v;
-  throw Unsupported("training step: this build has no row for that implementation");
 }
 
 bool stride1_conv_chain(const Network& net) {

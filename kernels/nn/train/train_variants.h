@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,11 +25,11 @@ struct TrainVariant {
   // and train_epoch's --impl.
   std::string_view name;
   Device device;
-  // The step this row makes: a CPU row TrainStep(net, batch, sgd, impl), a
-  // GPU row GpuTrainStep(net, batch, sgd, stream, launch); the other field
-  // is unused.
-  TrainImpl impl = TrainImpl::eigen;
-  GpuLaunch launch = GpuLaunch::eager;
+  // The step this row makes (train.h's make_*_step for a CPU row,
+  // GpuTrainStep with its launch for a GPU row); the other is null.
+  std::unique_ptr<TrainStep> (*make)(const Network& net, std::int64_t batch, Sgd sgd) = nullptr;
+  std::unique_ptr<GpuTrainStep> (*make_gpu)(const Network& net, std::int64_t batch, Sgd sgd,
+                                            CUstream_st* stream) = nullptr;
   // The bound on its gradients against the double reference (train.h: the
   // analysis), for a network at a batch size.
   double (*tolerance)(const Network& net, std::int64_t batch) = nullptr;
@@ -58,8 +59,6 @@ TrainVariantTable train_variants();
 // The row named `name` on `device`; throws dlb::Error naming the rows there
 // are ("--impl is cpu_eigen, ... or cpu_own, not 'x'" with `what` "--impl").
 const TrainVariant& train_variant(std::string_view name, Device device, std::string_view what);
-// The CPU row whose step is `impl` (the tests' names for what they run).
-const TrainVariant& train_variant(TrainImpl impl);
 
 // cpu_own's need: every conv of stride 1, without batch-norm or a residual join.
 bool stride1_conv_chain(const Network& net);
