@@ -12,7 +12,7 @@
 
 #include "kernels/nn/model/network.h"
 #include "kernels/nn/train/train.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 
 namespace dlb::test {
 
