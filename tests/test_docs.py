@@ -123,7 +123,10 @@ class Recipes(unittest.TestCase):
         start = text.index(section_title)
         ends = [i for i in (text.find("\n\n**", start + len(section_title)), text.find("\n## ", start)) if i >= 0]
         end = min(ends)
-        return [c for c in re.findall(r"`([^`]+)`", text[start:end]) if ("(" in c or "{" in c) and " " in c]
+        # Code, not a file's or a test's name: a call, a block or a
+        # declaration with a space in it, or a macro's call.
+        return [c for c in re.findall(r"`([^`]+)`", text[start:end])
+                if (("(" in c or "{" in c or c.endswith(";")) and " " in c) or re.match(r"DLB_\w+\(", c)]
 
     def test_the_variant_recipe_is_the_examples_code(self):
         example = (ROOT / "examples" / "daxpy_variant.cpp").read_text()
@@ -143,6 +146,59 @@ class Recipes(unittest.TestCase):
             with self.subTest(code=code):
                 self.assertIn(code, example)
         self.assertIn("add_test(NAME example_net_backend", (ROOT / "examples" / "CMakeLists.txt").read_text())
+
+
+    def test_the_operator_recipe_is_the_examples_code_and_the_trees_names(self):
+        """Steps 1 to 4's C++ is examples/operator.cpp's; the CMake calls of
+        every step are the project's functions with their keywords, on
+        targets the build defines; step 6's names are the figure modules'
+        and readme.py's."""
+        example = (ROOT / "examples" / "operator.cpp").read_text()
+        helpers = (ROOT / "cmake" / "DlbHelpers.cmake").read_text()
+        cmake_lists = "\n".join(p.read_text() for p in ROOT.glob("**/CMakeLists.txt")
+                                if not {"build", ".venv", ".venv-peers"} & set(p.relative_to(ROOT).parts))
+        figures = (ROOT / "scripts" / "dlbench" / "figures" / "daxpy.py").read_text()
+        spans = self.code_spans("**An operator**")
+        cxx = [c for c in spans if not re.match(r"dlb_\w+\(|target_sources\(|def ", c)]
+        self.assertGreaterEqual(len(cxx), 12, cxx)
+        for code in cxx:
+            with self.subTest(code=code):
+                self.assertIn(code, example)
+        calls = [c for c in spans if re.match(r"(dlb_\w+|target_sources)\(", c)]
+        self.assertGreaterEqual(len(calls), 6, calls)
+        for code in calls:
+            with self.subTest(code=code):
+                command, target, rest = re.fullmatch(r"(\w+)\((\S+) (.*)\)", code).groups()
+                if command == "target_sources":
+                    self.assertRegex(cmake_lists, rf"add_(library|executable)\({re.escape(target)}\b")
+                    self.assertTrue(rest.startswith("PRIVATE "), code)
+                    continue
+                self.assertRegex(helpers, rf"function\({command} ", f"{command}: not cmake/DlbHelpers.cmake's")
+                keywords = re.findall(r"\b[A-Z]{3,}\b", rest)
+                if keywords:
+                    m = re.search(rf"function\({command} .*\n\s*cmake_parse_arguments\(([^)]*)\)", helpers)
+                    self.assertIsNotNone(m, f"{command} takes no keywords")
+                    for keyword in keywords:
+                        self.assertIn(keyword, m.group(1), code)
+        section = " ".join((ROOT / "docs" / "architecture.md").read_text().split())
+        section = section[section.index("**An operator**"):section.index("**A network backend**")]
+        for keyword in ("EIGEN", "ONEDNN", "CUDA", "CUDNN"):
+            self.assertIn(f"`{keyword}`", section)
+            self.assertIn(keyword, re.search(r"function\(dlb_kernel_sources .*\n\s*cmake_parse_arguments\(([^)]*)\)",
+                                             helpers).group(1))
+        self.assertIn("add_subdirectory(daxpy)", (ROOT / "kernels" / "CMakeLists.txt").read_text())
+        self.assertIn("`add_subdirectory(relu)`", section)
+        defs = [c for c in spans if c.startswith("def ")]
+        self.assertEqual(len(defs), 2, defs)
+        for code in defs:
+            with self.subTest(code=code):
+                self.assertIn(code, figures)
+        self.assertIn('`FAMILY = "relu"`', section)
+        self.assertIn('FAMILY = "daxpy"', figures)
+        marker = re.search(r"`(<!-- BEGIN GENERATED relu FROM [^`]+)`", section).group(1)
+        block = load_script().blocks(marker + "\n<!-- END GENERATED relu -->\n")
+        self.assertEqual([b.family for b in block], ["relu"])
+        self.assertIn("add_test(NAME example_operator", (ROOT / "examples" / "CMakeLists.txt").read_text())
 
 
 class Markers(unittest.TestCase):
