@@ -20,7 +20,7 @@
 #include "kernels/common/error.h"
 #include "kernels/nn/model/calibration.h"
 #include "kernels/nn/data/dataset.h"
-#include "reference/nn.h"
+#include "reference/nn/infer/nn.h"
 
 namespace {
 

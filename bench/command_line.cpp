@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/nn_layers.h"
+#include "bench/nn/infer/nn_layers.h"
 #include "bench/suites.h"
 #include "kernels/common/error.h"
 #include "kernels/nn/data/dataset.h"

@@ -1,4 +1,4 @@
-// The Chrome trace-event file of bench --trace (nn_layers.cpp): what one
+// The Chrome trace-event file of bench --trace (nn/infer/nn_layers.cpp): what one
 // instrumented network pass becomes on the host thread's track and, on a
 // GPU, the stream's. Plain data in, JSON out, so the format is tested on
 // the CPU (tests/test_bench_trace.cpp).

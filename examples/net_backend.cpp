@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 #include "kernels/nn/infer/nn.h"
 #include "kernels/nn/infer/walk.h"
 

@@ -43,7 +43,7 @@ Comparison compare_rows(std::span<const float> out, std::span<const double> ref,
                         double tolerance);
 // Tensors whose rounding errors scale with something other than their
 // own values: a gradient's with the magnitudes of the terms it sums (the
-// same backward pass on |W|, |x|, ...: reference/train.h's
+// same backward pass on |W|, |x|, ...: reference/nn/train/train.h's
 // TrainGradients::magnitudes), which may be far larger than the gradient
 // where the sum cancels, as the error bound nn::gradient_tolerance derives
 // is. The same rule as compare() with that scale: each tensor's error is

@@ -83,11 +83,12 @@ class ReadmeCounts(unittest.TestCase):
     """The case counts README states: the suites' from the binary's own
     listing, the committed run's from its file (not typed and left)."""
 
-    def listing(self, suite):
+    def listing(self, suite, *args):
         bench = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
         if not Path(bench).is_file():
             self.skipTest(f"no bench binary at {bench}")
-        p = subprocess.run([bench, f"--suite={suite}", "--benchmark_list_tests"], capture_output=True, text=True)
+        p = subprocess.run([bench, f"--suite={suite}", *args, "--benchmark_list_tests"], capture_output=True,
+                           text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         return [l for l in p.stdout.splitlines() if "/" in l]
 
@@ -102,6 +103,13 @@ class ReadmeCounts(unittest.TestCase):
         self.assertEqual(int(m.group(1).replace(",", "")), len(default))
         self.assertEqual(int(m.group(2).replace(",", "")), len(full))
 
+    def test_the_first_runs_count(self):
+        """The first five minutes' run: scripts/bench passes --suite=default."""
+        m = re.search(r"scripts/bench --benchmark_filter='([^']+)' +# seconds: (\d+) cases",
+                      (ROOT / "README.md").read_text())
+        self.assertIsNotNone(m, "README's first run no longer says how many cases it runs")
+        self.assertEqual(int(m.group(2)), len(self.listing("default", f"--benchmark_filter={m.group(1)}")))
+
     def test_the_committed_runs_count(self):
         readme = " ".join((ROOT / "README.md").read_text().split())
         m = re.search(r"\(then (\d+) cases, 5 repetitions\) took [\d.]+ minutes on the quiet machine "
@@ -111,6 +119,48 @@ class ReadmeCounts(unittest.TestCase):
             run = json.load(f)
         self.assertEqual(int(m.group(1)), len({b["run_name"] for b in run["benchmarks"]}))
         self.assertEqual(run["context"]["suite"], "default")
+
+
+    def test_the_committed_runs_noisy_count(self):
+        readme = " ".join((ROOT / "README.md").read_text().split())
+        m = re.search(r"\(`(results/[^`]+)`, (\d+) cases flagged noisy\)", readme)
+        self.assertIsNotNone(m, "README no longer says how many cases of its run were noisy")
+        sys.path.insert(0, str(ROOT / "scripts"))
+        try:
+            from dlbench import quality, results
+        finally:
+            sys.path.pop(0)
+        self.assertEqual(int(m.group(2)), len(quality.quality(results.load(ROOT / m.group(1))).noisy_cases))
+
+    def test_the_counters_example_is_the_committed_runs(self):
+        """The abridged repetition README shows, and the figures its prose
+        reads from it, are the committed file's, as shown (rounded)."""
+        text = (ROOT / "README.md").read_text()
+        m = re.search(r"One repetition of that case, from\s+`(results/[^`]+)`.*?```json\n(.*?)```\n\n(.*?)\n\n",
+                      text, re.S)
+        self.assertIsNotNone(m, "README no longer shows a repetition from a committed run")
+        source, excerpt, prose = m.group(1), m.group(2), " ".join(m.group(3).split())
+        shown = json.loads("{" + excerpt.strip().rstrip(",") + "}")
+        with gzip.open(ROOT / source) as f:
+            run = json.load(f)
+        entry = next(b for b in run["benchmarks"] if b["name"] == shown["name"] and b.get("run_type") == "iteration"
+                     and b.get("repetition_index") == shown["repetition_index"])
+        for key, value in shown.items():
+            with self.subTest(key=key):
+                if isinstance(value, float):
+                    decimals = len(repr(value).partition(".")[2])
+                    self.assertEqual(value, round(entry[key], decimals))
+                else:
+                    self.assertEqual(value, entry[key])
+        m = re.search(r"One call took (\d+) ms .* at ([\d.]+) GB/s; that is ([\d.]+) times .* the ceiling moved (\d+)%",
+                      prose)
+        self.assertIsNotNone(m, prose)
+        per_call_ms = entry["real_time"] / 1e6  # the time unit is ns
+        self.assertEqual(entry["time_unit"], "ns")
+        self.assertEqual(int(m.group(1)), round(per_call_ms))
+        self.assertEqual(m.group(2), f"{entry['bytes_per_second'] / 1e9:.1f}")
+        self.assertEqual(m.group(3), f"{entry['frac_of_ceiling']:.2f}")
+        self.assertEqual(int(m.group(4)), round(abs(entry["ceiling_drift"]) * 100))
 
 
 class Recipes(unittest.TestCase):
@@ -123,7 +173,10 @@ class Recipes(unittest.TestCase):
         start = text.index(section_title)
         ends = [i for i in (text.find("\n\n**", start + len(section_title)), text.find("\n## ", start)) if i >= 0]
         end = min(ends)
-        return [c for c in re.findall(r"`([^`]+)`", text[start:end]) if ("(" in c or "{" in c) and " " in c]
+        # Code, not a file's or a test's name: a call, a block or a
+        # declaration with a space in it, or a macro's call.
+        return [c for c in re.findall(r"`([^`]+)`", text[start:end])
+                if (("(" in c or "{" in c or c.endswith(";")) and " " in c) or re.match(r"DLB_\w+\(", c)]
 
     def test_the_variant_recipe_is_the_examples_code(self):
         example = (ROOT / "examples" / "daxpy_variant.cpp").read_text()
@@ -143,6 +196,59 @@ class Recipes(unittest.TestCase):
             with self.subTest(code=code):
                 self.assertIn(code, example)
         self.assertIn("add_test(NAME example_net_backend", (ROOT / "examples" / "CMakeLists.txt").read_text())
+
+
+    def test_the_operator_recipe_is_the_examples_code_and_the_trees_names(self):
+        """Steps 1 to 4's C++ is examples/operator.cpp's; the CMake calls of
+        every step are the project's functions with their keywords, on
+        targets the build defines; step 6's names are the figure modules'
+        and readme.py's."""
+        example = (ROOT / "examples" / "operator.cpp").read_text()
+        helpers = (ROOT / "cmake" / "DlbHelpers.cmake").read_text()
+        cmake_lists = "\n".join(p.read_text() for p in ROOT.glob("**/CMakeLists.txt")
+                                if not {"build", ".venv", ".venv-peers"} & set(p.relative_to(ROOT).parts))
+        figures = (ROOT / "scripts" / "dlbench" / "figures" / "daxpy.py").read_text()
+        spans = self.code_spans("**An operator**")
+        cxx = [c for c in spans if not re.match(r"dlb_\w+\(|target_sources\(|def ", c)]
+        self.assertGreaterEqual(len(cxx), 12, cxx)
+        for code in cxx:
+            with self.subTest(code=code):
+                self.assertIn(code, example)
+        calls = [c for c in spans if re.match(r"(dlb_\w+|target_sources)\(", c)]
+        self.assertGreaterEqual(len(calls), 6, calls)
+        for code in calls:
+            with self.subTest(code=code):
+                command, target, rest = re.fullmatch(r"(\w+)\((\S+) (.*)\)", code).groups()
+                if command == "target_sources":
+                    self.assertRegex(cmake_lists, rf"add_(library|executable)\({re.escape(target)}\b")
+                    self.assertTrue(rest.startswith("PRIVATE "), code)
+                    continue
+                self.assertRegex(helpers, rf"function\({command} ", f"{command}: not cmake/DlbHelpers.cmake's")
+                keywords = re.findall(r"\b[A-Z]{3,}\b", rest)
+                if keywords:
+                    m = re.search(rf"function\({command} .*\n\s*cmake_parse_arguments\(([^)]*)\)", helpers)
+                    self.assertIsNotNone(m, f"{command} takes no keywords")
+                    for keyword in keywords:
+                        self.assertIn(keyword, m.group(1), code)
+        section = " ".join((ROOT / "docs" / "architecture.md").read_text().split())
+        section = section[section.index("**An operator**"):section.index("**A network backend**")]
+        for keyword in ("EIGEN", "ONEDNN", "CUDA", "CUDNN"):
+            self.assertIn(f"`{keyword}`", section)
+            self.assertIn(keyword, re.search(r"function\(dlb_kernel_sources .*\n\s*cmake_parse_arguments\(([^)]*)\)",
+                                             helpers).group(1))
+        self.assertIn("add_subdirectory(daxpy)", (ROOT / "kernels" / "CMakeLists.txt").read_text())
+        self.assertIn("`add_subdirectory(relu)`", section)
+        defs = [c for c in spans if c.startswith("def ")]
+        self.assertEqual(len(defs), 2, defs)
+        for code in defs:
+            with self.subTest(code=code):
+                self.assertIn(code, figures)
+        self.assertIn('`FAMILY = "relu"`', section)
+        self.assertIn('FAMILY = "daxpy"', figures)
+        marker = re.search(r"`(<!-- BEGIN GENERATED relu FROM [^`]+)`", section).group(1)
+        block = load_script().blocks(marker + "\n<!-- END GENERATED relu -->\n")
+        self.assertEqual([b.family for b in block], ["relu"])
+        self.assertIn("add_test(NAME example_operator", (ROOT / "examples" / "CMakeLists.txt").read_text())
 
 
 class Markers(unittest.TestCase):

@@ -20,9 +20,9 @@
 #include <set>
 #include <thread>
 
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 #if DLB_TEST_GPU
-#include "bench/cases/nn_stream_case.h"
+#include "bench/cases/nn/infer/nn_stream_case.h"
 #endif
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
@@ -43,7 +43,7 @@
 #include "kernels/nn/cpu/onednn_plan.h"
 #endif
 #include "kernels/nn/model/safetensors.h"
-#include "reference/nn.h"
+#include "reference/nn/infer/nn.h"
 #include "tests/test_device.h"
 
 namespace dlb {

@@ -2,7 +2,9 @@
 include from kernels/nn only its own headers and those of the folders its
 row of docs/architecture.md's table ("### kernels/nn") names. The table is
 read from the page itself, so the page and the code cannot part; this test
-holds the code to it and the table to having no cycle."""
+holds the code to it and the table to having no cycle. The networks'
+reference and benchmarks (MIRRORS) use the same folder names: every entry
+there is a folder of the table."""
 
 import re
 import sys
@@ -13,6 +15,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = Path("docs/architecture.md")
 SOURCES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
+
+# The folders that hold the networks' files of the other layers, each a
+# folder per kernels/nn folder it serves (docs/architecture.md).
+MIRRORS = ("reference/nn", "bench/cases/nn", "bench/nn")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 ROW = re.compile(r"^\|\s*`kernels/nn/([a-z0-9_]+)/`\s*\|.*\|\s*([^|]*?)\s*\|\s*$")
@@ -105,9 +111,30 @@ def violations(root: Path, allowed: dict[str, set[str]]) -> list[str]:
     return found
 
 
+def mirror_violations(root: Path, allowed: dict[str, set[str]]) -> list[str]:
+    """One line per entry of a MIRRORS folder that is not a folder named as
+    one of kernels/nn's, and per MIRRORS folder missing or empty (a rename
+    would otherwise leave nothing to check)."""
+    found = []
+    for mirror in MIRRORS:
+        top = root / mirror
+        if not top.is_dir() or not any(p.is_dir() for p in top.iterdir()):
+            found.append(f"{mirror}/: missing or without folders")
+            continue
+        for path in sorted(top.iterdir()):
+            if path.is_dir() and path.name not in allowed:
+                found.append(f"{mirror}/{path.name}/: no folder of kernels/nn (the table in {PAGE})")
+            elif not path.is_dir():
+                found.append(f"{mirror}/{path.name}: a file outside the folders")
+    return found
+
+
 class NnFolders(unittest.TestCase):
     def test_every_include_follows_the_layers(self):
         self.assertEqual(violations(ROOT, rule(ROOT)), [])
+
+    def test_reference_and_bench_use_kernels_nn_folder_names(self):
+        self.assertEqual(mirror_violations(ROOT, rule(ROOT)), [])
 
     def test_the_layers_have_no_cycle(self):
         self.assertEqual(cycle(rule(ROOT)), [])
@@ -139,6 +166,23 @@ class NnFolders(unittest.TestCase):
             ])
             self.assertEqual(cycle(allowed), [])
             self.assertEqual(cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}), ["a", "b", "c", "a"])
+
+    def test_the_check_sees_a_mirror_folder_kernels_nn_lacks(self):
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            allowed = {"model": set(), "infer": {"model"}, "train": {"model"}}
+            self.assertEqual(mirror_violations(root, allowed),
+                             [f"{m}/: missing or without folders" for m in MIRRORS])
+            for mirror in MIRRORS:
+                (root / mirror / "infer").mkdir(parents=True)
+            self.assertEqual(mirror_violations(root, allowed), [])
+            (root / "reference/nn/inference").mkdir()
+            (root / "bench/nn/nn_layers.cpp").write_text("")
+            (root / "bench/cases/nn/train").mkdir()
+            self.assertEqual(mirror_violations(root, allowed), [
+                f"reference/nn/inference/: no folder of kernels/nn (the table in {PAGE})",
+                "bench/nn/nn_layers.cpp: a file outside the folders",
+            ])
 
 
 if __name__ == "__main__":

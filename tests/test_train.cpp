@@ -1,5 +1,5 @@
 // The training step (kernels/nn/train/train.h, issue 35): the double-precision
-// reference (reference/train.h) against central finite differences of its
+// reference (reference/nn/train/train.h) against central finite differences of its
 // own loss on small random networks; the fp32 step against the reference on
 // those and on mnist_cnn with the committed weights and real Fashion-MNIST
 // training images, within nn::gradient_tolerance (its error analysis is in
@@ -22,7 +22,7 @@
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_variants.h"
 #include "reference/compare.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 #include "tests/expect_error.h"
 #include "tests/train_checks.h"
 #include "tests/train_nets.h"
@@ -741,7 +741,7 @@ TEST(TrainStep, BadInputIsAClearError) {
   EXPECT_THROW(nn::make_im2col_step(net, 2, nn::Sgd{}, nn::Gemm::onednn_sgemm), Unsupported);
 #endif
   expect_error([&] { ref::gradients(net, ref::train_params(net), b.x, b.labels, 3); }, "input size");
-  // The networks bench/train.cpp registers (kTrainable) are those the step takes.
+  // The networks bench/nn/train/train.cpp registers (kTrainable) are those the step takes.
   for (const auto name : nn::network_names()) {
     bool trainable = true;
     try {

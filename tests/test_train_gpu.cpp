@@ -4,7 +4,7 @@
 // train_plan.h) runs the GPU step's schedule with the own kernels'
 // arithmetic (train_gpu_math.h, the functions the kernels run) over every
 // element, the cuDNN and cuBLAS calls replaced by plain fp32 loops; its
-// gradients against the double reference (reference/train.h) within
+// gradients against the double reference (reference/nn/train/train.h) within
 // nn::gradient_tolerance, on small random networks (every layer kind,
 // overlapping pool windows, a small residual network with batch-norm in
 // training mode) and on mnist_cnn, mnist_lenet and resnet20 with the
@@ -38,7 +38,7 @@
 #include "kernels/nn/model/safetensors.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_plan.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 #include "tests/expect_error.h"
 #include "tests/test_device.h"
 #include "tests/train_checks.h"

@@ -2,7 +2,7 @@
 // and their peak (bench/alloc_counter.h), across threads; and each CPU
 // training case's memory split (nn::TrainStep::memory) against the peak of
 // the heap measured while a step is built and runs (measured_step_peak,
-// bench/train_memory.h), for every impl and network bench times. This
+// bench/nn/train/train_memory.h), for every impl and network bench times. This
 // binary links the counting malloc, as bench does.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bench/alloc_counter.h"
-#include "bench/cases/train_case.h"
-#include "bench/train_memory.h"
+#include "bench/cases/nn/train/train_case.h"
+#include "bench/nn/train/train_memory.h"
 #include "kernels/nn/train/train_variants.h"
 
 namespace dlb {
@@ -147,7 +147,7 @@ struct Threads {
   int saved;
 };
 
-// bench's cases (bench/train.cpp): every network and impl at batch 64, on
+// bench's cases (bench/nn/train/train.cpp): every network and impl at batch 64, on
 // 1 and 2 threads.
 TEST(TrainMemory, MeasuredPeakMatchesTheAccounting) {
   if (!bench::alloc_counting()) GTEST_SKIP() << "no counting allocator in this build";

@@ -15,7 +15,7 @@
 #include "kernels/nn/model/network.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_variants.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 
 namespace dlb::test {
 

@@ -12,7 +12,7 @@ Inputs, all read through dlbench.results:
 - activation sizes: not in the files as such. Each layer case's
   bytes_per_second times its time is the layer's minimum traffic,
   4 * (batch * (input + output * (2 if it adds a residual else 1)) +
-  weights + bias) (bench/nn_layers.cpp); with the shape in the label
+  weights + bias) (bench/nn/infer/nn_layers.cpp); with the shape in the label
   ("16->32 3x3 s2", "64->10") that gives the input and output element
   counts: a convolution's input side is solved for (square, padded 'same'
   or unpadded), an fc's is its label, any other layer reads the previous

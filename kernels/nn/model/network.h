@@ -11,7 +11,7 @@
 // (weight' = weight * gamma / sqrt(var + eps), bias' = beta + (bias - mean) *
 // gamma / sqrt(var + eps), computed in double, rounded once): the backends
 // see conv + bias (+ residual) (+ ReLU). The unfolded parameters are kept for
-// the reference forward pass (reference/nn.h), which applies batch-norm as
+// the reference forward pass (reference/nn/infer/nn.h), which applies batch-norm as
 // PyTorch does.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The trainable tensors of a network (train_params.h): what the training
-// step and its reference (reference/train.h) share, and the bound on a
+// step and its reference (reference/nn/train/train.h) share, and the bound on a
 // step's gradients (train.h), built with or without Eigen.
 #include <algorithm>
 #include <cmath>

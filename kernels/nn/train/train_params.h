@@ -1,5 +1,5 @@
 // What a network trains and how (train.h's step, its reference
-// reference/train.h and PyTorch's all hold to it): the trainable tensors in
+// reference/nn/train/train.h and PyTorch's all hold to it): the trainable tensors in
 // PyTorch's order with their state_dict names, and the optimizer's
 // settings. A description, as network.h is, with no computation of a step:
 // the reference may use it (docs/architecture.md).

@@ -1,7 +1,7 @@
 // The training variant table: every implementation of the training step,
 // CPU and GPU, listed once, as kNetworkVariants lists the inference
 // backends (infer/nn.h). bench registers its cases from it
-// (<network>_train/<name>/...: bench/train.cpp, train_loaded.cpp,
+// (<network>_train/<name>/...: bench/nn/train/train.cpp, train_loaded.cpp,
 // train_gpu.cpp), train_epoch takes its CPU rows' names (--impl), and the
 // tests read it for the names, what a row needs and its bound; nothing else
 // maps a name to an implementation.
@@ -40,7 +40,7 @@ struct TrainVariant {
   bool (*accepts)(const Network& net) = nullptr;
   // The benchmark's label (a GPU case adds its copy mode and algorithms).
   std::string_view label;
-  // Also registered fed by the loader (bench/train_loaded.cpp:
+  // Also registered fed by the loader (bench/nn/train/train_loaded.cpp:
   // <network>_train/<name>/batch:<b>/workers:<n>); CPU rows only.
   bool loader_cases = false;
 

@@ -29,7 +29,7 @@ five parts in MB (weights_bytes, activations_bytes: what forward keeps for
 backward, gradients_bytes, optimizer_bytes: momentum, workspace_bytes:
 everything else the step holds), the accounted peak (peak_bytes, the sum
 of the five) and the measured peak (peak_measured_bytes: on the CPU the
-host heap's rise over a fresh step, bench/train_memory.h; PyTorch on the
+host heap's rise over a fresh step, bench/nn/train/train_memory.h; PyTorch on the
 GPU the caching allocator's; our GPU rows measured_device_bytes, the
 peak of the process's own device allocations over the step's
 construction and first step). A part a row

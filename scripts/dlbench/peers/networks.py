@@ -72,7 +72,7 @@ DATA = Path(os.environ.get("DLB_FASHION_MNIST_DIR", "/usr/share/datasets/fashion
 NETWORK_NAMES = ("resnet20", "mnist_cnn", "mnist_lenet")  # dlbench.nets.NETWORKS, without importing torch
 CPU_BATCHES = (1, 16, 64, 256)
 GPU_BATCHES = CPU_BATCHES + (1024,)
-# kernels/nn/infer/nn.cpp kNetworkTolerance, kBf16Tolerance; bench/cases/nn_case.h kMaxDisagreements and
+# kernels/nn/infer/nn.cpp kNetworkTolerance, kBf16Tolerance; bench/cases/nn/infer/nn_case.h kMaxDisagreements and
 # max_disagreement_fraction (reduced precision: 1% of the images)
 TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
 MAX_DISAGREEMENTS = 5

@@ -1,5 +1,5 @@
 """Training-step peers (issue 35): PyTorch's training step on the work of
-bench's <net>_train cases (bench/train.cpp, bench/train_gpu.cpp):
+bench's <net>_train cases (bench/nn/train/train.cpp, bench/nn/train/train_gpu.cpp):
 
     <net>_train/peer_torch/batch:<b>    PyTorch eager, fp32: zero_grad,
                                         forward, the loss, backward,
@@ -79,7 +79,7 @@ Counters: items_per_second (images/s), flops
 (as bench's: forward 2 MACs, backward 2 MACs for the weight gradients and 2
 for the input gradients of every conv and fc but the first), max_rel_err.
 The eager peers (peer_torch, peer_torch_cl, peer_torch_cuda and the loaded cases) report
-the step's memory under bench's names (bench/train_memory.h), from one step
+the step's memory under bench's names (bench/nn/train/train_memory.h), from one step
 of the timed model before timing (step_memory): weights_bytes (the
 parameters), gradients_bytes (their .grad after backward),
 optimizer_bytes (torch.optim.SGD's momentum buffers), activations_bytes
@@ -98,7 +98,7 @@ statistics of its CPU allocations). The graph and compiled modes report
 none (peer_torch_compile neither): what the graph's pool and inductor's
 kernels keep is not what the hooks see.
 
-The loaded cases (mnist_cnn, as bench/train_loaded.cpp's): a
+The loaded cases (mnist_cnn, as bench/nn/train/train_loaded.cpp's): a
 torch.utils.data.DataLoader over the Fashion-MNIST training set in the
 order of bench's (nn::epoch_order(20261126), scripts/dlbench/epoch.py),
 each image normalized, cropped from the image zero-padded by 4 and flipped
@@ -129,7 +129,7 @@ DATA = Path(os.environ.get("DLB_FASHION_MNIST_DIR", "/usr/share/datasets/fashion
 NETWORK_NAMES = ("resnet20", "mnist_cnn", "mnist_lenet")  # the networks bench's training step supports
 TRAIN_MODE = {"resnet20"}  # batch-norm in training mode; the others in eval mode (dropout off)
 BATCHES = (64, 256)
-LR, MOMENTUM = 0.01, 0.9  # bench/cases/train_case.cpp: nn::Sgd{}
+LR, MOMENTUM = 0.01, 0.9  # bench/cases/nn/train/train_case.cpp: nn::Sgd{}
 LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/infer/nn.cpp, kNetworkTolerance)
 
 
@@ -628,9 +628,9 @@ def diagnosis(torch, fresh, x, y, loss_of, exact: dict, bound: float, device: st
         return f" [no diagnosis: {type(e).__name__}: {e}]".splitlines()[0]
 
 
-LOADED_NETWORKS = ("mnist_cnn",)  # bench/train_loaded.cpp's
+LOADED_NETWORKS = ("mnist_cnn",)  # bench/nn/train/train_loaded.cpp's
 LOADED_WORKERS = (0, 1, 2)
-LOAD_SEED = 20261126  # bench/cases/loaded_train_case.cpp's kSeed
+LOAD_SEED = 20261126  # bench/cases/nn/train/loaded_train_case.cpp's kSeed
 
 
 def training_loaded(session: Session) -> None:

@@ -1,4 +1,4 @@
-#include "bench/cases/train_case.h"
+#include "bench/cases/nn/train/train_case.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/nn/data/dataset.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 
 namespace dlb {
 

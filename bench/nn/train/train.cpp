@@ -21,7 +21,7 @@
 // step) and its split weights_bytes, activations_bytes (outputs kept for
 // backward, pool indices, batch-norm's inputs and statistics,
 // log-probabilities), gradients_bytes,
-// optimizer_bytes (momentum), workspace_bytes (bench/train_memory.h);
+// optimizer_bytes (momentum), workspace_bytes (bench/nn/train/train_memory.h);
 // peak_measured_bytes (the host heap's live bytes at their peak above where
 // they stood, while a fresh step is built and runs two steps:
 // measured_step_peak) and allocated_bytes_per_step (host heap, the whole
@@ -37,10 +37,10 @@
 #include <vector>
 
 #include "bench/alloc_counter.h"
-#include "bench/cases/train_case.h"
+#include "bench/cases/nn/train/train_case.h"
 #include "bench/harness.h"
 #include "bench/suites.h"
-#include "bench/train_memory.h"
+#include "bench/nn/train/train_memory.h"
 #include "bench/user_shapes.h"
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/train_variants.h"

@@ -1,4 +1,4 @@
-#include "reference/nn.h"
+#include "reference/nn/infer/nn.h"
 
 #include <algorithm>
 #include <cmath>

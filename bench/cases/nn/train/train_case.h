@@ -3,7 +3,7 @@
 // their labels (no augmentation), the prepared step. Validation (before any
 // timing) runs forward and backward once on a step of its own and compares
 // every parameter's gradient with the double-precision reference
-// (reference/train.h) within the row's bound (nn::TrainVariant::tolerance).
+// (reference/nn/train/train.h) within the row's bound (nn::TrainVariant::tolerance).
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 // logits of the reference images against PyTorch's. GPU only.
 #include <chrono>
 
-#include "bench/cases/nn_stream_case.h"
+#include "bench/cases/nn/infer/nn_stream_case.h"
 #include "bench/harness.h"
 
 namespace dlb::bench {

@@ -1,4 +1,4 @@
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 
 #include <malloc.h>
 

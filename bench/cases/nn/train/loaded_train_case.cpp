@@ -1,11 +1,11 @@
-#include "bench/cases/loaded_train_case.h"
+#include "bench/cases/nn/train/loaded_train_case.h"
 
 #include <string>
 
 #include "kernels/common/error.h"
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/epoch.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 
 namespace dlb {
 namespace {

@@ -1,4 +1,4 @@
-#include "bench/cases/nn_stream_case.h"
+#include "bench/cases/nn/infer/nn_stream_case.h"
 
 #include <algorithm>
 #include <limits>

@@ -48,9 +48,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 #include "bench/harness.h"
-#include "bench/nn_layers.h"
+#include "bench/nn/infer/nn_layers.h"
 #include "kernels/common/error.h"
 #if DLB_HAVE_CUDA
 #include "kernels/common/cuda_resources.h"

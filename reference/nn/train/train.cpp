@@ -1,4 +1,4 @@
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 
 #include <omp.h>
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 
 namespace dlb {
 

@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "bench/alloc_counter.h"
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 #include "bench/harness.h"
-#include "bench/nn_layers.h"
+#include "bench/nn/infer/nn_layers.h"
 #include "bench/suites.h"
 #include "bench/user_shapes.h"
 

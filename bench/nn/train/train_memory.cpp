@@ -1,4 +1,4 @@
-#include "bench/train_memory.h"
+#include "bench/nn/train/train_memory.h"
 
 #include <benchmark/benchmark.h>
 

@@ -13,7 +13,7 @@
 // waited for its batch: the whole load at workers 0, what prefetching did
 // not hide otherwise), forward_us, backward_us, optimizer_us (each phase's
 // mean wall time per step), and the step's memory as the unloaded cases
-// report it (bench/train_memory.h) but for peak_measured_bytes: the step is
+// report it (bench/nn/train/train_memory.h) but for peak_measured_bytes: the step is
 // the same, its measured peak is the unloaded case's (measuring it here
 // would count the loader threads' allocations with it). Validated before
 // timing (LoadedTrainCase: the loader's first batch bit for bit, the step's
@@ -23,9 +23,9 @@
 #include <chrono>
 #include <string>
 
-#include "bench/cases/loaded_train_case.h"
+#include "bench/cases/nn/train/loaded_train_case.h"
 #include "bench/harness.h"
-#include "bench/train_memory.h"
+#include "bench/nn/train/train_memory.h"
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/train_variants.h"
 

@@ -1,4 +1,4 @@
-#include "bench/cases/train_gpu_case.h"
+#include "bench/cases/nn/train/train_gpu_case.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/train_plan.h"
 #include "kernels/nn/train/train.h"
-#include "reference/train.h"
+#include "reference/nn/train/train.h"
 
 namespace dlb {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bench/cases/nn_case.h"
+#include "bench/cases/nn/infer/nn_case.h"
 #include "bench/trace.h"
 #if DLB_HAVE_CUDA
 #include "kernels/common/cuda_resources.h"

@@ -14,7 +14,7 @@
 // their labels (no augmentation): each step copies and trains on the same
 // batch. Validation (before any timing) copies the batch the case's way, runs
 // forward and backward once and compares every parameter's gradient with the
-// double-precision reference (reference/train.h) within the row's bound
+// double-precision reference (reference/nn/train/train.h) within the row's bound
 // (nn::TrainVariant::tolerance); the reference is computed once per network
 // and batch in a process.
 #pragma once

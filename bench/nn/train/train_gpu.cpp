@@ -47,7 +47,7 @@
 #include <optional>
 #include <string>
 
-#include "bench/cases/train_gpu_case.h"
+#include "bench/cases/nn/train/train_gpu_case.h"
 #include "bench/harness.h"
 #include "bench/suites.h"
 #include "bench/user_shapes.h"
