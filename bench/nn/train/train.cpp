@@ -25,7 +25,12 @@
 // peak_measured_bytes (the host heap's live bytes at their peak above where
 // they stood, while a fresh step is built and runs two steps:
 // measured_step_peak) and allocated_bytes_per_step (host heap, the whole
-// process, alloc_counter.h); neither in sanitizer builds.
+// process, alloc_counter.h); neither in sanitizer builds. After the timed
+// loop, the step's profile (TrainStep::profile, kProfileSteps steps): each
+// call of the training walk timed alone, layer_us.<i>.<direction>
+// (forward, backward, backward_weights, backward_data: train_walk.h; the
+// loss as the layer after the logits), update_us, profiled_us (their sum)
+// and profile_steps, the same names as the GPU rows'.
 //
 // With --net=<network>_train/batch:B (bench/user_shapes.h): the step at
 // batch B alone (with --suite given too: B and the suite's batches), every
@@ -58,6 +63,9 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 // read: a missing weights file or data set is reported as bad input (bench
 // exits 2 naming it), as the network cases do.
 constexpr std::string_view kTrainable[] = {"resnet20", "mnist_cnn", "mnist_lenet"};
+// Steps a CPU case's profile takes the median of: three keeps it to about a
+// second for resnet20 at batch 256 on two cores.
+constexpr int kProfileSteps = 3;
 
 void register_train(Config&) {
   for (const std::string_view network : kTrainable) {
@@ -100,6 +108,11 @@ void register_train(Config&) {
           const AllocCounts after = alloc_counts();
           state.counters["allocated_bytes_per_step"] = static_cast<double>(after.bytes - before.bytes) / kAllocSteps;
         }
+        // Where the step's time goes, after the timed loop: each of the
+        // walk's calls timed alone (layer_us.<i>.<direction>), as the GPU
+        // rows report theirs.
+        for (const auto& [counter, value] : step.profile(c->x(), c->labels(), kProfileSteps))
+          state.counters[counter] = value;
         state.SetLabel(std::string(row.label));
       });
     }
