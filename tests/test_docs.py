@@ -125,24 +125,23 @@ class Recipes(unittest.TestCase):
         end = min(ends)
         return [c for c in re.findall(r"`([^`]+)`", text[start:end]) if ("(" in c or "{" in c) and " " in c]
 
-    def test_the_variant_recipe_is_the_examples_code(self):
-        example = (ROOT / "examples" / "daxpy_variant.cpp").read_text()
-        spans = self.code_spans("**A variant**")
-        self.assertGreaterEqual(len(spans), 2, spans)
+    def assert_recipe_is_example(self, section_title, example, at_least):
+        """Every code span of the recipe under `section_title` (at least
+        `at_least` of them) stands in examples/<example>.cpp, which ctest
+        builds and runs as example_<example>."""
+        source = (ROOT / "examples" / f"{example}.cpp").read_text()
+        spans = self.code_spans(section_title)
+        self.assertGreaterEqual(len(spans), at_least, spans)
         for code in spans:
             with self.subTest(code=code):
-                self.assertIn(code, example)
-        cmake = (ROOT / "examples" / "CMakeLists.txt").read_text()
-        self.assertIn("add_test(NAME example_daxpy_variant", cmake)
+                self.assertIn(code, source)
+        self.assertIn(f"add_test(NAME example_{example}", (ROOT / "examples" / "CMakeLists.txt").read_text())
+
+    def test_the_variant_recipe_is_the_examples_code(self):
+        self.assert_recipe_is_example("**A variant**", "daxpy_variant", 2)
 
     def test_the_network_backend_recipe_is_the_examples_code(self):
-        example = (ROOT / "examples" / "net_backend.cpp").read_text()
-        spans = self.code_spans("**A network backend**")
-        self.assertGreaterEqual(len(spans), 4, spans)
-        for code in spans:
-            with self.subTest(code=code):
-                self.assertIn(code, example)
-        self.assertIn("add_test(NAME example_net_backend", (ROOT / "examples" / "CMakeLists.txt").read_text())
+        self.assert_recipe_is_example("**A network backend**", "net_backend", 4)
 
 
 class Markers(unittest.TestCase):
