@@ -36,3 +36,10 @@ def with_planted_error(fixture: Path, target: str) -> dict:
                           "run_type": "iteration", "error_occurred": True,
                           "error_message": "WRONG RESULT: planted by the test"})
     return data
+
+
+def write_planted_error(fixture: Path, target: str, directory: str) -> Path:
+    """with_planted_error's JSON, written to <directory>/errored.json."""
+    bad = Path(directory) / "errored.json"
+    bad.write_text(json.dumps(with_planted_error(fixture, target)))
+    return bad

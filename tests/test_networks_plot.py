@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import networks  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import assert_plot_writes_png, with_planted_error  # noqa: E402
+from tests.plot_fixture import assert_plot_writes_png, write_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "networks_small.json"
 BACKENDS = ("cpu_own", "cpu_onednn", "cpu_eigen", "peer_torch", "peer_torchscript", "peer_ort", "peer_openvino")
@@ -48,8 +48,7 @@ class NetworksFigure(unittest.TestCase):
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "resnet20/cpu_own/batch:16"
         with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(with_planted_error(FIXTURE, target)))
+            bad = write_planted_error(FIXTURE, target, d)
             results = load(bad)
             fig = networks.figures([results])["networks"]
             line = next(l for l in fig.axes[0].get_lines() if l.get_label() == "cpu_own")

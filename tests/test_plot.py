@@ -2,7 +2,6 @@
 run of bench on a 2-core Xeon: daxpy at a few sizes and the STREAM ceilings,
 2 repetitions)."""
 
-import json
 import math
 import sys
 import tempfile
@@ -15,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import daxpy  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import assert_plot_writes_png, run_plot, with_planted_error  # noqa: E402
+from tests.plot_fixture import assert_plot_writes_png, run_plot, write_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "bench_small.json"
 
@@ -52,10 +51,8 @@ class PlotFixture(unittest.TestCase):
 
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "daxpy/cpu_omp/n:4096"
-        data = with_planted_error(FIXTURE, target)
         with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(data))
+            bad = write_planted_error(FIXTURE, target, d)
             p = run_plot(bad, "--out-dir", d)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn(target, p.stderr)

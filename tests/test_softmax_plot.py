@@ -4,7 +4,6 @@ softmax and log_softmax variants at cols 1024 and 4096 in the DRAM regime,
 cols 128 in the cache regime, the one long row, and roofline/cpu_copy;
 2 repetitions)."""
 
-import json
 import math
 import re
 import statistics
@@ -19,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import softmax  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import assert_plot_writes_png, with_planted_error  # noqa: E402
+from tests.plot_fixture import assert_plot_writes_png, write_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "softmax_small.json"
 
@@ -69,10 +68,8 @@ class SoftmaxFigure(unittest.TestCase):
 
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "softmax/cpu_onednn/rows:16384/cols:4096"
-        data = with_planted_error(FIXTURE, target)
         with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(data))
+            bad = write_planted_error(FIXTURE, target, d)
             fig = softmax.figures([load(bad)])["softmax"]
             line = next(l for l in fig.axes[0].get_lines() if l.get_label() == "cpu_onednn")
             self.assertTrue(math.isnan(line.get_ydata()[list(line.get_xdata()).index(4096)]))
