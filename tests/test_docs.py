@@ -212,20 +212,21 @@ class Markers(unittest.TestCase):
             self.assertNotIn("Traceback", p.stderr)
         self.assertEqual(page.read_text(), text)
 
+    def assert_check_exits_2(self, page_text, named):
+        """readme.py --check with docs/n.md of `page_text` exits 2, naming `named`."""
+        self.write("docs/n.md", page_text)
+        p = readme("--root", str(self.root), "--check")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(named, p.stderr)
+
     def test_source_that_is_not_results_exits_2_naming_it(self):
         self.write("results/m/bad.json", "{}")
-        self.write("docs/n.md", "<!-- BEGIN GENERATED networks FROM results/m/bad.json -->\n"
-                   "<!-- END GENERATED networks -->\n")
-        p = readme("--root", str(self.root), "--check")
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("bad.json", p.stderr)
+        self.assert_check_exits_2("<!-- BEGIN GENERATED networks FROM results/m/bad.json -->\n"
+                                  "<!-- END GENERATED networks -->\n", "bad.json")
 
     def test_unknown_family_exits_2(self):
-        self.write("docs/n.md", "<!-- BEGIN GENERATED networkz FROM results/m/networks.json -->\n"
-                   "<!-- END GENERATED networkz -->\n")
-        p = readme("--root", str(self.root), "--check")
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("networkz", p.stderr)
+        self.assert_check_exits_2("<!-- BEGIN GENERATED networkz FROM results/m/networks.json -->\n"
+                                  "<!-- END GENERATED networkz -->\n", "networkz")
 
     def test_files_given_rewrite_one_page_and_name_them_in_the_marker(self):
         page = self.write("docs/n.md", "<!-- BEGIN GENERATED networks FROM results/m/old.json -->\nold\n"
