@@ -85,22 +85,34 @@ def marker(family: str, sources: list[str]) -> str:
     return f"<!-- BEGIN GENERATED {family}{' FROM ' + ' '.join(sources) if sources else ''} -->\n"
 
 
-def render(text: str, results_list, families: set[str] | None = None) -> str:
-    """`text` with its blocks (those of `families`, default all) rewritten from
-    the given results; their markers name the files that gave a table."""
+def rewrite_blocks(text: str, families: set[str] | None, where: str, block) -> str:
+    """`text` with its blocks (those of `families`, default all) rewritten:
+    block(family, its table, the files its marker names) gives the files the
+    new marker names and the content. `where` starts the error for a block
+    of an unknown family."""
     known = tables()
 
     def replace(match: re.Match) -> str:
         family = match.group(1)
         if family not in known:
-            raise InputError(f"a block for unknown family {family!r} (known: {', '.join(sorted(known))})")
+            raise InputError(f"{where}a block for unknown family {family!r} (known: {', '.join(sorted(known))})")
         if families is not None and family not in families:
             return match.group(0)
-        content, used = block_text(family, known[family], results_list)
-        sources = [r.path.as_posix() for r in used]
+        sources, content = block(family, known[family], (match.group(2) or "").split())
         return marker(family, sources) + content + f"<!-- END GENERATED {family} -->"
 
     return BLOCK.sub(replace, text)
+
+
+def render(text: str, results_list, families: set[str] | None = None) -> str:
+    """`text` with its blocks (those of `families`, default all) rewritten from
+    the given results; their markers name the files that gave a table."""
+
+    def block(family: str, table, _named: list[str]):
+        content, used = block_text(family, table, results_list)
+        return [r.path.as_posix() for r in used], content
+
+    return rewrite_blocks(text, families, "", block)
 
 
 class Sources:
@@ -125,20 +137,13 @@ class Sources:
 
 def render_own(text: str, page: str, sources: Sources, families: set[str] | None = None) -> str:
     """`text` with each block rewritten from the files its own marker names."""
-    known = tables()
 
-    def replace(match: re.Match) -> str:
-        family = match.group(1)
-        if family not in known:
-            raise InputError(f"{page}: a block for unknown family {family!r} (known: {', '.join(sorted(known))})")
-        if families is not None and family not in families:
-            return match.group(0)
-        names = (match.group(2) or "").split()
+    def block(family: str, table, names: list[str]):
         results_list = [sources.get(n, f"{page}: GENERATED {family}") for n in names]
-        content, _ = block_text(family, known[family], results_list)
-        return marker(family, names) + content + f"<!-- END GENERATED {family} -->"
+        content, _ = block_text(family, table, results_list)
+        return names, content
 
-    return BLOCK.sub(replace, text)
+    return rewrite_blocks(text, families, f"{page}: ", block)
 
 
 def pages(root: Path) -> list[Path]:

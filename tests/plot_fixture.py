@@ -1,7 +1,27 @@
 """Helpers for the figure tests that run on committed Google Benchmark fixtures."""
 
 import json
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+
+PLOT = Path(__file__).resolve().parents[1] / "scripts" / "plot.py"
+
+
+def run_plot(*args):
+    """scripts/plot.py with `args`, its output captured."""
+    return subprocess.run([sys.executable, str(PLOT), *map(str, args)], capture_output=True, text=True)
+
+
+def assert_plot_writes_png(test, fixture: Path, figure: str) -> None:
+    """scripts/plot.py on `fixture` succeeds and writes <figure>.png, a PNG."""
+    with tempfile.TemporaryDirectory() as d:
+        p = run_plot(fixture, "--out-dir", d)
+        test.assertEqual(p.returncode, 0, p.stderr)
+        png = Path(d) / f"{figure}.png"
+        test.assertTrue(png.exists(), png)
+        test.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
 
 
 def with_planted_error(fixture: Path, target: str) -> dict:
@@ -16,3 +36,10 @@ def with_planted_error(fixture: Path, target: str) -> dict:
                           "run_type": "iteration", "error_occurred": True,
                           "error_message": "WRONG RESULT: planted by the test"})
     return data
+
+
+def write_planted_error(fixture: Path, target: str, directory: str) -> Path:
+    """with_planted_error's JSON, written to <directory>/errored.json."""
+    bad = Path(directory) / "errored.json"
+    bad.write_text(json.dumps(with_planted_error(fixture, target)))
+    return bad

@@ -24,6 +24,13 @@ def bench(*args, timeout=300):
     return subprocess.run([BENCH, *args], capture_output=True, text=True, timeout=timeout)
 
 
+def bench_output(*args):
+    """bench's standard output for `args`; the run must succeed."""
+    p = bench(*args)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
 def sources(*folders, suffixes=(".cpp", ".h", ".cu")):
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*")):
@@ -65,10 +72,8 @@ def case_name(listed):
 class Help(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        p = bench("--help")
-        assert p.returncode == 0, p.stderr
-        cls.out = p.stdout
-        cls.ours = p.stdout[p.stdout.index("dlbench's own flags:"):p.stdout.index("Google Benchmark's flags:")]
+        cls.out = bench_output("--help")
+        cls.ours = cls.out[cls.out.index("dlbench's own flags:"):cls.out.index("Google Benchmark's flags:")]
 
     def test_own_flags_come_before_google_benchmarks(self):
         self.assertLess(self.out.index("dlbench's own flags:"), self.out.index("Google Benchmark's flags:"))
@@ -180,11 +185,9 @@ class FullSuiteNote(unittest.TestCase):
 class ListFamilies(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        p = bench("--list_families")
-        assert p.returncode == 0, p.stderr
-        cls.out = p.stdout
+        cls.out = bench_output("--list_families")
         cls.families = {}
-        for block in p.stdout.split("\n\n")[1:]:
+        for block in cls.out.split("\n\n")[1:]:
             lines = block.strip("\n").split("\n")
             name, answers = lines[0].split(": ", 1)
             family = {"answers": answers, "names": [], "prefixes": set(), "suites": "", "cpu": [], "gpu": [],

@@ -239,17 +239,23 @@ class ShippedShapes(unittest.TestCase):
                 out.append(d)
         return out
 
+    def variants_by_shape(self, names, family, fields):
+        """The variants listed for each shape of `family` (the name's
+        `fields` fields after the variant): every name is of that family."""
+        by_shape = {}
+        for n in names:
+            self.assertTrue(n.startswith(family + "/"), n)
+            parts = n.split("/")
+            by_shape.setdefault("/".join(parts[2:2 + fields]), set()).add(parts[1])
+        return by_shape
+
     def test_resnet20_conv(self):
         shapes = set()
         for d in self.descriptors("resnet20_conv.txt", "conv"):
             fields = dict(re.findall(r"([a-z]+)(\d+)", d))
             shapes.add("n:{n}/c:{c}/h:{h}/w:{w}/k:{k}/r:{r}/s:{s}/stride:{stride}/pad:{pad}".format(**fields))
         self.assertEqual(len(shapes), 8)
-        names = listed("--shapes=shapes/resnet20_conv.txt")
-        by_shape = {}
-        for n in names:
-            self.assertTrue(n.startswith("conv/"), n)
-            by_shape.setdefault("/".join(n.split("/")[2:11]), set()).add(n.split("/")[1])
+        by_shape = self.variants_by_shape(listed("--shapes=shapes/resnet20_conv.txt"), "conv", 9)
         self.assertEqual(set(by_shape), shapes)
         for shape, variants in by_shape.items():
             self.assertIn("cpu_direct", variants, shape)
@@ -262,10 +268,7 @@ class ShippedShapes(unittest.TestCase):
         # Every shape with every variant the gemm family has at a suite shape
         # of the same kind (all are below the plain loops' 2^30 multiply-adds).
         variants = {n.split("/")[1] for n in suite_cases(r"^gemm/[^/]+/m:64/n:10/k:64/")}
-        registered = {}
-        for n in names:
-            self.assertTrue(n.startswith("gemm/"), n)
-            registered.setdefault("/".join(n.split("/")[2:5]), set()).add(n.split("/")[1])
+        registered = self.variants_by_shape(names, "gemm", 3)
         self.assertEqual(set(registered), shapes)
         for shape, got in registered.items():
             self.assertEqual(got, variants, shape)

@@ -178,24 +178,23 @@ class Recipes(unittest.TestCase):
         return [c for c in re.findall(r"`([^`]+)`", text[start:end])
                 if (("(" in c or "{" in c or c.endswith(";")) and " " in c) or re.match(r"DLB_\w+\(", c)]
 
-    def test_the_variant_recipe_is_the_examples_code(self):
-        example = (ROOT / "examples" / "daxpy_variant.cpp").read_text()
-        spans = self.code_spans("**A variant**")
-        self.assertGreaterEqual(len(spans), 2, spans)
+    def assert_recipe_is_example(self, section_title, example, at_least):
+        """Every code span of the recipe under `section_title` (at least
+        `at_least` of them) stands in examples/<example>.cpp, which ctest
+        builds and runs as example_<example>."""
+        source = (ROOT / "examples" / f"{example}.cpp").read_text()
+        spans = self.code_spans(section_title)
+        self.assertGreaterEqual(len(spans), at_least, spans)
         for code in spans:
             with self.subTest(code=code):
-                self.assertIn(code, example)
-        cmake = (ROOT / "examples" / "CMakeLists.txt").read_text()
-        self.assertIn("add_test(NAME example_daxpy_variant", cmake)
+                self.assertIn(code, source)
+        self.assertIn(f"add_test(NAME example_{example}", (ROOT / "examples" / "CMakeLists.txt").read_text())
+
+    def test_the_variant_recipe_is_the_examples_code(self):
+        self.assert_recipe_is_example("**A variant**", "daxpy_variant", 2)
 
     def test_the_network_backend_recipe_is_the_examples_code(self):
-        example = (ROOT / "examples" / "net_backend.cpp").read_text()
-        spans = self.code_spans("**A network backend**")
-        self.assertGreaterEqual(len(spans), 4, spans)
-        for code in spans:
-            with self.subTest(code=code):
-                self.assertIn(code, example)
-        self.assertIn("add_test(NAME example_net_backend", (ROOT / "examples" / "CMakeLists.txt").read_text())
+        self.assert_recipe_is_example("**A network backend**", "net_backend", 4)
 
 
     def test_the_operator_recipe_is_the_examples_code_and_the_trees_names(self):
@@ -319,20 +318,21 @@ class Markers(unittest.TestCase):
             self.assertNotIn("Traceback", p.stderr)
         self.assertEqual(page.read_text(), text)
 
+    def assert_check_exits_2(self, page_text, named):
+        """readme.py --check with docs/n.md of `page_text` exits 2, naming `named`."""
+        self.write("docs/n.md", page_text)
+        p = readme("--root", str(self.root), "--check")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(named, p.stderr)
+
     def test_source_that_is_not_results_exits_2_naming_it(self):
         self.write("results/m/bad.json", "{}")
-        self.write("docs/n.md", "<!-- BEGIN GENERATED networks FROM results/m/bad.json -->\n"
-                   "<!-- END GENERATED networks -->\n")
-        p = readme("--root", str(self.root), "--check")
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("bad.json", p.stderr)
+        self.assert_check_exits_2("<!-- BEGIN GENERATED networks FROM results/m/bad.json -->\n"
+                                  "<!-- END GENERATED networks -->\n", "bad.json")
 
     def test_unknown_family_exits_2(self):
-        self.write("docs/n.md", "<!-- BEGIN GENERATED networkz FROM results/m/networks.json -->\n"
-                   "<!-- END GENERATED networkz -->\n")
-        p = readme("--root", str(self.root), "--check")
-        self.assertEqual(p.returncode, 2)
-        self.assertIn("networkz", p.stderr)
+        self.assert_check_exits_2("<!-- BEGIN GENERATED networkz FROM results/m/networks.json -->\n"
+                                  "<!-- END GENERATED networkz -->\n", "networkz")
 
     def test_files_given_rewrite_one_page_and_name_them_in_the_marker(self):
         page = self.write("docs/n.md", "<!-- BEGIN GENERATED networks FROM results/m/old.json -->\nold\n"

@@ -24,6 +24,14 @@ def entry(name, bytes_per_second, seconds=1e-3):
             "real_time": seconds * 1e9, "time_unit": "ns", "iterations": 10, "bytes_per_second": bytes_per_second}
 
 
+def load_doc(doc: dict):
+    """`doc` as dlbench.results loads it from a file, synthetic.json."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "synthetic.json"
+        path.write_text(json.dumps(doc))
+        return load(path)
+
+
 class GpuDaxpy(unittest.TestCase):
     def test_table_reads_gpu_daxpy_against_triad_and_copy(self):
         n = 1 << 26
@@ -32,20 +40,14 @@ class GpuDaxpy(unittest.TestCase):
                               entry("roofline/gpu_triad/n:67108864", 3.2e12),
                               entry(f"daxpy/gpu_naive/n:{n}", 3.1e12),
                               entry(f"daxpy/gpu_cublas/n:{n}", 3.15e12)]}
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "synthetic.json"
-            path.write_text(json.dumps(doc))
-            text = daxpy.table(load(path))
+        text = daxpy.table(load_doc(doc))
         self.assertIn("Best GPU daxpy at n = 2^26: `gpu_cublas`, 3150.0 GB/s", text)
         self.assertIn("0.98 of `roofline/gpu_triad` (3200.0 GB/s)", text)
         self.assertIn("1.05 of `roofline/gpu_copy` (3000.0 GB/s)", text)
 
     def test_no_gpu_cases_no_gpu_line(self):
         doc = {"context": {"machine": "synthetic-cpu"}, "benchmarks": [entry("daxpy/cpu_loop/n:1024", 1e11)]}
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "synthetic.json"
-            path.write_text(json.dumps(doc))
-            self.assertNotIn("GPU", daxpy.table(load(path)))
+        self.assertNotIn("GPU", daxpy.table(load_doc(doc)))
 
     def test_table_reads_gpu_daxpy_against_the_memory_ceiling_first(self):
         # The H200 run's figures (2026-11-27): daxpy gpu_naive above both the
@@ -56,10 +58,7 @@ class GpuDaxpy(unittest.TestCase):
                               entry("roofline/gpu_triad/n:67108864", 4.09e12),
                               entry("roofline/gpu_memory/bytes:1610612736", 4.36e12),
                               entry(f"daxpy/gpu_naive/n:{n}", 4.34e12)]}
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "synthetic.json"
-            path.write_text(json.dumps(doc))
-            text = daxpy.table(load(path))
+        text = daxpy.table(load_doc(doc))
         self.assertIn("1.00 of `roofline/gpu_memory` (4360.0 GB/s); 1.06 of `roofline/gpu_triad`", text)
 
 
@@ -70,10 +69,7 @@ class GpuSoftmax(unittest.TestCase):
                "benchmarks": [entry(name, value) for name, value in ceilings] +
                              [entry(f"softmax/gpu_fused/rows:{rows}/cols:{cols}", 4.20e12),
                               entry(f"softmax/gpu_naive/rows:{rows}/cols:{cols}", 2.0e12)]}
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "synthetic.json"
-            path.write_text(json.dumps(doc))
-            return softmax.table(load(path))
+        return softmax.table(load_doc(doc))
 
     def test_reads_gpu_softmax_against_the_memory_ceiling(self):
         text = self.table([("roofline/gpu_copy/n:134217728", 4.24e12),
@@ -106,10 +102,7 @@ class GpuTargets(unittest.TestCase):
     def table(self, benchmarks):
         from dlbench.figures import gpu_targets
         doc = {"context": {"machine": "synthetic-gpu", "gpu_name": "Synthetic GPU"}, "benchmarks": benchmarks}
-        with tempfile.TemporaryDirectory() as d:
-            path = Path(d) / "synthetic.json"
-            path.write_text(json.dumps(doc))
-            return gpu_targets.table(load(path))
+        return gpu_targets.table(load_doc(doc))
 
     def row(self, text, start):
         return next(line for line in text.splitlines() if line.startswith("| " + start))
@@ -133,23 +126,24 @@ class GpuTargets(unittest.TestCase):
             net_entry("mnist_cnn/peer_torch/batch:64", 9e9),  # a CPU peer: not a PyTorch GPU mode
         ])
         self.assertIn("**mnist_cnn** on Synthetic GPU", text)
-        self.assertIn("| met |", self.row(text, "batch 1 p50 <= 15 us"))
-        self.assertIn("3.00x faster", self.row(text, "batch 1 p50"))
-        row = self.row(text, "fp32 batch 64")
-        self.assertIn("`peer_torch_cuda_graph` 400,000", row)
-        self.assertIn("| 1.50x | met |", row)
-        self.assertIn("| 1.30x | **not met** |", self.row(text, "fp32 batch 1024"))
-        self.assertIn("| 1.33x | **not met** |", self.row(text, "fp16/bf16 batch 1024"))
-        self.assertIn("| 1.50x faster | met |", self.row(text, "fp16/bf16 batch 1 "))
-        row = self.row(text, "tf32 batch 64")
-        self.assertIn("`gpu_cudnn_graph_tf32` 600,000", row)
-        self.assertIn("| 1.20x | **not met** |", row)
-        self.assertIn("| - | n/a |", self.row(text, "tf32 batch 1024"))
+        # (the row that starts so, what it must say)
+        for start, says in [("batch 1 p50 <= 15 us", "| met |"),
+                            ("batch 1 p50", "3.00x faster"),
+                            ("fp32 batch 64", "`peer_torch_cuda_graph` 400,000"),
+                            ("fp32 batch 64", "| 1.50x | met |"),
+                            ("fp32 batch 1024", "| 1.30x | **not met** |"),
+                            ("fp16/bf16 batch 1024", "| 1.33x | **not met** |"),
+                            ("fp16/bf16 batch 1 ", "| 1.50x faster | met |"),
+                            ("tf32 batch 64", "`gpu_cudnn_graph_tf32` 600,000"),
+                            ("tf32 batch 64", "| 1.20x | **not met** |"),
+                            ("tf32 batch 1024", "| - | n/a |"),
+                            ("fp16/bf16 batch 64", "| - | n/a |"),  # no 16-bit side at 64
+                            ("int8 batch 1024", "**not met**"),
+                            ("int8 batch 1024", "accuracy drop 0.0060")]:
+            with self.subTest(row=start, says=says):
+                self.assertIn(says, self.row(text, start))
         # The tf32 rows are neither side of the fp32 target.
         self.assertNotIn("tf32", self.row(text, "fp32 batch 64"))
-        self.assertIn("| - | n/a |", self.row(text, "fp16/bf16 batch 64"))  # no 16-bit side at 64
-        self.assertIn("**not met**", self.row(text, "int8 batch 1024"))
-        self.assertIn("accuracy drop 0.0060", self.row(text, "int8 batch 1024"))
         self.assertNotIn("resnet20", text)
 
     def test_cpu_run_has_no_table(self):

@@ -18,8 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "kit"
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
 from dlbench import kit  # noqa: E402
+from tests.temp_dir import TempDirTestCase  # noqa: E402
 
 KIT = [sys.executable, str(ROOT / "scripts" / "dlbench" / "kit.py")]
 
@@ -81,14 +83,7 @@ class Sanitizer(unittest.TestCase):
         self.assertTrue(kit.sanitizer_verdict("s", "", 1, 60).startswith("FAIL"))
 
 
-class Families(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class Families(TempDirTestCase):
     def test_a_cut_family_keeps_what_it_finished_and_counts_what_it_lost(self):
         cut = self.dir / "fused.json"
         cut.write_bytes((DATA / "fused-cut.json").read_bytes())

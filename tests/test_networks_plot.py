@@ -6,7 +6,6 @@ backend and peer at batch 1, 16, 64 and 256, 2 repetitions)."""
 import json
 import math
 import statistics
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -18,10 +17,9 @@ sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import networks  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import with_planted_error  # noqa: E402
+from tests.plot_fixture import assert_plot_writes_png, write_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "networks_small.json"
-PLOT = ROOT / "scripts" / "plot.py"
 BACKENDS = ("cpu_own", "cpu_onednn", "cpu_eigen", "peer_torch", "peer_torchscript", "peer_ort", "peer_openvino")
 
 
@@ -45,17 +43,12 @@ class NetworksFigure(unittest.TestCase):
         self.assertEqual(lines["peer_ort"].get_linestyle(), "--")  # peers dashed
 
     def test_plot_script_writes_the_png(self):
-        with tempfile.TemporaryDirectory() as d:
-            p = subprocess.run([sys.executable, str(PLOT), str(FIXTURE), "--out-dir", d],
-                               capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertEqual((Path(d) / "networks.png").read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+        assert_plot_writes_png(self, FIXTURE, "networks")
 
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "resnet20/cpu_own/batch:16"
         with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(with_planted_error(FIXTURE, target)))
+            bad = write_planted_error(FIXTURE, target, d)
             results = load(bad)
             fig = networks.figures([results])["networks"]
             line = next(l for l in fig.axes[0].get_lines() if l.get_label() == "cpu_own")

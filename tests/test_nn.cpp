@@ -478,26 +478,28 @@ TEST(Idx, BadFiles) {
   expect_error([] { nn::read_idx(temp_path("no_such_file"), temp_path("lab.gz")); }, {"cannot open"});
 }
 
+// read_idx on an images file `name` holding each corruption of `good`
+// (bytes of any one-byte type), beside the intact labels file fuzz_lab.
+template <class Byte>
+void idx_images_survive_corruption(const char* name, const std::vector<Byte>& good) {
+  static_assert(sizeof(Byte) == 1);
+  std::vector<std::byte> bytes(good.size());
+  std::memcpy(bytes.data(), good.data(), good.size());
+  survives_corruption(bytes, [name](const std::vector<std::byte>& corrupted) {
+    write_file(temp_path(name), corrupted);
+    nn::read_idx(temp_path(name), temp_path("fuzz_lab"));
+  }, 1000);
+}
+
 TEST(Idx, SurvivesCorruptedFiles) {
   const auto labels = idx({3}, {1, 2, 3});
   write_plain(temp_path("fuzz_lab"), labels);
   const auto images = idx({3, 4, 5}, iota_bytes(60));
-  std::vector<std::byte> good(images.size());
-  std::memcpy(good.data(), images.data(), images.size());
-  survives_corruption(good, [](const std::vector<std::byte>& bytes) {
-    write_file(temp_path("fuzz_img"), bytes);
-    nn::read_idx(temp_path("fuzz_img"), temp_path("fuzz_lab"));
-  }, 1000);
+  idx_images_survive_corruption("fuzz_img", images);
   // The same through gzip: corrupted compressed streams.
   write_gzip(temp_path("fuzz_img.gz"), images);
   std::ifstream in(temp_path("fuzz_img.gz"), std::ios::binary);
-  const std::vector<char> gz((std::istreambuf_iterator<char>(in)), {});
-  std::vector<std::byte> good_gz(gz.size());
-  std::memcpy(good_gz.data(), gz.data(), gz.size());
-  survives_corruption(good_gz, [](const std::vector<std::byte>& bytes) {
-    write_file(temp_path("fuzz_img.gz"), bytes);
-    nn::read_idx(temp_path("fuzz_img.gz"), temp_path("fuzz_lab"));
-  }, 1000);
+  idx_images_survive_corruption("fuzz_img.gz", std::vector<char>((std::istreambuf_iterator<char>(in)), {}));
 }
 
 TEST(Cifar10, ReadsRecordsAndRejectsBadFiles) {
@@ -1323,6 +1325,26 @@ const nn::NetVariant kS8GemmOnHost{
 // binary compares each GPU row with its twin (GpuS8Rows, GpuOneKernel), and
 // the GPU kit's time is short.
 #if !DLB_TEST_GPU
+// A host twin's outputs on its case's first `count` images, once its pass
+// holds against PyTorch.
+std::vector<float> outputs_checked_against_torch(NetCase& twin, std::int64_t count) {
+  const auto vs_torch = twin.validate(33);
+  EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
+  return twin.outputs(0, count);
+}
+
+// Where this machine runs cpu_own_s8: `outputs`, a host twin's of a GPU
+// int8 row on network `name` at `batch` for the first `count` images, equal
+// cpu_own_s8's bit for bit.
+void expect_cpu_own_s8_equals(const std::vector<float>& outputs, std::string_view name, std::int64_t batch,
+                              std::int64_t count, const char* difference) {
+  for (const auto* v : usable_variants(nn::network_variants(), Device::cpu))
+    if (v->name == "cpu_own_s8") {
+      NetCase cpu(*v, name, batch);
+      EXPECT_EQ(outputs, cpu.outputs(0, count)) << difference;
+    }
+}
+
 // What the benchmark checks before timing the GPU row: PyTorch's logits and
 // top-1 answers (the first 200 test images: scalar loops on the host); the
 // layer calls make the pass. cpu_own_s8 computes the same exact integer sums
@@ -1331,22 +1353,14 @@ const nn::NetVariant kS8GemmOnHost{
 // log-softmax, as the twin), so where the CPU has it the outputs are equal
 // bit for bit: any difference is a mistake in one of the two.
 TEST(GpuOwnS8OnTheHost, MatchesPyTorchAndCpuOwnS8) {
-  const nn::NetVariant* own = nullptr;
-  for (const auto* v : usable_variants(nn::network_variants(), Device::cpu))
-    if (v->name == "cpu_own_s8") own = v;
   for (const auto name : nn::network_names()) {
     SCOPED_TRACE(std::string(name));
     NetCase twin(kS8DirectOnHost, name, 3);
-    const auto vs_torch = twin.validate(33);
-    EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
-    const auto outputs = twin.outputs(0, 33);
+    const auto outputs = outputs_checked_against_torch(twin, 33);
     // The layer calls, on a pass of its own.
     expect_layer_calls_make_the_pass(twin.network(), 3,
                                      [](const nn::NetArgs& a) { return nn::prepare_s8_direct_on_host(a); });
-    if (own != nullptr) {
-      NetCase cpu(*own, name, 3);
-      EXPECT_EQ(outputs, cpu.outputs(0, 33)) << "the twin and cpu_own_s8 differ";
-    }
+    expect_cpu_own_s8_equals(outputs, name, 3, 33, "the twin and cpu_own_s8 differ");
     NetCase big(kS8DirectOnHost, name, 50);
     const auto a = big.accuracy(200);
     EXPECT_TRUE(a.ok()) << a.summary();
@@ -1416,21 +1430,13 @@ TEST(GpuOwnMmaS8OnTheHost, FragmentLayoutsAndTheModelledMma) {
 // int8 rows' checks against PyTorch hold. CPU only: the GPU binary compares
 // the GPU row with this twin instead, and the kit's time is short.
 TEST(GpuOwnMmaS8OnTheHost, EqualsTheDirectTwinAndCpuOwnS8) {
-  const nn::NetVariant* own = nullptr;
-  for (const auto* v : usable_variants(nn::network_variants(), Device::cpu))
-    if (v->name == "cpu_own_s8") own = v;
   for (const auto name : nn::network_names()) {
     SCOPED_TRACE(std::string(name));
     NetCase mma(kS8MmaOnHost, name, 5);
-    const auto vs_torch = mma.validate(33);
-    EXPECT_TRUE(vs_torch.ok) << vs_torch.summary();
-    const auto outputs = mma.outputs(0, 35);
+    const auto outputs = outputs_checked_against_torch(mma, 35);
     NetCase direct(kS8DirectOnHost, name, 5);
     EXPECT_EQ(outputs, direct.outputs(0, 35)) << "the mma twin and the direct twin differ";
-    if (own != nullptr) {
-      NetCase cpu(*own, name, 5);
-      EXPECT_EQ(outputs, cpu.outputs(0, 35)) << "the mma twin and cpu_own_s8 differ";
-    }
+    expect_cpu_own_s8_equals(outputs, name, 5, 35, "the mma twin and cpu_own_s8 differ");
     // The layer calls, on a pass of its own.
     expect_layer_calls_make_the_pass(mma.network(), 5, nn::prepare_s8_mma_on_host);
   }

@@ -157,11 +157,20 @@ def _entry(name, **counters):
     return {"name": name + "/real_time", "run_type": "iteration", "real_time": 1.0, "time_unit": "ns", **counters}
 
 
+def _results(entries, context):
+    """A run of one repetition per entry, under `context`."""
+    from dlbench.results import Case, Results, parse_name
+    cases = {}
+    for e in entries:
+        name, op, variant, args = parse_name(e["name"])
+        cases[name] = Case(name, op, variant, args, [e])
+    return Results(Path("t.json"), context, cases)
+
+
 class PeerTable(unittest.TestCase):
     """figures/peers.py: what meets what."""
 
     def results(self):
-        from dlbench.results import Results, parse_name, Case
         entries = [_entry("gemm/cpu_onednn_f32/m:64/n:64/k:64", flops=200e9),
                    _entry("gemm/cpu_onednn_bf16/m:64/n:64/k:64", flops=500e9),
                    _entry("gemm/peer_torch_f32/m:64/n:64/k:64", flops=100e9),
@@ -173,11 +182,7 @@ class PeerTable(unittest.TestCase):
                    _entry("resnet20/peer_ort/batch:64", items_per_second=4000.0),
                    _entry("resnet20/peer_openvino_bf16/batch:64", items_per_second=9000.0),
                    _entry("daxpy/peer_numpy/n:1024", bytes_per_second=1e9)]  # no dlbench daxpy: no row
-        cases = {}
-        for e in entries:
-            name, op, variant, args = parse_name(e["name"])
-            cases[name] = Case(name, op, variant, args, [e])
-        return Results(Path("t.json"), {"peers": {"peer_ort": "onnxruntime"}}, cases)
+        return _results(entries, {"peers": {"peer_ort": "onnxruntime"}})
 
     def test_same_precision_and_device(self):
         from dlbench.figures import peers as table_module
@@ -198,7 +203,6 @@ class PeerTable(unittest.TestCase):
 
     def test_gpu_networks_meet_peers_of_their_precision_in_a_block_each(self):
         from dlbench.figures import peers as table_module
-        from dlbench.results import Case, Results, parse_name
         entries = [_entry("resnet20/gpu_cudnn_graph/batch:1024", items_per_second=200000.0),
                    _entry("resnet20/gpu_cudnn_f16/batch:1024", items_per_second=400000.0),
                    _entry("resnet20/gpu_cudnn_mixed_f16/batch:1024", items_per_second=380000.0),
@@ -206,11 +210,7 @@ class PeerTable(unittest.TestCase):
                    _entry("resnet20/peer_torch_cuda_graph_f16/batch:1024", items_per_second=300000.0),
                    _entry("resnet20/peer_torch_cuda_compile_f16/batch:1024", items_per_second=350000.0),
                    _entry("resnet20/gpu_own_s8/batch:1024", items_per_second=900000.0)]  # no int8 peer: no row
-        cases = {}
-        for e in entries:
-            name, op, variant, args = parse_name(e["name"])
-            cases[name] = Case(name, op, variant, args, [e])
-        r = Results(Path("t.json"), {}, cases)
+        r = _results(entries, {})
         found = table_module.pairs(r, "networks", "gpu")
         self.assertEqual([(label, o[1], t[1]) for label, o, t in found],
                          [("resnet20, batch 1024", "gpu_cudnn_graph", "peer_torch_cuda_compile"),

@@ -26,14 +26,15 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
 from dlbench.placement import CPU, GPU, Copy, Layer, best_placement, brute_force, placement_cost  # noqa: E402
+from tests.temp_dir import TempDirTestCase  # noqa: E402
 
 
 class Placement(unittest.TestCase):
@@ -120,14 +121,7 @@ def batch_block(out: str, batch: int) -> str:
     return out.split(f"\nbatch {batch}:\n", 1)[1].split("\nbatch ", 1)[0]
 
 
-class PlacementCommand(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class PlacementCommand(TempDirTestCase):
     def output(self, *extra):
         p = run(CPU_RUN, GPU_RUN, GPU_MORE, *extra)
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -2,9 +2,7 @@
 run of bench on a 2-core Xeon: daxpy at a few sizes and the STREAM ceilings,
 2 repetitions)."""
 
-import json
 import math
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -16,14 +14,9 @@ sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import daxpy  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import with_planted_error  # noqa: E402
+from tests.plot_fixture import assert_plot_writes_png, run_plot, write_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "bench_small.json"
-PLOT = ROOT / "scripts" / "plot.py"
-
-
-def run_plot(*args):
-    return subprocess.run([sys.executable, str(PLOT), *map(str, args)], capture_output=True, text=True)
 
 
 class PlotFixture(unittest.TestCase):
@@ -39,12 +32,7 @@ class PlotFixture(unittest.TestCase):
                 self.assertTrue((Path(d) / f"{name}.png").exists(), name)
 
     def test_writes_daxpy_png(self):
-        with tempfile.TemporaryDirectory() as d:
-            p = run_plot(FIXTURE, "--out-dir", d)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            png = Path(d) / "daxpy.png"
-            self.assertTrue(png.exists())
-            self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+        assert_plot_writes_png(self, FIXTURE, "daxpy")
 
     def test_figure_has_every_variant_and_the_ceilings(self):
         results = load(FIXTURE)
@@ -63,10 +51,8 @@ class PlotFixture(unittest.TestCase):
 
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "daxpy/cpu_omp/n:4096"
-        data = with_planted_error(FIXTURE, target)
         with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(data))
+            bad = write_planted_error(FIXTURE, target, d)
             p = run_plot(bad, "--out-dir", d)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn(target, p.stderr)

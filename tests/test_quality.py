@@ -120,6 +120,17 @@ class BinaryCounters(unittest.TestCase):
         self.assertIn(str(self.path), p.stdout)
 
 
+def daxpy_1024_slower(**fields):
+    """An edit for Verdicts.edited: every repetition of daxpy/cpu_loop/n:1024
+    1.5 times slower, with `fields` set on it."""
+    def edit(runs):
+        for b in runs:
+            if b["name"].startswith("daxpy/cpu_loop/n:1024"):
+                b["real_time"] *= 1.5
+                b.update(fields)
+    return edit
+
+
 class Verdicts(unittest.TestCase):
     """Machine states written into a real run: each is flagged for its reason."""
 
@@ -211,11 +222,7 @@ class Verdicts(unittest.TestCase):
         self.assertTrue(q.summary().startswith("not recorded"))
 
     def test_a_noisy_slower_case_is_a_reason_to_rerun_not_a_regression(self):
-        def slower(runs):
-            for b in runs:
-                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
-                    b["real_time"] *= 1.5
-                    b["noisy"], b["contention"] = 1.0, 0.5
+        slower = daxpy_1024_slower(noisy=1.0, contention=0.5)
         base = self.edited(lambda runs: None, "base.json")
         new = self.edited(slower, "new.json")
         verdicts = {v.name: v for v in cmp.compare(load(base), load(new))}
@@ -230,11 +237,7 @@ class Verdicts(unittest.TestCase):
 
     def test_a_slowdown_where_the_runs_met_different_ceilings_is_a_rerun(self):
         # Each run quiet, but the memory around the case was 20% slower in NEW.
-        def slower(runs):
-            for b in runs:
-                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
-                    b["real_time"] *= 1.5
-                    b["ceiling_bytes_per_second"] = 40e9
+        slower = daxpy_1024_slower(ceiling_bytes_per_second=40e9)
         base = self.edited(lambda runs: None, "base.json")
         new = self.edited(slower, "new.json")
         v = {v.name: v for v in cmp.compare(load(base), load(new))}["daxpy/cpu_loop/n:1024"]
@@ -243,10 +246,7 @@ class Verdicts(unittest.TestCase):
         self.assertIn("the memory ceiling differs between the runs: 50 vs 40 GB/s", v.noisy)
 
     def test_the_same_slowdown_on_a_quiet_machine_is_a_regression(self):
-        def slower(runs):
-            for b in runs:
-                if b["name"].startswith("daxpy/cpu_loop/n:1024"):
-                    b["real_time"] *= 1.5
+        slower = daxpy_1024_slower()
         base = self.edited(lambda runs: None, "base.json")
         new = self.edited(slower, "new.json")
         p = subprocess.run([sys.executable, str(COMPARE), str(base), str(new)], capture_output=True, text=True)

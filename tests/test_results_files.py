@@ -6,26 +6,20 @@ damaged one must be refused naming the file and the problem."""
 import gzip
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
 from dlbench.results import ResultsError, load, read_document, write_document  # noqa: E402
+from tests.temp_dir import TempDirTestCase  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "bench_small.json"
 
 
-class ResultsFiles(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class ResultsFiles(TempDirTestCase):
     def test_gz_reads_as_its_json(self):
         gz = self.dir / "run.json.gz"
         gz.write_bytes(gzip.compress(FIXTURE.read_bytes()))

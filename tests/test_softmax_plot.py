@@ -4,11 +4,9 @@ softmax and log_softmax variants at cols 1024 and 4096 in the DRAM regime,
 cols 128 in the cache regime, the one long row, and roofline/cpu_copy;
 2 repetitions)."""
 
-import json
 import math
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -20,10 +18,9 @@ sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import softmax  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import with_planted_error  # noqa: E402
+from tests.plot_fixture import assert_plot_writes_png, write_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "softmax_small.json"
-PLOT = ROOT / "scripts" / "plot.py"
 
 
 def gbps(results, name):
@@ -67,19 +64,12 @@ class SoftmaxFigure(unittest.TestCase):
         self.assertEqual(list(cache.get_xdata()), [128])
 
     def test_plot_script_writes_the_png(self):
-        with tempfile.TemporaryDirectory() as d:
-            p = subprocess.run([sys.executable, str(PLOT), str(FIXTURE), "--out-dir", d],
-                               capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            png = Path(d) / "softmax.png"
-            self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+        assert_plot_writes_png(self, FIXTURE, "softmax")
 
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "softmax/cpu_onednn/rows:16384/cols:4096"
-        data = with_planted_error(FIXTURE, target)
         with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(data))
+            bad = write_planted_error(FIXTURE, target, d)
             fig = softmax.figures([load(bad)])["softmax"]
             line = next(l for l in fig.axes[0].get_lines() if l.get_label() == "cpu_onednn")
             self.assertTrue(math.isnan(line.get_ydata()[list(line.get_xdata()).index(4096)]))

@@ -1,27 +1,20 @@
 // RAII for CUDA resources: device and pinned buffers, streams, events, and
-// CUDA graphs, the cuBLAS / cuDNN handles. Destructors never throw; a failure to free is
-// reported on stderr (it means an earlier error already broke the context).
+// CUDA graphs, the cuBLAS / cuDNN handles (their one owner: owned_handle.h).
+// Destructors never throw; a failure to free is reported on stderr (it means
+// an earlier error already broke the context).
 // Include only from code built with CUDA.
 #pragma once
 
 #include <cstddef>
-#include <cstdio>
 #include <functional>
 #include <span>
-#include <utility>
 
 #include "kernels/common/buffer.h"
 #include "kernels/common/cuda_check.h"
 #include "kernels/common/device_bytes.h"
+#include "kernels/common/owned_handle.h"
 
 namespace dlb {
-
-namespace detail {
-inline void report_release_failure(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    std::fprintf(stderr, "dlbench: %s failed: %s\n", what, cudaGetErrorString(status));
-}
-}  // namespace detail
 
 // Counted in the process's DeviceByteCount (device_bytes.h): this process's
 // own device memory, which other processes on the GPU cannot disturb.
@@ -72,43 +65,23 @@ DeviceBuffer<T> to_device(std::span<const T> host) {
 }
 
 // A non-blocking stream (no implicit synchronization with the legacy default stream).
-class Stream {
+class Stream : public OwnedHandle<cudaStream_t, cudaStreamDestroy, "cudaStreamDestroy"> {
  public:
-  Stream() { DLB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  Stream(Stream&& o) noexcept : stream_(std::exchange(o.stream_, nullptr)) {}
-  Stream& operator=(Stream&&) = delete;
-  Stream(const Stream&) = delete;
-  ~Stream() {
-    if (stream_ != nullptr) detail::report_release_failure(cudaStreamDestroy(stream_), "cudaStreamDestroy");
-  }
-  cudaStream_t get() const { return stream_; }
-  void synchronize() const { DLB_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
-
- private:
-  cudaStream_t stream_ = nullptr;
+  Stream() { DLB_CUDA_CHECK(cudaStreamCreateWithFlags(out(), cudaStreamNonBlocking)); }
+  void synchronize() const { DLB_CUDA_CHECK(cudaStreamSynchronize(get())); }
 };
 
-class Event {
+class Event : public OwnedHandle<cudaEvent_t, cudaEventDestroy, "cudaEventDestroy"> {
  public:
-  explicit Event(unsigned flags = cudaEventDefault) { DLB_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags)); }
-  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
-  Event& operator=(Event&&) = delete;
-  Event(const Event&) = delete;
-  ~Event() {
-    if (event_ != nullptr) detail::report_release_failure(cudaEventDestroy(event_), "cudaEventDestroy");
-  }
-  cudaEvent_t get() const { return event_; }
-  void record(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaEventRecord(event_, stream)); }
-  void synchronize() const { DLB_CUDA_CHECK(cudaEventSynchronize(event_)); }
+  explicit Event(unsigned flags = cudaEventDefault) { DLB_CUDA_CHECK(cudaEventCreateWithFlags(out(), flags)); }
+  void record(cudaStream_t stream) const { DLB_CUDA_CHECK(cudaEventRecord(get(), stream)); }
+  void synchronize() const { DLB_CUDA_CHECK(cudaEventSynchronize(get())); }
   // Milliseconds from `start` to this event; both must have completed.
   float elapsed_ms_since(const Event& start) const {
     float ms = 0.0f;
-    DLB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    DLB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), get()));
     return ms;
   }
-
- private:
-  cudaEvent_t event_ = nullptr;
 };
 
 // A CUDA graph captured once from what `record` enqueues on `stream`, and
@@ -147,50 +120,22 @@ class CudaGraph {
 };
 
 // A cuBLAS handle bound to one stream.
-class CublasHandle {
+class CublasHandle : public OwnedHandle<cublasHandle_t, cublasDestroy, "cublasDestroy"> {
  public:
   explicit CublasHandle(cudaStream_t stream) {
-    DLB_CUBLAS_CHECK(cublasCreate(&handle_));
-    try {
-      DLB_CUBLAS_CHECK(cublasSetStream(handle_, stream));
-    } catch (...) {
-      cublasDestroy(handle_);  // the destructor of a half-built object never runs
-      throw;
-    }
+    DLB_CUBLAS_CHECK(cublasCreate(out()));
+    DLB_CUBLAS_CHECK(cublasSetStream(get(), stream));
   }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-  ~CublasHandle() {
-    if (cublasDestroy(handle_) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "dlbench: cublasDestroy failed\n");
-  }
-  cublasHandle_t get() const { return handle_; }
-
- private:
-  cublasHandle_t handle_ = nullptr;
 };
 
 #if DLB_HAVE_CUDNN
 // A cuDNN handle bound to one stream.
-class CudnnHandle {
+class CudnnHandle : public OwnedHandle<cudnnHandle_t, cudnnDestroy, "cudnnDestroy"> {
  public:
   explicit CudnnHandle(cudaStream_t stream) {
-    DLB_CUDNN_CHECK(cudnnCreate(&handle_));
-    try {
-      DLB_CUDNN_CHECK(cudnnSetStream(handle_, stream));
-    } catch (...) {
-      cudnnDestroy(handle_);  // the destructor of a half-built object never runs
-      throw;
-    }
+    DLB_CUDNN_CHECK(cudnnCreate(out()));
+    DLB_CUDNN_CHECK(cudnnSetStream(get(), stream));
   }
-  CudnnHandle(const CudnnHandle&) = delete;
-  CudnnHandle& operator=(const CudnnHandle&) = delete;
-  ~CudnnHandle() {
-    if (cudnnDestroy(handle_) != CUDNN_STATUS_SUCCESS) std::fprintf(stderr, "dlbench: cudnnDestroy failed\n");
-  }
-  cudnnHandle_t get() const { return handle_; }
-
- private:
-  cudnnHandle_t handle_ = nullptr;
 };
 #endif
 

@@ -12,7 +12,6 @@
 // ld k). So n and k must be multiples of 4; other shapes are skipped with
 // that reason.
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -25,28 +24,12 @@
 namespace dlb {
 namespace {
 
-// A cuBLASLt handle or descriptor, destroyed with its owner.
-template <class Handle, cublasStatus_t (*Destroy)(Handle)>
-class LtOwned {
- public:
-  LtOwned() = default;
-  LtOwned(const LtOwned&) = delete;
-  LtOwned& operator=(const LtOwned&) = delete;
-  ~LtOwned() {
-    if (handle_ != nullptr && Destroy(handle_) != CUBLAS_STATUS_SUCCESS)
-      std::fprintf(stderr, "dlbench: destroying a cuBLASLt object failed\n");
-  }
-  Handle get() const { return handle_; }
-  Handle* out() { return &handle_; }  // for the create call
-
- private:
-  Handle handle_ = nullptr;
-};
-
-using LtHandle = LtOwned<cublasLtHandle_t, cublasLtDestroy>;
-using LtMatmulDesc = LtOwned<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
-using LtLayout = LtOwned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
-using LtPreference = LtOwned<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+// cuBLASLt's handle and descriptors, destroyed with their owners.
+using LtHandle = OwnedHandle<cublasLtHandle_t, cublasLtDestroy, "cublasLtDestroy">;
+using LtMatmulDesc = OwnedHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy">;
+using LtLayout = OwnedHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy">;
+using LtPreference =
+    OwnedHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy">;
 
 constexpr std::size_t kMaxWorkspace = std::size_t{32} << 20;
 

@@ -22,6 +22,40 @@ namespace {
 // for AVX2); the buffers are 64-byte aligned.
 bool aligned64(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 63) == 0; }
 
+// The widest vectors the build targets, as the kernels below use them: D of
+// kDoubles doubles, F of kFloats floats (fmadd only where the build has FMA).
+#if defined(__AVX512F__)
+struct Vec {
+  static constexpr int kDoubles = 8, kFloats = 16;
+  using D = __m512d;
+  using F = __m512;
+  static D load(const double* p) { return _mm512_loadu_pd(p); }
+  static void stream(double* p, D v) { _mm512_stream_pd(p, v); }
+  static D set1(double x) { return _mm512_set1_pd(x); }
+  static D fmadd(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
+  static F set1(float x) { return _mm512_set1_ps(x); }
+  static F zero() { return _mm512_setzero_ps(); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, F v) { _mm512_store_ps(p, v); }
+};
+#else
+struct Vec {
+  static constexpr int kDoubles = 4, kFloats = 8;
+  using D = __m256d;
+  using F = __m256;
+  static D load(const double* p) { return _mm256_loadu_pd(p); }
+  static void stream(double* p, D v) { _mm256_stream_pd(p, v); }
+  static D set1(double x) { return _mm256_set1_pd(x); }
+  static F set1(float x) { return _mm256_set1_ps(x); }
+  static F zero() { return _mm256_setzero_ps(); }
+  static void store(float* p, F v) { _mm256_store_ps(p, v); }
+#if defined(__FMA__)
+  static D fmadd(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+#endif
+};
+#endif
+
 }  // namespace
 #endif
 
@@ -36,20 +70,11 @@ const char* stream_store_kind() {
 }
 
 void stream_copy(const double* a, double* c, std::int64_t n) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
   if (aligned64(c)) {
-    const std::int64_t vec_end = n - n % 8;
+    const std::int64_t vec_end = n - n % Vec::kDoubles;
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < vec_end; i += 8) _mm512_stream_pd(c + i, _mm512_loadu_pd(a + i));
-    for (std::int64_t i = vec_end; i < n; ++i) c[i] = a[i];
-    _mm_sfence();
-    return;
-  }
-#elif defined(__AVX2__)
-  if (aligned64(c)) {
-    const std::int64_t vec_end = n - n % 4;
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < vec_end; i += 4) _mm256_stream_pd(c + i, _mm256_loadu_pd(a + i));
+    for (std::int64_t i = 0; i < vec_end; i += Vec::kDoubles) Vec::stream(c + i, Vec::load(a + i));
     for (std::int64_t i = vec_end; i < n; ++i) c[i] = a[i];
     _mm_sfence();
     return;
@@ -60,24 +85,13 @@ void stream_copy(const double* a, double* c, std::int64_t n) {
 }
 
 void stream_triad(double* a, const double* b, const double* c, double s, std::int64_t n) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
   if (aligned64(a)) {
-    const std::int64_t vec_end = n - n % 8;
-    const __m512d vs = _mm512_set1_pd(s);
+    const std::int64_t vec_end = n - n % Vec::kDoubles;
+    const Vec::D vs = Vec::set1(s);
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < vec_end; i += 8)
-      _mm512_stream_pd(a + i, _mm512_fmadd_pd(vs, _mm512_loadu_pd(c + i), _mm512_loadu_pd(b + i)));
-    for (std::int64_t i = vec_end; i < n; ++i) a[i] = std::fma(s, c[i], b[i]);
-    _mm_sfence();
-    return;
-  }
-#elif defined(__AVX2__) && defined(__FMA__)
-  if (aligned64(a)) {
-    const std::int64_t vec_end = n - n % 4;
-    const __m256d vs = _mm256_set1_pd(s);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < vec_end; i += 4)
-      _mm256_stream_pd(a + i, _mm256_fmadd_pd(vs, _mm256_loadu_pd(c + i), _mm256_loadu_pd(b + i)));
+    for (std::int64_t i = 0; i < vec_end; i += Vec::kDoubles)
+      Vec::stream(a + i, Vec::fmadd(vs, Vec::load(c + i), Vec::load(b + i)));
     for (std::int64_t i = vec_end; i < n; ++i) a[i] = std::fma(s, c[i], b[i]);
     _mm_sfence();
     return;
@@ -107,28 +121,17 @@ double cpu_fma_peak(std::int64_t iterations, int* threads_used) {
   {
 #pragma omp single
     threads = omp_get_num_threads();
-#if defined(__AVX512F__)
-    const __m512 va = _mm512_set1_ps(a), vb = _mm512_set1_ps(b);
-    __m512 acc[kFmaChains];
-    for (auto& v : acc) v = _mm512_setzero_ps();
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+    const Vec::F va = Vec::set1(a), vb = Vec::set1(b);
+    Vec::F acc[kFmaChains];
+    for (auto& v : acc) v = Vec::zero();
     for (std::int64_t it = 0; it < iterations; ++it)
-      for (auto& v : acc) v = _mm512_fmadd_ps(v, va, vb);
+      for (auto& v : acc) v = Vec::fmadd(v, va, vb);
     // Lanes summed through memory: GCC 12's _mm512_reduce_add_ps trips a
     // false -Wuninitialized.
-    alignas(64) float lanes[16];
+    alignas(sizeof(Vec::F)) float lanes[Vec::kFloats];
     for (auto& v : acc) {
-      _mm512_store_ps(lanes, v);
-      for (float x : lanes) total += x;
-    }
-#elif defined(__AVX2__) && defined(__FMA__)
-    const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
-    __m256 acc[kFmaChains];
-    for (auto& v : acc) v = _mm256_setzero_ps();
-    for (std::int64_t it = 0; it < iterations; ++it)
-      for (auto& v : acc) v = _mm256_fmadd_ps(v, va, vb);
-    alignas(32) float lanes[8];
-    for (auto& v : acc) {
-      _mm256_store_ps(lanes, v);
+      Vec::store(lanes, v);
       for (float x : lanes) total += x;
     }
 #else

@@ -57,12 +57,6 @@ struct Avx512 {
   static void stream_fence() { _mm_sfence(); }
   // vmaxps returns its second operand when either is NaN.
   static V max(V a, V b) { return _mm512_mask_max_ps(a, kAll, a, b); }
-  static float reduce_max(V v) {
-    return reduce(v, [](V a, V b) { return max(a, b); });
-  }
-  static float reduce_add(V v) {
-    return reduce(v, [](V a, V b) { return a + b; });
-  }
 
   // exp(x), 16 lanes, for x <= 88.7 (softmax's arguments, x - max, are
   // <= 0): n = round(x / ln2), r = x - n ln2 in two steps (Cody-Waite,
@@ -95,6 +89,8 @@ struct Avx512 {
   // -Wuninitialized on _mm512_undefined_ps) about the unmasked ones.
   static constexpr __mmask16 kAll = 0xffff;
   static __mmask16 first_lanes(std::int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+ public:
   // Lane 0 of op folded over all lanes: halves, quarters, pairs, neighbours.
   template <class Op>
   static float reduce(V v, Op op) {
@@ -137,12 +133,6 @@ struct Avx2 {
   static void stream_fence() { _mm_sfence(); }
   // vmaxps returns its second operand when either is NaN.
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
-  static float reduce_max(V v) {
-    return reduce(v, [](V a, V b) { return max(a, b); });
-  }
-  static float reduce_add(V v) {
-    return reduce(v, [](V a, V b) { return a + b; });
-  }
 
   // exp(x), 8 lanes: the AVX-512 exp's reduction and polynomial, with 2^n
   // built in the exponent field instead of vscalefps (AVX2 has none), as
@@ -196,6 +186,8 @@ struct Avx2 {
   static __m256i first_lanes(std::int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
+
+ public:
   // Lane 0 of op folded over all lanes: halves, pairs, neighbours.
   template <class Op>
   static float reduce(V v, Op op) {
@@ -223,8 +215,11 @@ struct Scalar {
   static void stream_fence() {}
   // Same NaN rule as vmaxps: the second operand when either is NaN.
   static V max(V a, V b) { return a > b ? a : b; }
-  static float reduce_max(V v) { return v; }
-  static float reduce_add(V v) { return v; }
+  // Its one lane.
+  template <class Op>
+  static float reduce(V v, Op) {
+    return v;
+  }
   // Flushed below kExpMin like the AVX-512 exp (NaN < kExpMin is false).
   static V exp(V x) { return x < kExpMin ? 0.0f : std::exp(x); }
   static V exp_nonpositive(V x) { return exp(x); }
@@ -234,6 +229,15 @@ using Simd = Scalar;
 
 using V = Simd::V;
 constexpr int kWidth = Simd::kWidth;
+
+// A vector's largest lane and the sum of its lanes, by Simd::reduce (NaN as
+// Simd::max takes it).
+float reduce_max(V v) {
+  return Simd::reduce(v, [](V a, V b) { return Simd::max(a, b); });
+}
+float reduce_add(V v) {
+  return Simd::reduce(v, [](V a, V b) { return a + b; });
+}
 
 // exp over an array, all cores: Simd::exp, or Simd::exp_nonpositive.
 template <bool kNonpositive>
@@ -427,8 +431,8 @@ struct Fold {
   }
 
   MaxSum total() const {
-    const float max = Simd::reduce_max(m);
-    return {max, Simd::reduce_add((s - c) * Simd::exp_nonpositive(m - Simd::set1(max)))};
+    const float max = reduce_max(m);
+    return {max, reduce_add((s - c) * Simd::exp_nonpositive(m - Simd::set1(max)))};
   }
 
  private:
@@ -570,13 +574,13 @@ void softmax_short_row(const float* x, float* y, std::int64_t n) {
     v[i] = Simd::load_first(x + i * kWidth, lanes(i), kMinusInf);
     m = Simd::max(m, v[i]);
   }
-  const V max = Simd::set1(Simd::reduce_max(m));
+  const V max = Simd::set1(reduce_max(m));
   V sum = Simd::set1(0.0f);
   for (int i = 0; i < count; ++i) {
     e[i] = Simd::exp_nonpositive(v[i] - max);
     sum = sum + e[i];
   }
-  const float total = Simd::reduce_add(sum);
+  const float total = reduce_add(sum);
   for (int i = 0; i < count; ++i) {
     if constexpr (K == SoftmaxKind::softmax) {
       Simd::store_first(y + i * kWidth, lanes(i), e[i] * Simd::set1(1.0f / total));

@@ -252,26 +252,14 @@ class OnednnLayers final : public GraphBackend<memory> {
   Out fc(const Layer& l, const Io& io) override {
     Start s = start(l, io);
     LayerPlan& plan = (*plans_)[io.index];
-    // A 4-D input (NCHW, or blocked) is flattened by oneDNN itself: the
-    // weights are then [k, c, h, w], the same bytes as [k, c*h*w] (oihw).
-    const memory::dims in_dims = s.src.get_desc().dims();
-    const bool spatial = in_dims.size() == 4;
-    const memory::dims w_dims =
-        spatial ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]} : memory::dims{l.k, in_dims[1]};
-    const auto pd = not_reference(
-        [&](const memory::desc& from) {
-          const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
-                                                       memory::desc(w_dims, s.type, tag::any),
-                                                       memory::desc({l.k}, f32, tag::a), s.any_dst);
-          return dnnl::inner_product_forward::primitive_desc(desc, relu_attr(false, l.relu), onednn_engine());
-        },
-        s.src_desc);
+    const FcWeights w = fc_weights(l, s.src);
+    const auto pd = fc_pd(l, s.src_desc, w, s.type, s.any_dst, relu_attr(false, l.relu));
     take_src(plan, s.src, pd.src_desc());
     memory y(pd.dst_desc(), onednn_engine());
     plan.main = Step{dnnl::inner_product_forward(pd),
                      {{DNNL_ARG_SRC, s.src},
                       {DNNL_ARG_WEIGHTS,
-                       weights_in(pd.weights_desc(), memory::desc(w_dims, f32, spatial ? tag::oihw : tag::oi), l.weight)},
+                       weights_in(pd.weights_desc(), memory::desc(w.dims, f32, w.user_tag), l.weight)},
                       {DNNL_ARG_BIAS, owned_copy(pd.bias_desc(), l.bias)},
                       {DNNL_ARG_DST, y}}};
     kernels_.insert(pd.impl_info_str());

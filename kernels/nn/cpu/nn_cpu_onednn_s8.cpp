@@ -224,21 +224,9 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
       adopt(pd, user_w);
       primitive = dnnl::convolution_forward(pd);
     } else {
-      // A 4-D input is flattened by oneDNN itself: weights [k, c, h, w]
-      // are the same bytes as PyTorch's [k, c*h*w].
-      const memory::dims in_dims = s.src.get_desc().dims();
-      const bool image = in_dims.size() == 4;
-      const memory::dims w_dims =
-          image ? memory::dims{l.k, in_dims[1], in_dims[2], in_dims[3]} : memory::dims{l.k, in_dims[1]};
-      const auto pd = not_reference(
-          [&](const memory::desc& from) {
-            const dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, from,
-                                                         memory::desc(w_dims, dt::s8, tag::any),
-                                                         memory::desc({l.k}, dt::f32, tag::a), dst_desc);
-            return dnnl::inner_product_forward::primitive_desc(desc, attr, engine);
-          },
-          s.src_desc);
-      adopt(pd, memory::desc(w_dims, dt::s8, image ? tag::oihw : tag::oi));
+      const FcWeights fc = fc_weights(l, s.src);
+      const auto pd = fc_pd(l, s.src_desc, fc, dt::s8, dst_desc, attr);
+      adopt(pd, memory::desc(fc.dims, dt::s8, fc.user_tag));
       primitive = dnnl::inner_product_forward(pd);
     }
     take_src(plan, s, pd_src);

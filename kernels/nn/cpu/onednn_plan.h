@@ -129,6 +129,39 @@ auto not_reference(Make make, const dnnl::memory::desc& fixed,
   return pd;
 }
 
+// A fully connected layer's weights on input `src`. A 4-D input (NCHW, or
+// blocked) is flattened by oneDNN itself: the weights are then [k, c, h, w]
+// (oihw), the same bytes as PyTorch's [k, c*h*w]; a 2-D input's are [k, c]
+// (oi).
+struct FcWeights {
+  dnnl::memory::dims dims;
+  dnnl::memory::format_tag user_tag;  // the committed weights' layout
+};
+inline FcWeights fc_weights(const Layer& l, const dnnl::memory& src) {
+  const dnnl::memory::dims in = src.get_desc().dims();
+  if (in.size() == 4) return {{l.k, in[1], in[2], in[3]}, dnnl::memory::format_tag::oihw};
+  return {{l.k, in[1]}, dnnl::memory::format_tag::oi};
+}
+
+// Layer l's inner product reading `src_desc` (made again for
+// format_tag::any where that one has only the reference kernel), weights
+// `w` of `weight_type` in the layout oneDNN chooses, an fp32 bias, writing
+// `dst`, with `attr`.
+inline dnnl::inner_product_forward::primitive_desc fc_pd(const Layer& l, const dnnl::memory::desc& src_desc,
+                                                          const FcWeights& w, dnnl::memory::data_type weight_type,
+                                                          const dnnl::memory::desc& dst,
+                                                          const dnnl::primitive_attr& attr) {
+  return not_reference(
+      [&](const dnnl::memory::desc& from) {
+        const dnnl::inner_product_forward::desc desc(
+            dnnl::prop_kind::forward_inference, from,
+            dnnl::memory::desc(w.dims, weight_type, dnnl::memory::format_tag::any),
+            dnnl::memory::desc({l.k}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a), dst);
+        return dnnl::inner_product_forward::primitive_desc(desc, attr, onednn_engine());
+      },
+      src_desc);
+}
+
 // Layer i adds into its shortcut's buffer in place (the sum post-op):
 // refuses a network where a later layer still reads that buffer.
 inline void require_shortcut_unread(const Network& net, std::size_t i, const char* backend) {

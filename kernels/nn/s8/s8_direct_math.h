@@ -108,6 +108,17 @@ DLB_HOST_DEVICE inline void finish(const Epilogue& e, std::int64_t pixel, int o,
   }
 }
 
+// Output pixel `pixel` of an NHWC output of oh x ow pixels an image: its
+// image n and position (oy, ox).
+struct OutPixel {
+  std::int64_t n;
+  int oy, ox;
+};
+DLB_HOST_DEVICE inline OutPixel out_pixel(std::int64_t pixel, int oh, int ow) {
+  return {pixel / (static_cast<std::int64_t>(ow) * oh), static_cast<int>(pixel / ow % oh),
+          static_cast<int>(pixel % ow)};
+}
+
 // A conv, or an fc as a conv whose window is its whole input image (rh x rw
 // = h x w, no padding, a 1 x 1 output): per output element (pixel, o) the
 // exact sum over the window of (code - zero point) x weight, then
@@ -140,8 +151,7 @@ DLB_HOST_DEVICE inline void finish_sum(const Conv& c, std::int64_t pixel, int o,
 DLB_HOST_DEVICE inline void element(const Conv& c, std::int64_t i) {
   const int o = static_cast<int>(i % c.k);
   const std::int64_t pixel = i / c.k;
-  const int ox = static_cast<int>(pixel % c.ow), oy = static_cast<int>(pixel / c.ow % c.oh);
-  const std::int64_t n = pixel / (static_cast<std::int64_t>(c.ow) * c.oh);
+  const auto [n, oy, ox] = out_pixel(pixel, c.oh, c.ow);
   std::int32_t sum = 0;
   for (int a = 0; a < c.rh; ++a) {
     const int iy = oy * c.stride + a - c.pad;
@@ -176,8 +186,7 @@ DLB_HOST_DEVICE inline void element(const Patches& p, std::int64_t i) {
   const std::int64_t column = i % p.columns(), pixel = i / p.columns();
   const int pitch = c.words * 4;
   const int ch = static_cast<int>(column % pitch), tap = static_cast<int>(column / pitch);
-  const int ox = static_cast<int>(pixel % c.ow), oy = static_cast<int>(pixel / c.ow % c.oh);
-  const std::int64_t n = pixel / (static_cast<std::int64_t>(c.ow) * c.oh);
+  const auto [n, oy, ox] = out_pixel(pixel, c.oh, c.ow);
   const int iy = oy * c.stride + tap / c.rw - c.pad, ix = ox * c.stride + tap % c.rw - c.pad;
   const bool inside = iy >= 0 && iy < c.h && ix >= 0 && ix < c.w;
   const std::uint8_t code =
@@ -211,8 +220,7 @@ struct MaxPool {
 DLB_HOST_DEVICE inline void element(const MaxPool& p, std::int64_t i) {
   const int ch = static_cast<int>(i % p.c);
   const std::int64_t pixel = i / p.c;
-  const int ox = static_cast<int>(pixel % p.ow), oy = static_cast<int>(pixel / p.ow % p.oh);
-  const std::int64_t n = pixel / (static_cast<std::int64_t>(p.ow) * p.oh);
+  const auto [n, oy, ox] = out_pixel(pixel, p.oh, p.ow);
   std::uint8_t m = 0;
   for (int a = 0; a < p.window; ++a)
     for (int b = 0; b < p.window; ++b) {

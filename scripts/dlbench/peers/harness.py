@@ -344,6 +344,20 @@ class Session:
             self._skipped.add((peer, reason))
             print(f"peers: {peer} skipped: {reason}", file=sys.stderr)
 
+    def have_torch(self, peers: str) -> bool:
+        """Whether torch, safetensors and dlbench.nets (the networks in
+        PyTorch) import, as the network and training peers need; if not,
+        `peers` are skipped, saying why."""
+        try:
+            import torch  # noqa: F401
+            import safetensors.torch  # noqa: F401
+
+            import dlbench.nets  # noqa: F401
+        except ImportError as e:
+            self.skip(peers, f"torch or safetensors not installed ({e})")
+            return False
+        return True
+
     def out_of_time(self, names: list[str], gpu: bool = False) -> bool:
         """Whether the time budget is spent: then `names` are recorded as not
         run (no entry: neither a time nor an error) and the caller starts none

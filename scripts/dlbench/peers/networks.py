@@ -591,17 +591,12 @@ def networks(session: Session, compiled: bool | None = None) -> None:
     """The selected network peers; compiled: only the compiled peers (True),
     only the others (False), or all (None)."""
     wanted_all = [c for c in wanted_cases(session) if compiled is None or (c[1] in COMPILED) == compiled]
-    if not wanted_all:
+    if not wanted_all or not session.have_torch("network peers"):  # the peers below need torch: checked once
         return
-    try:
-        import torch  # noqa: F401 (the peers below need it; checked here once)
-        from safetensors import safe_open
-        from safetensors.torch import load_file
+    from safetensors import safe_open
+    from safetensors.torch import load_file
 
-        from dlbench.nets import NETWORKS, load_fashion, network_input
-    except ImportError as e:
-        session.skip("network peers", f"torch or safetensors not installed ({e})")
-        return
+    from dlbench.nets import NETWORKS, load_fashion, network_input
     images, labels = load_fashion(DATA, "test")
     loaded = {}
 

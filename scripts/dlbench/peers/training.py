@@ -479,17 +479,13 @@ def _gpu_step(peer: str, model, x, y, torch, loss_of):
 
 def training(session: Session, compiled: bool | None = None) -> None:
     wanted = wanted_cases(session, compiled)
-    if not wanted:
+    if not wanted or not session.have_torch("training peers"):
         return
-    try:
-        import torch
-        import torch.nn.functional as F
-        from safetensors.torch import load_file
+    import torch
+    import torch.nn.functional as F
+    from safetensors.torch import load_file
 
-        from dlbench.nets import NETWORKS, load_fashion, network_input
-    except ImportError as e:
-        session.skip("training peers", f"torch or safetensors not installed ({e})")
-        return
+    from dlbench.nets import NETWORKS, load_fashion, network_input
     images, labels = load_fashion(DATA, "train")
     torch.set_num_threads(session.threads)
     for network, peer, batch in wanted:
@@ -638,19 +634,15 @@ def training_loaded(session: Session) -> None:
         return
     wanted = [(net, b, w) for net in LOADED_NETWORKS for b in BATCHES for w in LOADED_WORKERS
               if session.selected(f"{net}_train/peer_torch/batch:{b}/workers:{w}")]
-    if not wanted:
+    if not wanted or not session.have_torch("training peers"):
         return
-    try:
-        import time
+    import time
 
-        import torch
-        from safetensors.torch import load_file
+    import torch
+    from safetensors.torch import load_file
 
-        from dlbench.epoch import augment_of, epoch_order
-        from dlbench.nets import NETWORKS, load_fashion
-    except ImportError as e:
-        session.skip("training peers", f"torch or safetensors not installed ({e})")
-        return
+    from dlbench.epoch import augment_of, epoch_order
+    from dlbench.nets import NETWORKS, load_fashion
     images, labels = load_fashion(DATA, "train")
     order = epoch_order(LOAD_SEED, len(images))
     torch.set_num_threads(session.threads)
