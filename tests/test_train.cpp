@@ -67,18 +67,10 @@ std::vector<nn::Network> tiny_nets() {
   return nets;
 }
 
-struct Batch {
-  std::vector<float> x;
-  std::vector<std::uint8_t> labels;
-};
-
+// Random images and labels (train_nets.h's, as the twin's tests draw them).
+using Batch = test::TrainBatch;
 Batch random_batch(const nn::Network& net, std::int64_t batch, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  Batch b{std::vector<float>(static_cast<std::size_t>(batch * net.in_size())), {}};
-  for (auto& v : b.x) v = normal(rng);
-  for (std::int64_t n = 0; n < batch; ++n) b.labels.push_back(static_cast<std::uint8_t>(rng() % net.classes));
-  return b;
+  return test::random_train_batch(net, batch, seed);
 }
 
 // The first `batch` Fashion-MNIST training images, as the network reads them.
@@ -359,10 +351,12 @@ struct CommittedNet : public ::testing::Test {
     b = new Batch(fashion_batch(*net, kBatch));
     g = new ref::TrainGradients(ref::gradients(*net, ref::train_params(*net), b->x, b->labels, kBatch));
   }
-  // One forward and backward of `impl`'s step on the batch: the loss within
-  // the forward's fp32 bound (nn.cpp, kNetworkTolerance), the gradients
-  // within the step's (train.h); printed.
-  static void expect_step_matches(nn::TrainStep& step, std::string_view impl) {
+  // One forward and backward of a fresh step of `impl` on the batch: the
+  // loss within the forward's fp32 bound (nn.cpp, kNetworkTolerance), the
+  // gradients within the step's (train.h); printed. Returns the step.
+  static std::unique_ptr<nn::TrainStep> step_matching(std::string_view impl) {
+    auto made = make_step(*net, kBatch, nn::Sgd{}, impl);
+    nn::TrainStep& step = *made;
     const double loss = step.forward(b->x.data(), b->labels.data());
     step.backward();
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
@@ -371,6 +365,7 @@ struct CommittedNet : public ::testing::Test {
     EXPECT_TRUE(c.ok) << c.summary();
     std::printf("%s fp32 step (%s) against the reference, batch %lld: %s\n", Name, impl_name(impl).c_str(),
                 static_cast<long long>(kBatch), c.summary().c_str());
+    return made;
   }
   // PyTorch's autograd on the same weights and batch (scripts/train.py
   // --train-reference): its batch and labels are ours, its loss within the
@@ -395,17 +390,14 @@ struct MnistCnn : CommittedNet<kMnistCnn> {};
 
 TEST_F(MnistCnn, StepMatchesTheReference) {
   for (const auto impl : chain_impls()) {
-  const auto step_made = make_step(*net, kBatch, nn::Sgd{}, impl);
-  nn::TrainStep& step = *step_made;
-  expect_step_matches(step, impl);
-  // The memory split: parameters, gradients and momentum of 1,199,882 floats
-  // each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs padded
-  // to 16: 768 floats more).
-  const nn::TrainMemory m = step.memory();
-  EXPECT_EQ(m.weights, (1199882 + (impl == "cpu_onednn" ? 768 : 0)) * 4);
-  EXPECT_EQ(m.gradients, m.weights);
-  EXPECT_EQ(m.optimizer, m.weights);
-  EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
+    // The memory split: parameters, gradients and momentum of 1,199,882
+    // floats each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs
+    // padded to 16: 768 floats more).
+    const nn::TrainMemory m = step_matching(impl)->memory();
+    EXPECT_EQ(m.weights, (1199882 + (impl == "cpu_onednn" ? 768 : 0)) * 4);
+    EXPECT_EQ(m.gradients, m.weights);
+    EXPECT_EQ(m.optimizer, m.weights);
+    EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
   }
 }
 
@@ -516,9 +508,8 @@ struct ResNet20 : CommittedNet<kResNet20> {};
 
 TEST_F(ResNet20, StepMatchesTheReference) {
   for (const auto impl : impls()) {
-    const auto step_made = make_step(*net, kBatch, nn::Sgd{}, impl);
-    nn::TrainStep& step = *step_made;
-    expect_step_matches(step, impl);
+    const auto made = step_matching(impl);
+    const nn::TrainStep& step = *made;
     ref::RunningStats want = ref::running_stats(*net);
     ref::update_running_stats(*net, want, *g, kBatch);
     expect_running_stats(*net, kBatch, *g, want, running_means(step, *net), running_vars(step, *net), 1, 1,

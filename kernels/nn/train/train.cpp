@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/conv/conv.h"
@@ -666,39 +667,33 @@ class Im2colStep final : public TrainStep, TrainLayers {
     c.backward = [this, i] { conv_backward(i); };
     return c;
   }
+  // A layer's calls: the backward data only where its input's gradient is needed.
+  static TrainCalls calls(const TrainIo& io, Run forward, Run backward_data, Run backward_weights = {}) {
+    TrainCalls c;
+    c.forward = std::move(forward);
+    c.backward_weights = std::move(backward_weights);
+    if (io.need_dx) c.backward_data = std::move(backward_data);
+    return c;
+  }
   TrainCalls fc(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
-    TrainCalls c;
-    c.forward = [this, &l, i] { fc_forward(l, layers[i], input_of(i), layers[i].out.data()); };
-    c.backward_weights = [this, &l, i] {
-      fc_backward_weights(l, layers[i], input_of(i), grad_of(static_cast<int>(i)));
-    };
-    if (io.need_dx)
-      c.backward_data = [this, &l, i] {
-        fc_backward_data(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input));
-      };
-    return c;
+    return calls(
+        io, [this, &l, i] { fc_forward(l, layers[i], input_of(i), layers[i].out.data()); },
+        [this, &l, i] { fc_backward_data(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); },
+        [this, &l, i] { fc_backward_weights(l, layers[i], input_of(i), grad_of(static_cast<int>(i))); });
   }
   TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
     if (i > 0 && pooled(i - 1)) return {};  // its conv's
-    TrainCalls c;
-    c.forward = [this, &l, i] { max_pool_forward(l, layers[i], input_of(i), layers[i].out.data()); };
-    if (io.need_dx)
-      c.backward_data = [this, &l, i] {
-        max_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input));
-      };
-    return c;
+    return calls(
+        io, [this, &l, i] { max_pool_forward(l, layers[i], input_of(i), layers[i].out.data()); },
+        [this, &l, i] { max_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); });
   }
   TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
-    TrainCalls c;
-    c.forward = [this, &l, i] { global_avg_pool_nchw(l, batch_, input_of(i), layers[i].out.data()); };
-    if (io.need_dx)
-      c.backward_data = [this, &l, i] {
-        global_avg_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input));
-      };
-    return c;
+    return calls(
+        io, [this, &l, i] { global_avg_pool_nchw(l, batch_, input_of(i), layers[i].out.data()); },
+        [this, &l, i] { global_avg_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); });
   }
   TrainCalls loss(const TrainIo& io) override {
     const std::size_t i = io.index;

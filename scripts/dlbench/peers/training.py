@@ -397,10 +397,7 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
         forward = torch.compile(model, dynamic=False)  # a graph at this batch size, as bench's fixed batch
         words = "torch.compile (inductor, default mode, dynamic=False) forward and backward, the optimizer eager"
 
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss_of(forward(x), y).backward()
-        opt.step()
+    step = _sgd_step(opt, forward, x, y, loss_of)
 
     def gradients():
         opt.zero_grad(set_to_none=True)
@@ -414,6 +411,16 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
     return step, gradients, memory, words
 
 
+def _sgd_step(opt, forward, x, y, loss_of):
+    """One training step on the batch, as a closure: the gradients zeroed,
+    the loss's backward through forward(x), the optimizer's step."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_of(forward(x), y).backward()
+        opt.step()
+    return step
+
+
 def _gpu_step(peer: str, model, x, y, torch, loss_of):
     """(step, gradients, label) for a GPU peer: step() runs one training step
     on the device-resident batch; gradients() the parameters' gradients and
@@ -423,10 +430,7 @@ def _gpu_step(peer: str, model, x, y, torch, loss_of):
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
     version = torch.__version__.split("+")[0]
     if peer == "peer_torch_cuda":
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_of(model(x), y).backward()
-            opt.step()
+        step = _sgd_step(opt, model, x, y, loss_of)
 
         def gradients():
             opt.zero_grad(set_to_none=True)
