@@ -489,6 +489,19 @@ class Im2colStep final : public TrainStep, TrainLayers {
            net.layers[i + 1].input == static_cast<int>(i) && readers[i] == 1;
   }
 
+  // A conv layer, its state, and the max pool its loops run (pooled) with
+  // that pool's state, or nulls.
+  struct ConvParts {
+    const Layer& l;
+    PerLayer& s;
+    const Layer* pool;
+    PerLayer* pool_state;
+  };
+  ConvParts conv_parts(std::size_t i) {
+    const bool fused = pooled(i);
+    return {net.layers[i], layers[i], fused ? &net.layers[i + 1] : nullptr, fused ? &layers[i + 1] : nullptr};
+  }
+
   // out = relu(in + bias + residual) on one image [k, plane], any part absent.
   static void epilogue(const Layer& l, float* out, const float* bias, const float* res) {
     const std::int64_t plane = l.oh * l.ow;
@@ -506,11 +519,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
   }
 
   void conv_forward(std::size_t i) {
-    const Layer& l = net.layers[i];
-    PerLayer& s = layers[i];
+    const auto [l, s, pool, pool_state] = conv_parts(i);
     const bool bn = s.gamma >= 0;
-    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
-    PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
     const float* in = input_of(i);
     const float* w = p[static_cast<std::size_t>(s.weight)].data();
@@ -559,11 +569,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // The own step: y = conv(x, W) on the own kernel, then per image the
   // bias and ReLU, and the pool where it runs inside the conv.
   void conv_forward_own(std::size_t i) {
-    const Layer& l = net.layers[i];
-    PerLayer& s = layers[i];
+    const auto [l, s, pool, pool_state] = conv_parts(i);
     OwnConv& o = *own[i];
-    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
-    PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     const float* bias = s.bias >= 0 ? p[static_cast<std::size_t>(s.bias)].data() : nullptr;
     o.forward.x = input_of(i);  // the network's input moves between calls
     o.run_forward();
@@ -771,11 +778,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // Layer i's backward: its output's gradient (or, pooled, its pool's) ->
   // its parameters' and its input's (and residual's) gradients.
   void conv_backward(std::size_t i) {
-    const Layer& l = net.layers[i];
-    const PerLayer& s = layers[i];
+    const auto [l, s, pool, pool_state] = conv_parts(i);
     const bool bn = s.gamma >= 0;
-    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
-    const PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     float* dy = grad_of(static_cast<int>(pool != nullptr ? i + 1 : i));
     float* dx = l.input >= 0 ? grad_of(l.input) : nullptr;
     float* dres = l.residual >= 0 ? grad_of(l.residual) : nullptr;
@@ -843,11 +847,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // x and dz transposed (dW^T [c, k, r, r], transposed back), db = the sum
   // of dz per channel (Eigen).
   void conv_backward_own_weights(std::size_t i) {
-    const Layer& l = net.layers[i];
-    const PerLayer& s = layers[i];
+    const auto [l, s, pool, pool_state] = conv_parts(i);
     OwnConv& o = *own[i];
-    const Layer* pool = pooled(i) ? &net.layers[i + 1] : nullptr;
-    const PerLayer* pool_state = pool != nullptr ? &layers[i + 1] : nullptr;
     const float* dy = grad_of(static_cast<int>(pool != nullptr ? i + 1 : i));
     const float* in = input_of(i);
     const std::int64_t plane = l.oh * l.ow;

@@ -36,6 +36,22 @@ struct Candidate {
   cudnnMathType_t math;
 };
 
+// The algorithms cuDNN lists for one direction (its *_v7 query, `Perf` its
+// result type), as candidates for search_backward.
+template <class Perf, class MaxCount, class List>
+std::vector<Candidate> candidates(MaxCount max_count, List list) {
+  int count = 0, returned = 0;
+  DLB_CUDNN_CHECK(max_count(&count));
+  std::vector<Perf> perf(static_cast<std::size_t>(count));
+  DLB_CUDNN_CHECK(list(count, &returned, perf.data()));
+  std::vector<Candidate> out;
+  for (int k = 0; k < returned; ++k) {
+    const Perf& r = perf[static_cast<std::size_t>(k)];
+    out.push_back({static_cast<int>(r.algo), r.status, r.determinism, r.mathType});
+  }
+  return out;
+}
+
 // The fastest of `listed` that runs and keeps the fp32 bound (the rules
 // below: search_backward).
 int search_backward_among(const char* what, const std::vector<Candidate>& listed, int winograd_nonfused, int window,
@@ -217,16 +233,12 @@ struct GpuTrainStep::Impl final : TrainOps {
       const float one = 1.0f, zero = 0.0f;
       bool filter_deterministic = true, data_deterministic = true;
       {
-        int count = 0, returned = 0;
-        DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(static_cast<std::size_t>(count));
-        DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
-                                                                      count, &returned, perf.data()));
-        std::vector<Candidate> listed;
-        for (int k = 0; k < returned; ++k) {
-          const auto& r = perf[static_cast<std::size_t>(k)];
-          listed.push_back({static_cast<int>(r.algo), r.status, r.determinism, r.mathType});
-        }
+        const std::vector<Candidate> listed = candidates<cudnnConvolutionBwdFilterAlgoPerf_t>(
+            [&](int* count) { return cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, count); },
+            [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+              return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+                                                                   count, returned, perf);
+            });
         d.filter = static_cast<cudnnConvolutionBwdFilterAlgo_t>(search_backward(
             "cudnnConvolutionBackwardFilter", listed, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED,
             static_cast<int>(l.window), stream,
@@ -243,16 +255,12 @@ struct GpuTrainStep::Impl final : TrainOps {
       }
       if (l.input >= 0) {
         float* dx = arenas.dbuf;
-        int count = 0, returned = 0;
-        DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(static_cast<std::size_t>(count));
-        DLB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
-                                                                    count, &returned, perf.data()));
-        std::vector<Candidate> listed;
-        for (int k = 0; k < returned; ++k) {
-          const auto& r = perf[static_cast<std::size_t>(k)];
-          listed.push_back({static_cast<int>(r.algo), r.status, r.determinism, r.mathType});
-        }
+        const std::vector<Candidate> listed = candidates<cudnnConvolutionBwdDataAlgoPerf_t>(
+            [&](int* count) { return cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, count); },
+            [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+              return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+                                                                 count, returned, perf);
+            });
         d.data = static_cast<cudnnConvolutionBwdDataAlgo_t>(search_backward(
             "cudnnConvolutionBackwardData", listed, CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED,
             static_cast<int>(l.window), stream,
