@@ -158,7 +158,8 @@ class NaiveStep final : public TrainStep, TrainLayers {
   TrainMemory memory() const override {
     TrainMemory m;
     const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
-    for (std::size_t j = 0; j < p_.size(); ++j) m.weights += bytes(p_[j]), m.gradients += bytes(g_[j]), m.optimizer += bytes(v_[j]);
+    for (std::size_t j = 0; j < p_.size(); ++j)
+      m.weights += bytes(p_[j]), m.gradients += bytes(g_[j]), m.optimizer += bytes(v_[j]);
     for (const auto& s : layers_) m.activations += bytes(s.out) + bytes(s.arg), m.workspace += bytes(s.dy);
     m.activations += bytes(log_probs_);
     return m;
@@ -184,7 +185,9 @@ class NaiveStep final : public TrainStep, TrainLayers {
   [[noreturn]] void refuse(const Layer& l, const std::string& what) const {
     throw Unsupported("training step cpu_naive: " + net_.name + " layer " + l.name + ": " + what + " is not supported");
   }
-  const float* input(const Layer& l) const { return l.input < 0 ? x_ : layers_[static_cast<std::size_t>(l.input)].out.data(); }
+  const float* input(const Layer& l) const {
+    return l.input < 0 ? x_ : layers_[static_cast<std::size_t>(l.input)].out.data();
+  }
   float* input_grad(const Layer& l) { return layers_[static_cast<std::size_t>(l.input)].dy.data(); }
   const float* w(const PerLayer& s) const { return p_[static_cast<std::size_t>(s.weight)].data(); }
   // Written by the first reader backward reaches, added to by the others.
@@ -212,7 +215,8 @@ class NaiveStep final : public TrainStep, TrainLayers {
                     acc += w(s)[((k * l.c + c) * r + a) * r + b] * x[((n * l.c + c) * l.h + iy) * l.w + ix];
                 }
             if (s.bias >= 0) acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
-            s.out[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)] = l.relu ? std::max(acc, 0.0f) : acc;
+            const auto q = static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox);
+            s.out[q] = l.relu ? std::max(acc, 0.0f) : acc;
           }
   }
   // The ReLU mask on the output's gradient, in place (backward_data reads
@@ -248,7 +252,8 @@ class NaiveStep final : public TrainStep, TrainLayers {
     for (std::int64_t k = 0; k < l.k; ++k) {
       float acc = 0.0f;
       for (std::int64_t n = 0; n < batch_; ++n)
-        for (std::int64_t q = 0; q < l.oh * l.ow; ++q) acc += s.dy[static_cast<std::size_t>((n * l.k + k) * l.oh * l.ow + q)];
+        for (std::int64_t q = 0; q < l.oh * l.ow; ++q)
+          acc += s.dy[static_cast<std::size_t>((n * l.k + k) * l.oh * l.ow + q)];
       db[k] = acc;
     }
   }
@@ -438,7 +443,8 @@ int main() {
           fail(name + ": the step took a network its row refuses");
         } catch (const Unsupported& e) {
           const std::string what = e.what();
-          if (what.find("training step cpu_naive: " + net.name + " layer ") == std::string::npos) fail(name + ": " + what);
+          if (what.find("training step cpu_naive: " + net.name + " layer ") == std::string::npos)
+            fail(name + ": " + what);
           std::printf("%s: refused: %s\n", name.c_str(), what.c_str());
         }
         continue;
