@@ -196,6 +196,60 @@ class Recipes(unittest.TestCase):
     def test_the_network_backend_recipe_is_the_examples_code(self):
         self.assert_recipe_is_example("**A network backend**", "net_backend", 4)
 
+    def test_the_training_backend_recipe_is_the_examples_code_and_the_trees_names(self):
+        """Its C++ is examples/train_backend.cpp's; the other names it uses
+        are the tree's (the seam's, the step's, the table's and the case's
+        declarations, and the files it points into), so renaming one there
+        fails here as well as in the example's build."""
+        example = (ROOT / "examples" / "train_backend.cpp").read_text()
+        spans = self.code_spans("**A training backend**")
+        self.assertGreaterEqual(len(spans), 10, spans)
+        for code in spans:
+            with self.subTest(code=code):
+                self.assertIn(code, example)
+        cmake = (ROOT / "examples" / "CMakeLists.txt").read_text()
+        self.assertIn("add_test(NAME example_train_backend", cmake)
+        text = (ROOT / "docs" / "architecture.md").read_text()
+        start = text.index("**A training backend**")
+        section = text[start:text.index("\n## ", start)]
+        names = set(re.findall(r"`([^`\s]+)`", section))
+        # What the recipe adds (the example holds it), and what it names of
+        # the tree that is no declaration (the tools and tests it feeds).
+        own = {"cpu_naive", "NaiveStep", "make_naive_train_step", "plain_layer_chain",
+               "kernels/nn/train/train_naive.cpp", "example_train_backend", "test_docs", "test_train",
+               "bench", "--impl=cpu_naive", "<network>_train/cpu_naive/batch:<b>"}
+        train = ROOT / "kernels" / "nn" / "train"
+        headers = "\n".join(  # the declarations, not what comments say of them
+            re.sub(r"//.*", "", p.read_text()) for p in (
+                train / "train_walk.h", train / "train.h", train / "train_params.h", train / "train_variants.h",
+                train / "train_variants.cpp", ROOT / "kernels" / "nn" / "model" / "network.h",
+                ROOT / "kernels" / "common" / "error.h", ROOT / "bench" / "cases" / "nn" / "train" / "train_case.h"))
+        checked = 0
+        for name in sorted(names - own):
+            if "/" in name or name.endswith((".h", ".cpp", ".txt")):
+                path = name if "/" in name else f"kernels/nn/train/{name}"
+                with self.subTest(file=name):
+                    self.assertTrue((ROOT / path).is_file(), f"{name}: no such file in the tree")
+                checked += 1
+            elif re.fullmatch(r"\w+((::|\.)\w+)*", name):  # dlb::Unsupported, io.add_to_input: the last part
+                with self.subTest(name=name):
+                    self.assertTrue(re.search(rf"\b{re.split(r'::|[.]', name)[-1]}\b", headers),
+                                    f"{name}: not declared by the seam, the step, the table or the case")
+                checked += 1
+        self.assertGreaterEqual(checked, 20, sorted(names - own))
+        # The tree's names inside the recipe's code and its row's fields:
+        # each still in the recipe and still declared.
+        for name in ("TrainStep", "TrainLayers", "TrainCalls", "TrainIo", "train_flow", "walk_train", "profile_walk",
+                     "backward_weights", "backward_data", "need_dx", "add_to_input", "bn_name", "make_gpu",
+                     "tolerance", "accepts", "TrainCase", "validate", "Unsupported"):
+            with self.subTest(seam=name):
+                self.assertRegex(section, rf"\b{name}\b")
+                self.assertTrue(re.search(rf"\b{name}\b", headers), f"{name}: no longer declared in the tree")
+        for name in own - {"test_docs", "test_train", "bench", "example_train_backend", "--impl=cpu_naive",
+                           "<network>_train/cpu_naive/batch:<b>", "kernels/nn/train/train_naive.cpp"}:
+            with self.subTest(own=name):
+                self.assertIn(name, example)
+
 
     def test_the_operator_recipe_is_the_examples_code_and_the_trees_names(self):
         """Steps 1 to 4's C++ is examples/operator.cpp's; the CMake calls of

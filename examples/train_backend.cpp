@@ -1,0 +1,480 @@
+// The recipe "A training backend" of docs/architecture.md, compiled and run
+// by ctest (example_train_backend) so that it cannot drift from the code: a
+// training backend is a TrainStep that is also the walk's TrainLayers
+// (kernels/nn/train/train_walk.h), one function per layer kind returning
+// that layer's calls in every direction, and a row of the training table
+// (kTrainVariants, kernels/nn/train/train_variants.cpp) that makes it;
+// test_docs checks that the recipe's lines are these. cpu_naive here is the
+// whole step in plain loops (NCHW, one thread, fp32), checked as bench
+// checks every training row before timing it (TrainCase::validate: every
+// gradient against the double reference within the row's bound) on every
+// network it takes, then a few steps whose loss must go down and a profile
+// that must name every layer's directions; a planted step that skips the
+// ReLU mask in backward must be refused by the same check.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/cases/nn/train/train_case.h"
+#include "kernels/common/error.h"
+#include "kernels/nn/train/train.h"
+#include "kernels/nn/train/train_variants.h"
+#include "kernels/nn/train/train_walk.h"
+
+namespace dlb::nn {
+namespace {
+
+// cpu_naive's need: no batch-norm and no residual join (its conv refuses
+// them by layer name; every stride and pad it takes).
+bool plain_layer_chain(const Network& net) {
+  for (const auto& l : net.layers)
+    if (l.kind == LayerKind::conv && (l.residual >= 0 || !l.raw.bn_name.empty())) return false;
+  return true;
+}
+
+// kPlanted: backward skips the ReLU mask (the gradient flows where the
+// output was clamped to 0), an error the validation must catch.
+template <bool kPlanted>
+class NaiveStep final : public TrainStep, TrainLayers {
+ public:
+  NaiveStep(const Network& net, std::int64_t batch, Sgd sgd)
+      : net_(net), batch_(batch), sgd_(sgd), params_(trainable_params(net)), flow_(train_flow(net)) {
+    DLB_REQUIRE(batch_ >= 1, "training step cpu_naive: batch " + std::to_string(batch_) + " is not positive");
+    layers_.resize(flow_.logits + 1);
+    for (std::size_t j = 0; j < params_.size(); ++j) {
+      const auto values = param_values(net_, params_[j]);
+      p_.emplace_back(values.begin(), values.end());
+      g_.emplace_back(values.size(), 0.0f);
+      v_.emplace_back(values.size(), 0.0f);
+      PerLayer& s = layers_[params_[j].layer];
+      if (!params_[j].bn) (params_[j].bias ? s.bias : s.weight) = static_cast<int>(j);  // conv() refuses batch-norm
+    }
+    // One output and one output-gradient buffer per layer (a backend that
+    // wants less memory shares the gradients': share_gradient_buffers).
+    for (std::size_t i = 0; i <= flow_.logits; ++i) {
+      const auto size = static_cast<std::size_t>(batch_ * net_.layers[i].out_size());
+      layers_[i].out.assign(size, 0.0f);
+      layers_[i].dy.assign(size, 0.0f);
+      if (net_.layers[i].kind == LayerKind::max_pool) layers_[i].arg.assign(size, 0);
+    }
+    log_probs_.assign(static_cast<std::size_t>(batch_ * net_.layers[flow_.logits].out_size()), 0.0f);
+    walk_ = walk_train(net_, flow_, *this);
+  }
+
+  // The walk's functions (train_walk.h): each layer's calls in every
+  // direction, made once here; the walk runs them in its order.
+  TrainCalls conv(const Layer& l, const TrainIo& io) override {
+    if (!l.raw.bn_name.empty()) refuse(l, "batch-norm");
+    if (l.residual >= 0) refuse(l, "a residual join");
+    TrainCalls c;
+    c.forward = [this, &l, io] { conv_forward(l, io); };
+    c.backward_weights = [this, &l, io] { conv_backward_weights(l, io); };
+    if (io.need_dx) c.backward_data = [this, &l, io] { conv_backward_data(l, io); };
+    return c;
+  }
+  TrainCalls fc(const Layer& l, const TrainIo& io) override {
+    TrainCalls c;
+    c.forward = [this, &l, io] { fc_forward(l, io); };
+    c.backward_weights = [this, &l, io] { fc_backward_weights(l, io); };
+    if (io.need_dx) c.backward_data = [this, &l, io] { fc_backward_data(l, io); };
+    return c;
+  }
+  TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
+    TrainCalls c;
+    c.forward = [this, &l, io] { max_pool_forward(l, io); };
+    if (io.need_dx) c.backward_data = [this, &l, io] { max_pool_backward(l, io); };
+    return c;
+  }
+  TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
+    TrainCalls c;
+    c.forward = [this, &l, io] { avg_pool_forward(l, io); };
+    if (io.need_dx) c.backward_data = [this, &l, io] { avg_pool_backward(l, io); };
+    return c;
+  }
+  TrainCalls loss(const TrainIo& logits) override {
+    const std::size_t i = logits.index;
+    const std::int64_t classes = net_.layers[i].out_size();
+    TrainCalls c;
+    c.forward = [this, i, classes] {
+      loss_ = log_softmax_nll(layers_[i].out.data(), labels_, batch_, classes, log_probs_.data());
+    };
+    // d loss / d logits = (softmax - onehot) / batch.
+    c.backward_data = [this, i, classes] {
+      const float inv = 1.0f / static_cast<float>(batch_);
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t j = 0; j < classes; ++j) {
+          const auto q = static_cast<std::size_t>(n * classes + j);
+          layers_[i].dy[q] = (std::exp(log_probs_[q]) - (j == labels_[n] ? 1.0f : 0.0f)) * inv;
+        }
+    };
+    return c;
+  }
+
+  double forward(const float* x, const std::uint8_t* labels) override {
+    DLB_REQUIRE(x != nullptr && labels != nullptr, "training step cpu_naive: no input or no labels");
+    const std::int64_t classes = net_.layers[flow_.logits].out_size();
+    for (std::int64_t n = 0; n < batch_; ++n)
+      DLB_REQUIRE(labels[n] < classes, "training step cpu_naive: label " + std::to_string(labels[n]) + " of image " +
+                                           std::to_string(n) + " is not a class of " + net_.name);
+    x_ = x;
+    labels_ = labels;
+    walk_.forward();
+    forward_done_ = true;
+    backward_done_ = false;
+    return loss_;
+  }
+  void backward() override {
+    DLB_REQUIRE(forward_done_, "training step cpu_naive: backward without a forward");
+    walk_.backward();
+    backward_done_ = true;
+  }
+  // SGD with momentum as train.h defines it: v = momentum v + (g + wd p); p -= lr v.
+  void update() override {
+    DLB_REQUIRE(backward_done_, "training step cpu_naive: update without a backward");
+    const auto lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
+               wd = static_cast<float>(sgd_.weight_decay);
+    for (std::size_t j = 0; j < p_.size(); ++j)
+      for (std::size_t q = 0; q < p_[j].size(); ++q) {
+        v_[j][q] = mu * v_[j][q] + (wd != 0.0f ? g_[j][q] + wd * p_[j][q] : g_[j][q]);
+        p_[j][q] -= lr * v_[j][q];
+      }
+    backward_done_ = false;
+  }
+  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
+                                                      int steps) override {
+    forward(x, labels);  // checks the labels, sets the input
+    auto counters = profile_walk(walk_, steps, [this] { backward_done_ = true, update(); });
+    backward_done_ = false;
+    return counters;
+  }
+
+  TrainMemory memory() const override {
+    TrainMemory m;
+    const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
+    for (std::size_t j = 0; j < p_.size(); ++j)
+      m.weights += bytes(p_[j]), m.gradients += bytes(g_[j]), m.optimizer += bytes(v_[j]);
+    for (const auto& s : layers_) m.activations += bytes(s.out) + bytes(s.arg), m.workspace += bytes(s.dy);
+    m.activations += bytes(log_probs_);
+    return m;
+  }
+  std::int64_t batch() const override { return batch_; }
+  const Sgd& sgd() const override { return sgd_; }
+  const std::vector<TrainParam>& params() const override { return params_; }
+  std::span<const float> param(std::size_t i) const override { return p_.at(i); }
+  std::span<float> param(std::size_t i) override { return p_.at(i); }
+  std::span<const float> grad(std::size_t i) const override { return g_.at(i); }
+  std::span<const float> velocity(std::size_t i) const override { return v_.at(i); }
+  std::span<const float> log_probs() const override { return log_probs_; }
+  std::span<const float> running_mean(std::size_t) const override { return {}; }  // no batch-norm
+  std::span<const float> running_var(std::size_t) const override { return {}; }
+
+ private:
+  struct PerLayer {
+    int weight = -1, bias = -1;      // parameter indices
+    std::vector<float> out, dy;      // [batch, out_size]: the output (backward's ReLU mask) and its gradient
+    std::vector<std::int64_t> arg;   // max_pool: where in the image's input each output's maximum is
+  };
+
+  [[noreturn]] void refuse(const Layer& l, const std::string& what) const {
+    throw Unsupported("training step cpu_naive: " + net_.name + " layer " + l.name + ": " + what + " is not supported");
+  }
+  const float* input(const Layer& l) const {
+    return l.input < 0 ? x_ : layers_[static_cast<std::size_t>(l.input)].out.data();
+  }
+  float* input_grad(const Layer& l) { return layers_[static_cast<std::size_t>(l.input)].dy.data(); }
+  const float* w(const PerLayer& s) const { return p_[static_cast<std::size_t>(s.weight)].data(); }
+  // Written by the first reader backward reaches, added to by the others.
+  static void store(float& to, float value, bool add) { to = add ? to + value : value; }
+
+  // Every output below is one fp32 sum, term after term: at most as many
+  // roundings as terms (products and additions), the lengths
+  // gradient_chain_length counts (conv c r r forward, k r r backward data,
+  // batch oh ow weights; fc in_size, k and batch), so the row's bound is
+  // gradient_tolerance's.
+  void conv_forward(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    const float* x = input(l);
+    const std::int64_t r = l.window;
+    for (std::int64_t n = 0; n < batch_; ++n)
+      for (std::int64_t k = 0; k < l.k; ++k)
+        for (std::int64_t oy = 0; oy < l.oh; ++oy)
+          for (std::int64_t ox = 0; ox < l.ow; ++ox) {
+            float acc = 0.0f;
+            for (std::int64_t c = 0; c < l.c; ++c)
+              for (std::int64_t a = 0; a < r; ++a)
+                for (std::int64_t b = 0; b < r; ++b) {
+                  const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
+                  if (iy >= 0 && iy < l.h && ix >= 0 && ix < l.w)
+                    acc += w(s)[((k * l.c + c) * r + a) * r + b] * x[((n * l.c + c) * l.h + iy) * l.w + ix];
+                }
+            if (s.bias >= 0) acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
+            const auto q = static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox);
+            s.out[q] = l.relu ? std::max(acc, 0.0f) : acc;
+          }
+  }
+  // The ReLU mask on the output's gradient, in place (backward_data reads
+  // it masked too).
+  void mask(const Layer& l, PerLayer& s) {
+    if (!l.relu || kPlanted) return;
+    for (std::size_t q = 0; q < s.dy.size(); ++q)
+      if (s.out[q] <= 0.0f) s.dy[q] = 0.0f;
+  }
+  void conv_backward_weights(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    mask(l, s);
+    const float* x = input(l);
+    const std::int64_t r = l.window;
+    float* dw = g_[static_cast<std::size_t>(s.weight)].data();
+    for (std::int64_t k = 0; k < l.k; ++k)
+      for (std::int64_t c = 0; c < l.c; ++c)
+        for (std::int64_t a = 0; a < r; ++a)
+          for (std::int64_t b = 0; b < r; ++b) {
+            float acc = 0.0f;
+            for (std::int64_t n = 0; n < batch_; ++n)
+              for (std::int64_t oy = 0; oy < l.oh; ++oy)
+                for (std::int64_t ox = 0; ox < l.ow; ++ox) {
+                  const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
+                  if (iy >= 0 && iy < l.h && ix >= 0 && ix < l.w)
+                    acc += s.dy[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)] *
+                           x[((n * l.c + c) * l.h + iy) * l.w + ix];
+                }
+            dw[((k * l.c + c) * r + a) * r + b] = acc;
+          }
+    if (s.bias < 0) return;
+    float* db = g_[static_cast<std::size_t>(s.bias)].data();
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      float acc = 0.0f;
+      for (std::int64_t n = 0; n < batch_; ++n)
+        for (std::int64_t q = 0; q < l.oh * l.ow; ++q)
+          acc += s.dy[static_cast<std::size_t>((n * l.k + k) * l.oh * l.ow + q)];
+      db[k] = acc;
+    }
+  }
+  // dx[n, c, iy, ix]: every output the input pixel fed, gathered.
+  void conv_backward_data(const Layer& l, const TrainIo& io) {
+    const PerLayer& s = layers_[io.index];
+    float* dx = input_grad(l);
+    const std::int64_t r = l.window;
+    for (std::int64_t n = 0; n < batch_; ++n)
+      for (std::int64_t c = 0; c < l.c; ++c)
+        for (std::int64_t iy = 0; iy < l.h; ++iy)
+          for (std::int64_t ix = 0; ix < l.w; ++ix) {
+            float acc = 0.0f;
+            for (std::int64_t k = 0; k < l.k; ++k)
+              for (std::int64_t a = 0; a < r; ++a)
+                for (std::int64_t b = 0; b < r; ++b) {
+                  const std::int64_t ty = iy + l.pad - a, tx = ix + l.pad - b;
+                  if (ty < 0 || tx < 0 || ty % l.stride != 0 || tx % l.stride != 0) continue;
+                  const std::int64_t oy = ty / l.stride, ox = tx / l.stride;
+                  if (oy < l.oh && ox < l.ow)
+                    acc += w(s)[((k * l.c + c) * r + a) * r + b] *
+                           s.dy[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)];
+                }
+            store(dx[((n * l.c + c) * l.h + iy) * l.w + ix], acc, io.add_to_input);
+          }
+  }
+
+  // y = x W^T + b (+ ReLU) on [batch, in_size], the input flattened NCHW.
+  void fc_forward(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    const float* x = input(l);
+    const std::int64_t in = l.in_size();
+    for (std::int64_t n = 0; n < batch_; ++n)
+      for (std::int64_t k = 0; k < l.k; ++k) {
+        float acc = 0.0f;
+        for (std::int64_t i = 0; i < in; ++i) acc += w(s)[k * in + i] * x[n * in + i];
+        acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
+        s.out[static_cast<std::size_t>(n * l.k + k)] = l.relu ? std::max(acc, 0.0f) : acc;
+      }
+  }
+  // dW = dy^T x, db = the sum of dy over the batch.
+  void fc_backward_weights(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    mask(l, s);
+    const float* x = input(l);
+    const std::int64_t in = l.in_size();
+    float* dw = g_[static_cast<std::size_t>(s.weight)].data();
+    float* db = g_[static_cast<std::size_t>(s.bias)].data();
+    for (std::int64_t k = 0; k < l.k; ++k) {
+      for (std::int64_t i = 0; i < in; ++i) {
+        float acc = 0.0f;
+        for (std::int64_t n = 0; n < batch_; ++n) acc += s.dy[static_cast<std::size_t>(n * l.k + k)] * x[n * in + i];
+        dw[k * in + i] = acc;
+      }
+      float acc = 0.0f;
+      for (std::int64_t n = 0; n < batch_; ++n) acc += s.dy[static_cast<std::size_t>(n * l.k + k)];
+      db[k] = acc;
+    }
+  }
+  // dx = dy W.
+  void fc_backward_data(const Layer& l, const TrainIo& io) {
+    const PerLayer& s = layers_[io.index];
+    float* dx = input_grad(l);
+    const std::int64_t in = l.in_size();
+    for (std::int64_t n = 0; n < batch_; ++n)
+      for (std::int64_t i = 0; i < in; ++i) {
+        float acc = 0.0f;
+        for (std::int64_t k = 0; k < l.k; ++k) acc += s.dy[static_cast<std::size_t>(n * l.k + k)] * w(s)[k * in + i];
+        store(dx[n * in + i], acc, io.add_to_input);
+      }
+  }
+
+  // Each output is its window's first maximum (as PyTorch routes its
+  // gradient), kept as an index into the image's input.
+  void max_pool_forward(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    const float* x = input(l);
+    for (std::int64_t plane = 0; plane < batch_ * l.c; ++plane)
+      for (std::int64_t oy = 0; oy < l.oh; ++oy)
+        for (std::int64_t ox = 0; ox < l.ow; ++ox) {
+          std::int64_t best = -1;
+          for (std::int64_t a = 0; a < l.window; ++a)
+            for (std::int64_t b = 0; b < l.window; ++b) {
+              const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
+              if (iy < 0 || iy >= l.h || ix < 0 || ix >= l.w) continue;
+              const std::int64_t at = plane * l.h * l.w + iy * l.w + ix;
+              if (best < 0 || x[at] > x[best]) best = at;
+            }
+          const auto q = static_cast<std::size_t>((plane * l.oh + oy) * l.ow + ox);
+          s.out[q] = x[best];
+          s.arg[q] = best;
+        }
+  }
+  void max_pool_backward(const Layer& l, const TrainIo& io) {
+    const PerLayer& s = layers_[io.index];
+    float* dx = input_grad(l);
+    if (!io.add_to_input) std::fill(dx, dx + batch_ * l.in_size(), 0.0f);
+    for (std::size_t q = 0; q < s.dy.size(); ++q) dx[s.arg[q]] += s.dy[q];
+  }
+
+  void avg_pool_forward(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    const float* x = input(l);
+    const std::int64_t plane = l.h * l.w;
+    for (std::int64_t q = 0; q < batch_ * l.c; ++q) {
+      float acc = 0.0f;
+      for (std::int64_t e = 0; e < plane; ++e) acc += x[q * plane + e];
+      s.out[static_cast<std::size_t>(q)] = acc / static_cast<float>(plane);
+    }
+  }
+  void avg_pool_backward(const Layer& l, const TrainIo& io) {
+    const PerLayer& s = layers_[io.index];
+    float* dx = input_grad(l);
+    const std::int64_t plane = l.h * l.w;
+    for (std::int64_t q = 0; q < batch_ * l.c; ++q)
+      for (std::int64_t e = 0; e < plane; ++e)
+        store(dx[q * plane + e], s.dy[static_cast<std::size_t>(q)] / static_cast<float>(plane), io.add_to_input);
+  }
+
+  const Network& net_;
+  std::int64_t batch_;
+  Sgd sgd_;
+  std::vector<TrainParam> params_;
+  TrainFlow flow_;  // the walk's analysis: the logits, who writes each gradient first
+  TrainWalk walk_;  // the calls, made once by the constructor
+  std::vector<std::vector<float>> p_, g_, v_;  // per parameter, PyTorch's layout
+  std::vector<PerLayer> layers_;               // per layer up to the logits
+  std::vector<float> log_probs_;
+  const float* x_ = nullptr;
+  const std::uint8_t* labels_ = nullptr;
+  double loss_ = 0;
+  bool forward_done_ = false, backward_done_ = false;
+};
+
+std::unique_ptr<TrainStep> make_planted(const Network& net, std::int64_t batch, Sgd sgd) {
+  return std::make_unique<NaiveStep<true>>(net, batch, sgd);
+}
+
+}  // namespace
+
+std::unique_ptr<TrainStep> make_naive_train_step(const Network& net, std::int64_t batch, Sgd sgd) {
+  return std::make_unique<NaiveStep<false>>(net, batch, sgd);
+}
+
+const TrainVariant kRows[] = {
+    {"cpu_naive", Device::cpu, make_naive_train_step, nullptr, gradient_tolerance, plain_layer_chain, "plain loops, NCHW, one thread, fp32, SGD momentum 0.9"},
+};
+const TrainVariant kPlanted{"cpu_naive_planted", Device::cpu, make_planted, nullptr, gradient_tolerance,
+                            plain_layer_chain, "cpu_naive without the ReLU mask in backward"};
+
+// The counters profile() must give: every layer's directions, as the walk
+// calls them (its backward_data only where its input's gradient is needed),
+// the loss's as the layer after the logits, the update and the totals.
+std::set<std::string> expected_counters(const Network& net) {
+  const TrainFlow flow = train_flow(net);
+  std::set<std::string> names{"update_us", "profiled_us", "profile_steps"};
+  const auto add = [&](std::size_t i, const char* part) { names.insert("layer_us." + std::to_string(i) + "." + part); };
+  for (std::size_t i = 0; i <= flow.logits; ++i) {
+    const Layer& l = net.layers[i];
+    add(i, "forward");
+    if (l.kind == LayerKind::conv || l.kind == LayerKind::fc) add(i, "backward_weights");
+    if (l.input >= 0 && flow.needed[static_cast<std::size_t>(l.input)]) add(i, "backward_data");
+  }
+  add(flow.logits + 1, "forward");
+  add(flow.logits + 1, "backward_data");
+  return names;
+}
+
+}  // namespace dlb::nn
+
+int main() {
+  using namespace dlb;
+  constexpr std::int64_t kBatch = 4;
+  int failures = 0, checked = 0;
+  const auto fail = [&](const std::string& what) {
+    std::printf("FAIL: %s\n", what.c_str());
+    ++failures;
+  };
+  for (const nn::TrainVariant& row : nn::kRows)
+    for (const auto network : nn::network_names()) {
+      const std::string name = std::string(row.name) + " " + std::string(network);
+      const nn::Network& net = nn::network(network);
+      if (!row.takes(net)) {
+        // What the row does not take, its step refuses by layer name.
+        try {
+          row.make(net, kBatch, nn::Sgd{});
+          fail(name + ": the step took a network its row refuses");
+        } catch (const Unsupported& e) {
+          const std::string what = e.what();
+          if (what.find("training step cpu_naive: " + net.name + " layer ") == std::string::npos)
+            fail(name + ": " + what);
+          std::printf("%s: refused: %s\n", name.c_str(), what.c_str());
+        }
+        continue;
+      }
+      TrainCase c(network, kBatch, row);
+      const auto gradients = c.validate();
+      ++checked;
+      if (!gradients.ok) fail(name + ": " + gradients.summary());
+      // A few steps on the case's batch: the loss goes down.
+      nn::TrainStep& step = c.step();
+      const double first = step.step(c.x(), c.labels());
+      double last = first;
+      for (int s = 0; s < 4; ++s) last = step.step(c.x(), c.labels());
+      if (!(last < first)) fail(name + ": loss " + std::to_string(first) + " -> " + std::to_string(last));
+      // The profile names every layer's directions, and only those.
+      std::set<std::string> got;
+      for (const auto& [counter, value] : step.profile(c.x(), c.labels(), 2)) {
+        got.insert(counter);
+        if (!std::isfinite(value) || value < 0) fail(name + ": counter " + counter + " is " + std::to_string(value));
+      }
+      if (got != nn::expected_counters(net)) fail(name + ": the profile does not name every layer's directions");
+      std::printf("%s batch %lld: %s; loss %.4f -> %.4f over 5 steps; %zu counters\n", name.c_str(),
+                  static_cast<long long>(kBatch), gradients.summary().c_str(), first, last, got.size());
+    }
+  // The check must be able to fail: the planted step skips the ReLU mask.
+  TrainCase planted("mnist_lenet", kBatch, nn::kPlanted);
+  const auto refused = planted.validate();
+  std::printf("planted (no ReLU mask): %s\n", refused.summary().c_str());
+  if (refused.ok) fail("the planted row (no ReLU mask in backward) passed validation");
+  std::printf("example_train_backend: %d networks checked and the planted row refused: %s\n", checked,
+              failures == 0 ? "passed" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
