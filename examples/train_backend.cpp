@@ -107,22 +107,14 @@ class NaiveStep final : public TrainStep, TrainLayers {
     };
     // d loss / d logits = (softmax - onehot) / batch.
     c.backward_data = [this, i, classes] {
-      const float inv = 1.0f / static_cast<float>(batch_);
-      for (std::int64_t n = 0; n < batch_; ++n)
-        for (std::int64_t j = 0; j < classes; ++j) {
-          const auto q = static_cast<std::size_t>(n * classes + j);
-          layers_[i].dy[q] = (std::exp(log_probs_[q]) - (j == labels_[n] ? 1.0f : 0.0f)) * inv;
-        }
+      nll_gradient(log_probs_.data(), labels_, batch_, classes, layers_[i].dy.data());
     };
     return c;
   }
 
   double forward(const float* x, const std::uint8_t* labels) override {
     DLB_REQUIRE(x != nullptr && labels != nullptr, "training step cpu_naive: no input or no labels");
-    const std::int64_t classes = net_.layers[flow_.logits].out_size();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      DLB_REQUIRE(labels[n] < classes, "training step cpu_naive: label " + std::to_string(labels[n]) + " of image " +
-                                           std::to_string(n) + " is not a class of " + net_.name);
+    check_labels(net_, labels, batch_);
     x_ = x;
     labels_ = labels;
     walk_.forward();
@@ -138,13 +130,8 @@ class NaiveStep final : public TrainStep, TrainLayers {
   // SGD with momentum as train.h defines it: v = momentum v + (g + wd p); p -= lr v.
   void update() override {
     DLB_REQUIRE(backward_done_, "training step cpu_naive: update without a backward");
-    const auto lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
-               wd = static_cast<float>(sgd_.weight_decay);
     for (std::size_t j = 0; j < p_.size(); ++j)
-      for (std::size_t q = 0; q < p_[j].size(); ++q) {
-        v_[j][q] = mu * v_[j][q] + (wd != 0.0f ? g_[j][q] + wd * p_[j][q] : g_[j][q]);
-        p_[j][q] -= lr * v_[j][q];
-      }
+      sgd_update(p_[j].data(), g_[j].data(), v_[j].data(), static_cast<std::int64_t>(p_[j].size()), sgd_);
     backward_done_ = false;
   }
   std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,

@@ -169,7 +169,7 @@ for held in (set(), {"mnist_lenet"}):
 
 # Runs in .venv-peers: the bounds of resnet20's step against kernels/nn/train/train.h's
 # figures (gradient_chain_length at batch 64: 77,308 with batch norm's sums in
-# double, 2,485,756 with them in fp32, TrainImpl::onednn's), the forward's
+# double, 2,485,756 with them in fp32, onednn_gradient_chain_length), the forward's
 # bound with and without the fp32 statistics' share, and the held checks at
 # batch 8 with the logits planted 1e-4 of the largest off (past the NCHW
 # bound 1e-5, within channels_last's 1.95e-4) and 1e-3 off (past both).

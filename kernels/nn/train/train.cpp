@@ -415,7 +415,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
     for (const auto sz : size) gbuf.emplace_back(static_cast<std::size_t>(sz), 0.0f);
   }
 
-  // TrainImpl::own's three convolutions per conv layer, prepared once on the
+  // The own step's three convolutions per conv layer, prepared once on the
   // step's buffers. Refuses, naming the layer, what it does not do:
   // batch-norm, residual joins, a stride above 1 (backward data as a
   // convolution of the gradient needs stride 1), a pad above window - 1, an
@@ -644,11 +644,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
 
   double forward(const float* input, const std::uint8_t* label) {
     DLB_REQUIRE(input != nullptr && label != nullptr, "training step: no input or no labels");
-    const std::int64_t classes = net.layers[logits_layer].out_size();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      if (label[n] >= classes)
-        throw Error("training step: label " + std::to_string(label[n]) + " of image " + std::to_string(n) +
-                    " is not a class of " + net.name + " (0.." + std::to_string(classes - 1) + ")");
+    check_labels(net, label, batch_);
     x = input;
     labels = label;
     walk.forward();
@@ -709,15 +705,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
     c.forward = [this, i, classes] {
       loss_value = log_softmax_nll(layers[i].out.data(), labels, batch_, classes, log_probs_.data());
     };
-    // d loss / d logits = (softmax - onehot) / batch.
     c.backward_data = [this, i, classes] {
-      float* top = grad_of(static_cast<int>(i));
-      const float inv = 1.0f / static_cast<float>(batch_);
-      for (std::int64_t n = 0; n < batch_; ++n)
-        for (std::int64_t j = 0; j < classes; ++j) {
-          const auto k = static_cast<std::size_t>(n * classes + j);
-          top[k] = (std::exp(log_probs_[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
-        }
+      nll_gradient(log_probs_.data(), labels, batch_, classes, grad_of(static_cast<int>(i)));
     };
     return c;
   }
@@ -939,20 +928,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
 
   void update() override {
     DLB_REQUIRE(backward_done, "training step: update without a backward");
-    const float lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
-                wd = static_cast<float>(sgd_.weight_decay);
-    for (std::size_t j = 0; j < p.size(); ++j) {
-      float* pj = p[j].data();
-      const float* gj = g[j].data();
-      float* vj = v[j].data();
-      const auto size = static_cast<std::int64_t>(p[j].size());
-#pragma omp parallel for schedule(static) num_threads(threads) if (size > 16384)
-      for (std::int64_t i = 0; i < size; ++i) {
-        const float grad = wd != 0.0f ? gj[i] + wd * pj[i] : gj[i];
-        vj[i] = mu * vj[i] + grad;
-        pj[i] -= lr * vj[i];
-      }
-    }
+    for (std::size_t j = 0; j < p.size(); ++j)
+      sgd_update(p[j].data(), g[j].data(), v[j].data(), static_cast<std::int64_t>(p[j].size()), sgd_);
     backward_done = false;
   }
 

@@ -164,10 +164,7 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
   double forward(const float* x, const std::uint8_t* labels) override {
     DLB_REQUIRE(x != nullptr && labels != nullptr, "training step: no input or no labels");
     require_not_nested();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      if (labels[n] >= classes_)
-        throw Error("training step: label " + std::to_string(labels[n]) + " of image " + std::to_string(n) +
-                    " is not a class of " + net_.name + " (0.." + std::to_string(classes_ - 1) + ")");
+    check_labels(net_, labels, batch_);
     write_back_params();
     // Read only (the forward's and backward_weights' source); oneDNN's
     // handles are not const.
@@ -206,20 +203,9 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
 
   // SGD over every parameter in one loop.
   void sgd_update() {
-    const float lr = static_cast<float>(sgd_.lr), mu = static_cast<float>(sgd_.momentum),
-                wd = static_cast<float>(sgd_.weight_decay);
     // Every parameter in one loop: the three buffers share their layout, and
     // the padding (zero in p, g and v) stays zero.
-    float* p = p_.data();
-    const float* g = g_.data();
-    float* v = v_.data();
-    const auto size = static_cast<std::int64_t>(p_.size());
-#pragma omp parallel for simd schedule(static)
-    for (std::int64_t i = 0; i < size; ++i) {
-      const float grad = wd != 0.0f ? g[i] + wd * p[i] : g[i];
-      v[i] = mu * v[i] + grad;
-      p[i] -= lr * v[i];
-    }
+    nn::sgd_update(p_.data(), g_.data(), v_.data(), static_cast<std::int64_t>(p_.size()), sgd_);
     std::fill(p_fresh_.begin(), p_fresh_.end(), false);
     std::fill(v_fresh_.begin(), v_fresh_.end(), false);
   }
@@ -792,13 +778,7 @@ TrainCalls OnednnTrainStep::loss(const TrainIo& io) {
                             log_probs_.data());
   };
   c.backward_data = [this] {
-    auto* dy = static_cast<float*>(dlogits_plain_.get_data_handle());
-    const float inv = 1.0f / static_cast<float>(batch_);
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t j = 0; j < classes_; ++j) {
-        const auto k = static_cast<std::size_t>(n * classes_ + j);
-        dy[k] = (std::exp(log_probs_[k]) - (j == labels_[n] ? 1.0f : 0.0f)) * inv;
-      }
+    nll_gradient(log_probs_.data(), labels_, batch_, classes_, static_cast<float*>(dlogits_plain_.get_data_handle()));
     run(loss_backward_);
   };
   return c;

@@ -357,15 +357,6 @@ std::vector<std::pair<std::string, double>> train_profile_counters(std::span<con
   return counters;
 }
 
-void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch) {
-  DLB_REQUIRE(labels != nullptr, "training step: no labels");
-  const std::int64_t classes = net.classes;
-  for (std::int64_t n = 0; n < batch; ++n)
-    if (labels[n] >= classes)
-      throw Error("training step: label " + std::to_string(labels[n]) + " of image " + std::to_string(n) +
-                  " is not a class of " + net.name + " (0.." + std::to_string(classes - 1) + ")");
-}
-
 // ------------------------------------------------------------------ host twin
 
 namespace {

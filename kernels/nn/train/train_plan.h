@@ -241,9 +241,6 @@ class TrainPlan {
   std::size_t logits_ = 0;
 };
 
-// Throws dlb::Error naming the first image whose label is not a class of
-// `net` (the GPU kernels cannot throw: the host checks a batch's labels).
-void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch);
 
 // The GPU step's host twin: the plan on host memory, the own kernels'
 // arithmetic (train_gpu_math.h) run over every element in order, the

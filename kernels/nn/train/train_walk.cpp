@@ -46,6 +46,36 @@ std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, con
   return buf;
 }
 
+void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch) {
+  DLB_REQUIRE(labels != nullptr, "training step: no labels");
+  const std::int64_t classes = net.classes;
+  for (std::int64_t n = 0; n < batch; ++n)
+    if (labels[n] >= classes)
+      throw Error("training step: label " + std::to_string(labels[n]) + " of image " + std::to_string(n) +
+                  " is not a class of " + net.name + " (0.." + std::to_string(classes - 1) + ")");
+}
+
+void nll_gradient(const float* log_probs, const std::uint8_t* labels, std::int64_t batch, std::int64_t classes,
+                  float* dy) {
+  const float inv = 1.0f / static_cast<float>(batch);
+  for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t j = 0; j < classes; ++j) {
+      const std::int64_t k = n * classes + j;
+      dy[k] = (std::exp(log_probs[k]) - (j == labels[n] ? 1.0f : 0.0f)) * inv;
+    }
+}
+
+void sgd_update(float* p, const float* g, float* v, std::int64_t n, const Sgd& sgd) {
+  const float lr = static_cast<float>(sgd.lr), mu = static_cast<float>(sgd.momentum),
+              wd = static_cast<float>(sgd.weight_decay);
+#pragma omp parallel for simd schedule(static) if (n > 16384)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float grad = wd != 0.0f ? g[i] + wd * p[i] : g[i];
+    v[i] = mu * v[i] + grad;
+    p[i] -= lr * v[i];
+  }
+}
+
 TrainFlow train_flow(const Network& net) {
   const auto& ls = net.layers;
   DLB_REQUIRE(!ls.empty(), "training step: " + net.name + " has no layers");

@@ -29,6 +29,7 @@
 
 #include "kernels/common/variant.h"
 #include "kernels/nn/model/network.h"
+#include "kernels/nn/train/train_params.h"
 
 namespace dlb::nn {
 
@@ -133,5 +134,20 @@ std::vector<int> share_gradient_buffers(const std::vector<int>& first_write, con
 // (each < classes).
 double log_softmax_nll(const float* logits, const std::uint8_t* labels, std::int64_t batch, std::int64_t classes,
                        float* log_probs);
+
+// Throws dlb::Error naming the first image whose label is not a class of
+// `net` (every step checks a batch's labels on the host; the GPU kernels
+// cannot throw).
+void check_labels(const Network& net, const std::uint8_t* labels, std::int64_t batch);
+
+// The loss's gradient on the logits, (softmax - onehot) / batch, from the
+// log-probabilities [batch, classes] into dy.
+void nll_gradient(const float* log_probs, const std::uint8_t* labels, std::int64_t batch, std::int64_t classes,
+                  float* dy);
+
+// SGD with momentum (train.h) over n contiguous parameters, their
+// gradients and momentum buffers: v = momentum v + (g + weight_decay p);
+// p -= lr v. Threads over the elements where n is large.
+void sgd_update(float* p, const float* g, float* v, std::int64_t n, const Sgd& sgd);
 
 }  // namespace dlb::nn

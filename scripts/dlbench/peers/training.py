@@ -135,8 +135,8 @@ LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/infer/nn.cpp, kNet
 
 def chain_length(model, shape, batch: int, fp32_batch_stats: bool = False) -> int:
     """kernels/nn/train/train_params.cpp's gradient_chain_length from the modules;
-    with fp32_batch_stats, its gradient_chain_length(net, batch,
-    TrainImpl::onednn): batch-norm's four per-channel sums (the forward's
+    with fp32_batch_stats, its onednn_gradient_chain_length(net, batch):
+    batch-norm's four per-channel sums (the forward's
     mean and variance, the backward's sum dy and sum dy xhat) in fp32, up to
     M - 1 roundings each (M = batch oh ow), 4 M per batch-norm layer on top
     of the 15 (kernels/nn/train/train.h)."""
@@ -205,8 +205,8 @@ def forward_tolerance(model, shape, batch: int, fp32_batch_stats: bool = False) 
     largest) of the fp32 step against float64: the forward's fp32 bound
     (LOSS_TOLERANCE, kNetworkTolerance), and with fp32_batch_stats the
     share of batch norm's statistics summed in fp32 on top, derived as
-    kernels/nn/train/train.h derives gradient_tolerance(net, batch,
-    TrainImpl::onednn) (our cpu_onednn step's, whose oneDNN batch norm sums
+    kernels/nn/train/train.h derives onednn_gradient_tolerance(net, batch)
+    (our cpu_onednn step's, whose oneDNN batch norm sums
     in fp32 too): the forward's two per-channel sums (the mean, then the
     variance, sum (z - mean)^2), up to M - 1 roundings each, on every chain
     through the layer, 2 M per batch-norm layer (the backward's two sums
@@ -379,7 +379,7 @@ def _cpu_step(peer: str, model, x, y, torch, loss_of):
     the largest from float64's (NCHW: 1.3e-7), its loss 1.07e-5 relative
     at batch 64. Our own cpu_onednn step has the same property (oneDNN's
     batch norm sums in fp32) and its bound counts it (kernels/nn/train/train.h,
-    gradient_tolerance(net, batch, TrainImpl::onednn)): this mode gets the
+    onednn_gradient_tolerance(net, batch)): this mode gets the
     same allowance (FP32_BATCH_STATS), on its gradients (chain_length's
     4 M per batch-norm layer) and on its loss and logits (forward_tolerance's
     2 M), no more; the eager NCHW mode, which sums in double, keeps the
