@@ -4,6 +4,7 @@ through dlbench.results, so a .json.gz must read exactly as its .json, and a
 damaged one must be refused naming the file and the problem."""
 
 import gzip
+import json
 import subprocess
 import sys
 import unittest
@@ -13,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
-from dlbench.results import ResultsError, load, read_document, write_document  # noqa: E402
+from dlbench.results import ResultsError, load, merge_files, read_document, write_document  # noqa: E402
 from tests.temp_dir import TempDirTestCase  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "bench_small.json"
@@ -74,6 +75,46 @@ class ResultsFiles(TempDirTestCase):
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("bad.json.gz", r.stderr)
         self.assertNotIn("Traceback", r.stderr)
+
+    def test_merged_processes_keep_each_wall_time_and_sum_them(self):
+        doc = read_document(FIXTURE)
+        paths = []
+        for i, wall in enumerate((12.5, 30.25, None)):
+            d = json.loads(json.dumps(doc))
+            if wall is not None:
+                d["context"]["dlbench_wall_s"] = wall
+            paths.append(self.dir / f"{i}.json")
+            write_document(paths[-1], d)
+        both = merge_files(paths[:2])["context"]
+        self.assertEqual((both["process_wall_s"], both["dlbench_wall_s"]), ([12.5, 30.25], 42.8))
+        # One process without a wall time: the sum would understate the run.
+        all_three = merge_files(paths)["context"]
+        self.assertEqual(all_three["process_wall_s"], [12.5, 30.25, None])
+        self.assertNotIn("dlbench_wall_s", all_three)
+        self.assertNotIn("process_wall_s", merge_files([paths[2], paths[2]])["context"])
+
+    def test_walltime_records_into_json_and_gz_and_refuses_bad_input(self):
+        cli = [sys.executable, str(ROOT / "scripts" / "dlbench" / "walltime.py"), "record"]
+        gz = self.dir / "run.json.gz"
+        write_document(gz, read_document(FIXTURE))
+        p = subprocess.run(cli + [str(gz), "--wall-s", "61.04", "--run", "build/bench --suite=default"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        context = load(gz).context
+        self.assertEqual((context["dlbench_wall_s"], context["dlbench_run"]), (61.0, "build/bench --suite=default"))
+        self.assertRegex(context["dlbench_load_at_end"], r"^[\d.]+ [\d.]+ [\d.]+$")
+        self.assertEqual(load(gz).cases.keys(), load(FIXTURE).cases.keys())
+        not_json = self.dir / "text.json"
+        not_json.write_text("{ not json")
+        for args, message in (([str(self.dir / "missing.json"), "--wall-s", "1"], "missing.json: cannot read"),
+                              ([str(not_json), "--wall-s", "1"], "text.json: not JSON"),
+                              ([str(gz), "--wall-s", "-3"], "not a duration"),
+                              ([str(gz), "--wall-s", "1", "--key", "other"], "must end in _wall_s")):
+            with self.subTest(message=message):
+                p = subprocess.run(cli + args + ["--run", "x"], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertNotIn("Traceback", p.stderr)
 
     def test_committed_runs_are_compressed_and_readable(self):
         files = sorted((ROOT / "results").rglob("*.json*"))

@@ -209,6 +209,14 @@ def merge_files(paths: list[Path]) -> dict:
         raise ResultsError(f"runs of different commits cannot be merged: {sorted(commits)}")
     merged["context"]["processes"] = len(docs)
     merged["context"]["process_dates"] = [d["context"].get("date", "") for d in docs]
+    # Each process's wall time (dlbench.walltime), where they recorded one:
+    # the merged file's is their sum, or none where one of them has none.
+    walls = [d["context"].get("dlbench_wall_s") for d in docs]
+    if any(isinstance(w, (int, float)) for w in walls):
+        merged["context"]["process_wall_s"] = walls
+        merged["context"].pop("dlbench_wall_s", None)
+        if all(isinstance(w, (int, float)) for w in walls):
+            merged["context"]["dlbench_wall_s"] = round(sum(walls), 1)
     for index, d in enumerate(docs):
         for entry in d["benchmarks"]:
             merged["benchmarks"].append({**entry, "process_index": index})
