@@ -20,7 +20,7 @@ DATA = ROOT / "tests" / "data" / "kit"
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
-from dlbench import kit  # noqa: E402
+from dlbench import kit, walltime  # noqa: E402
 from tests.temp_dir import TempDirTestCase  # noqa: E402
 
 KIT = [sys.executable, str(ROOT / "scripts" / "dlbench" / "kit.py")]
@@ -116,6 +116,28 @@ class Families(TempDirTestCase):
         self.assertEqual(p.stdout, "FAIL: bench fused: over its 30s limit: 2 cases kept (cut: repaired to its 14 "
                                    "complete records), 1 of 3 listed lost (first: "
                                    "mnist_cnn/gpu_cudnn_fused_f16/batch:64/min_time:0.002/manual_time)\n")
+        # The family's wall time goes into its JSON's context, as scripts/bench
+        # records a run's: the docs' durations are read from the committed files.
+        context = json.loads(cut.read_text())["context"]
+        self.assertEqual(context["dlbench_wall_s"], 31)
+        self.assertIn("family fused (limit 30 s)", context["dlbench_run"])
+        self.assertIn("--benchmark_filter=^(resnet20|mnist_cnn|mnist_lenet)/gpu_cudnn_fused", context["dlbench_run"])
+        self.assertEqual(context["machine"], "nvidia-h200")  # the rest of the context kept
+
+    def test_the_summarys_family_lines_give_their_times(self):
+        """A run from before the JSON carried its wall time has it in the
+        kit's summary.txt; both lines the family verdict writes read back."""
+        whole = self.dir / "daxpy.json"
+        whole.write_text((DATA / "ceilings.json").read_text())
+        cut = self.dir / "fused.json"
+        cut.write_bytes((DATA / "fused-cut.json").read_bytes())
+        lines = (["bench roofline: 5 cases in 11s (limit 15s)"] + kit.family_verdict("daxpy", whole, 0, 10, 7)
+                 + ["  conv n:64/c:16: find/heuristic 0.836"] + kit.family_verdict("fused", cut, 124, 30, 30)
+                 + ["FAIL: bench copy: 40 cases in 34s, 10 of 50 listed lost"])
+        daxpy_cases = len(kit.finished_cases(json.loads(whole.read_text())))
+        self.assertEqual(walltime.kit_families("\n".join(lines)),
+                         {"roofline": (5, 11, False), "daxpy": (daxpy_cases, 7, False), "fused": (2, 30, True),
+                          "copy": (40, 34, False)})
 
     def test_a_torn_last_record_is_dropped(self):
         text = (DATA / "fused-cut.json").read_text()

@@ -28,6 +28,7 @@ from pathlib import Path
 # library only too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dlbench.names import BadName, split_name  # noqa: E402
+from dlbench import walltime  # noqa: E402
 
 # ----------------------------------------------------------------- sanitizer
 
@@ -255,6 +256,20 @@ def family_verdict(name: str, json_path: Path, rc: int, limit: int, seconds: int
         if case not in unsupported:
             lines.append(f"FAIL: bench {name}: {case}: {message}")
     return lines
+
+
+def record_wall(json_path: Path, seconds: int, run: str) -> None:
+    """Writes a step's wall time into its JSON's context (dlbench.walltime),
+    as scripts/bench does: the durations the docs state are read from the
+    committed files. A file that is not JSON is left as it is (its verdict
+    says so)."""
+    try:
+        doc = json.loads(Path(json_path).read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(doc, dict) and isinstance(doc.get("context"), dict):
+        walltime.record(doc["context"], seconds, run)
+        Path(json_path).write_text(json.dumps(doc, indent=2))
 
 
 def medians(doc: dict) -> dict[str, dict]:
@@ -677,6 +692,8 @@ def main(argv=None) -> int:
         if listing is not None and a.filter:
             listing = [c for c in listing if re.search(a.filter, c)]
         _print(family_verdict(a.name, a.json, a.rc, a.limit, a.seconds, listing))
+        record_wall(a.json, a.seconds, f"scripts/gpu-kit bench, family {a.name} (limit {a.limit} s): "
+                    f"bench --suite=gpu-quick --benchmark_filter={a.filter or ''}")
     elif a.cmd == "find":
         doc = load(a.json)
         _print(find_vs_heuristic(doc) if doc else [f"FAIL: conv find/heuristic: no readable {a.json}"])
@@ -685,6 +702,7 @@ def main(argv=None) -> int:
     elif a.cmd == "peers":
         doc, how = read_bench_json(a.json)
         _print(peers_verdict(doc, a.rc, a.seconds, how, read_listing(a.listing)))
+        record_wall(a.json, a.seconds, "scripts/gpu-kit peers: scripts/peers --list_gpu")
     elif a.cmd == "compare":
         rows = comparison([d for d in map(load, a.ours) if d], load(a.peers) if a.peers else None)
         _print(comparison_lines(rows))
