@@ -11,7 +11,11 @@ A page marks each generated block with
     <!-- END GENERATED <family> -->
 and the block is replaced by the family module's table() for every file
 that has cases of that family, each headed by the file it comes from.
-Tables are never typed in by hand.
+Tables are never typed in by hand. A `durations` block is no family's: it
+says how long each run its marker names took, from the wall time the run
+recorded (dlbench_wall_s in its context, scripts/dlbench/walltime.py), or
+for a GPU kit run from before that, from the kit's summary.txt committed
+beside its files (its "bench FAMILY: N cases in Ss" lines).
 
 With no files, every block of README.md and docs/*.md (under --root, the
 repository by default) is rewritten from the files its own marker names,
@@ -40,9 +44,9 @@ from dlbench import cli, venv  # noqa: E402
 
 venv.reexec("readme")
 
-from dlbench import figures  # noqa: E402
+from dlbench import figures, walltime  # noqa: E402
 from dlbench.quality import quality  # noqa: E402
-from dlbench.results import ResultsError, load  # noqa: E402
+from dlbench.results import ResultsError, load, repetitions, split_processes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"<!-- BEGIN GENERATED (\S+?)(?: FROM ([^>\n]*?))? -->\n(.*?)<!-- END GENERATED \1 -->", re.S)
@@ -64,12 +68,98 @@ def blocks(text: str) -> list[Block]:
     return [Block(m.group(1), (m.group(2) or "").split()) for m in BLOCK.finditer(text)]
 
 
+DURATIONS = "durations"  # not a family: how long the named runs took
+
+
 def tables() -> dict:
-    return {m.FAMILY: m.table for m in figures.modules() if hasattr(m, "table")}
+    known = {m.FAMILY: m.table for m in figures.modules() if hasattr(m, "table")}
+    known[DURATIONS] = None  # durations_text, from every named source at once
+    return known
+
+
+def _load_figure(text: str) -> float | None:
+    """The 1-minute load average of "loadavg 3.24 6.59 3.35; cpu pressure ..."
+    (the binary's machine_load_at_start) or of "3.24 6.59 3.35"."""
+    m = re.match(r"(?:loadavg )?([\d.]+)", str(text or ""))
+    return float(m.group(1)) if m else None
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 600 else f"{seconds / 60:.1f} minutes"
+
+
+def _processes(context: dict) -> list[tuple]:
+    """(what ran, its wall time or None) for each process a file holds."""
+    if isinstance(context.get("process_wall_s"), list):
+        runs = context.get("process_runs") or [None] * len(context["process_wall_s"])
+        return [(run, w if isinstance(w, (int, float)) else None) for run, w in zip(runs, context["process_wall_s"])]
+    return [(context.get(walltime.RUN), walltime.wall_seconds(context))]
+
+
+def durations_text(sources: list) -> str:
+    """A durations block's content: per run, its suite, cases and wall time.
+    `sources` are (name, Results) for result files, (name, str) for a GPU kit
+    summary.txt. The result files of one run (the kit's families,
+    results/<machine>/<stamp>-<family>.json.gz: one folder and stamp) are
+    summed into one line."""
+    groups: dict[tuple, list] = {}
+    lines = []
+    for name, source in sources:
+        if isinstance(source, str):
+            families = walltime.kit_families(source)
+            cut = [f for f, (_, _, was_cut) in families.items() if was_cut]
+            seconds = sum(s for _, s, _ in families.values())
+            lines.append(f"- the `gpu-quick` suite, `scripts/gpu-kit run`'s bench step ({len(families)} families, "
+                         f"one process each): {sum(c for c, _, _ in families.values())} cases in "
+                         f"{_duration(seconds)} on `{Path(name).parent.name}`"
+                         + (f" ({', '.join(cut)} cut at its limit)" if cut else "")
+                         + f", by the kit's own clock (its summary, `{name}`).")
+            continue
+        key = (Path(name).parent, Path(name).name.split("-")[0].split(".")[0])
+        if key not in groups:
+            groups[key] = []
+            lines.append(key)
+        groups[key].append((name, source))
+    out = []
+    for line in lines:
+        if isinstance(line, str):
+            out.append(line)
+            continue
+        runs = groups[line]
+        machine, suite = runs[0][1].machine, runs[0][1].context.get("suite", "?")
+        commit = str(runs[0][1].context.get("git_commit", "unknown"))
+        files = ", ".join(f"`{name}`" for name, _ in runs)
+        # The suite's own cases and processes: not the peers (scripts/peers,
+        # timed apart as dlbench_peers_wall_s or in a file of their own, and
+        # merged into the kit's networks file too: each process counted once).
+        cases = len({n for _, r in runs for n, c in r.cases.items() if not c.is_peer})
+        reps = max(repetitions(one) for _, r in runs for one in split_processes(r))  # per process
+        walls = [w for run, w in dict.fromkeys(p for _, r in runs for p in _processes(r.context))
+                 if not str(run).startswith(("scripts/peers", "scripts/gpu-kit peers"))]
+        what = (f"- the `{suite}` suite ({cases} cases, {reps} repetitions"
+                + (f", {len(runs)} files" if len(runs) > 1 else "") + f") on `{machine}`")
+        if any(w is None for w in walls):
+            out.append(f"{what}: its wall time is not recorded (the run predates `dlbench_wall_s`; {files}, "
+                       f"commit `{commit[:12]}`).")
+            continue
+        first, last = runs[0][1].context, runs[-1][1].context
+        start, end = _load_figure(first.get("machine_load_at_start")), _load_figure(last.get(walltime.LOAD_AT_END))
+        load = ""
+        if start is not None and end is not None:
+            load = f", load average {start:.1f} at its start and {end:.1f} at its end on {first.get('num_cpus', '?')} CPUs"
+        noisy = sum(len(quality(r).noisy_cases) for _, r in runs)
+        out.append(f"{what}: {_duration(sum(walls))}{load} ({files}, commit `{commit[:12]}`, "
+                   f"{noisy} cases flagged noisy).")
+    head = ("How long each run took, from the wall time it recorded (`dlbench_wall_s` in its context; a load "
+            "average near or above the number of CPUs means other work shared them, and the run took longer "
+            "than it would alone):\n\n")
+    return head + "\n".join(out) + "\n" if out else NO_RESULTS
 
 
 def block_text(family: str, table, results_list) -> tuple[str, list]:
     """The block's content from `results_list`, and the results that gave a table."""
+    if family == DURATIONS:
+        return durations_text([(r.path.as_posix(), r) for r in results_list]), list(results_list)
     parts, used = [], []
     for r in results_list:
         body = table(r)
@@ -127,6 +217,12 @@ class Sources:
             path = self.root / name
             if not path.is_file():
                 raise InputError(f"{where}: {name}: no such results file")
+            if name.endswith("summary.txt"):  # a GPU kit's summary (durations blocks)
+                text = path.read_text(errors="replace")
+                if not walltime.kit_families(text):
+                    raise InputError(f"{where}: {name}: no bench family line (not a GPU kit summary.txt)")
+                self.loaded[name] = text
+                return text
             try:
                 r = load(path)
             except ResultsError as e:
@@ -139,8 +235,12 @@ def render_own(text: str, page: str, sources: Sources, families: set[str] | None
     """`text` with each block rewritten from the files its own marker names."""
 
     def block(family: str, table, names: list[str]):
-        results_list = [sources.get(n, f"{page}: GENERATED {family}") for n in names]
-        content, _ = block_text(family, table, results_list)
+        loaded = [sources.get(n, f"{page}: GENERATED {family}") for n in names]
+        if family == DURATIONS:
+            return names, durations_text(list(zip(names, loaded)))
+        if any(isinstance(r, str) for r in loaded):
+            raise InputError(f"{page}: GENERATED {family}: a summary.txt gives durations blocks only")
+        content, _ = block_text(family, table, loaded)
         return names, content
 
     return rewrite_blocks(text, families, f"{page}: ", block)

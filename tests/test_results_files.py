@@ -87,6 +87,7 @@ class ResultsFiles(TempDirTestCase):
             write_document(paths[-1], d)
         both = merge_files(paths[:2])["context"]
         self.assertEqual((both["process_wall_s"], both["dlbench_wall_s"]), ([12.5, 30.25], 42.8))
+        self.assertEqual(both["process_runs"], [None, None])  # what each ran (dlbench_run), where recorded
         # One process without a wall time: the sum would understate the run.
         all_three = merge_files(paths)["context"]
         self.assertEqual(all_three["process_wall_s"], [12.5, 30.25, None])

@@ -214,6 +214,7 @@ def merge_files(paths: list[Path]) -> dict:
     walls = [d["context"].get("dlbench_wall_s") for d in docs]
     if any(isinstance(w, (int, float)) for w in walls):
         merged["context"]["process_wall_s"] = walls
+        merged["context"]["process_runs"] = [d["context"].get("dlbench_run") for d in docs]
         merged["context"].pop("dlbench_wall_s", None)
         if all(isinstance(w, (int, float)) for w in walls):
             merged["context"]["dlbench_wall_s"] = round(sum(walls), 1)
