@@ -97,7 +97,11 @@ def _processes(context: dict) -> list[tuple]:
 
 
 def durations_text(sources: list) -> str:
-    """A durations block's content: per run, its suite, cases and wall time.
+    """A durations block's content: per run, a line with its suite, cases
+    and wall time, as the run recorded it (dlbench_wall_s, or the GPU kit's
+    summary), and the load average at its start and end: near or above the
+    number of CPUs, other work shared them and the run took longer than it
+    would alone (the page's own prose says so).
     `sources` are (name, Results) for result files, (name, str) for a GPU kit
     summary.txt. The result files of one run (the kit's families,
     results/<machine>/<stamp>-<family>.json.gz: one folder and stamp) are
@@ -139,21 +143,19 @@ def durations_text(sources: list) -> str:
         what = (f"- the `{suite}` suite ({cases} cases, {reps} repetitions"
                 + (f", {len(runs)} files" if len(runs) > 1 else "") + f") on `{machine}`")
         if any(w is None for w in walls):
-            out.append(f"{what}: its wall time is not recorded (the run predates `dlbench_wall_s`; {files}, "
+            out.append(f"{what}: its wall time is not recorded (no `dlbench_wall_s` in its context; {files}, "
                        f"commit `{commit[:12]}`).")
             continue
         first, last = runs[0][1].context, runs[-1][1].context
         start, end = _load_figure(first.get("machine_load_at_start")), _load_figure(last.get(walltime.LOAD_AT_END))
         load = ""
         if start is not None and end is not None:
-            load = f", load average {start:.1f} at its start and {end:.1f} at its end on {first.get('num_cpus', '?')} CPUs"
+            load = (f", load average {start:.1f} at its start and {end:.1f} at its end "
+                    f"on {first.get('num_cpus', '?')} CPUs")
         noisy = sum(len(quality(r).noisy_cases) for _, r in runs)
         out.append(f"{what}: {_duration(sum(walls))}{load} ({files}, commit `{commit[:12]}`, "
                    f"{noisy} cases flagged noisy).")
-    head = ("How long each run took, from the wall time it recorded (`dlbench_wall_s` in its context; a load "
-            "average near or above the number of CPUs means other work shared them, and the run took longer "
-            "than it would alone):\n\n")
-    return head + "\n".join(out) + "\n" if out else NO_RESULTS
+    return "\n".join(out) + "\n" if out else NO_RESULTS
 
 
 def block_text(family: str, table, results_list) -> tuple[str, list]:
