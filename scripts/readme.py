@@ -117,7 +117,8 @@ def durations_text(sources: list) -> str:
                          f"one process each): {sum(c for c, _, _ in families.values())} cases in "
                          f"{_duration(seconds)} on `{Path(name).parent.name}`"
                          + (f" ({', '.join(cut)} cut at its limit)" if cut else "")
-                         + f", by the kit's own clock (its summary, `{name}`).")
+                         + f", by the kit's own clock (its summary, `{name}`): "
+                         + ", ".join(f"{f} {c} in {s} s" for f, (c, s, _) in families.items()) + ".")
             continue
         key = (Path(name).parent, Path(name).name.split("-")[0].split(".")[0])
         if key not in groups:
