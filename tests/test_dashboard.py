@@ -48,7 +48,7 @@ BASE = ROOT / "results/intel-xeon-processor-2c/20261122T083446Z.json.gz"
 NEW = ROOT / "results/intel-xeon-processor-2c/20261122T091132Z.json.gz"
 COMMITTED = [BASE, NEW,
              ROOT / "results/amd-epyc-2c/20261125T081823Z.json.gz",  # peers
-             ROOT / "results/amd-epyc-zen5-2c/20261126T193042Z.json.gz",  # the default suite, profiles
+             ROOT / "results/amd-epyc-zen4-2c/20261128T095750Z.json.gz",  # the default suite, profiles
              *sorted((ROOT / "results/nvidia-h100-80gb-hbm3").glob("*.json.gz"))]  # one file per family
 
 
@@ -152,7 +152,7 @@ class CommittedRuns(BrowserTest):
     def test_every_family_page_and_the_overview_draw_their_series(self):
         family_pages = [p for p in self.pages if "/" not in p]
         expected = {"index.html", "daxpy.html", "softmax.html", "conv.html", "gemm.html", "copy.html",
-                    "networks.html", "profiles.html", "peers.html"}
+                    "networks.html", "profiles.html", "peers.html", "training.html"}  # the default suite has training
         self.assertEqual(set(family_pages), expected)
         for path in sorted(family_pages):
             with self.subTest(page=path):

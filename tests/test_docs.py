@@ -110,27 +110,32 @@ class ReadmeCounts(unittest.TestCase):
         self.assertIsNotNone(m, "README's first run no longer says how many cases it runs")
         self.assertEqual(int(m.group(2)), len(self.listing("default", f"--benchmark_filter={m.group(1)}")))
 
-    def test_the_committed_runs_count(self):
+    def test_the_committed_runs_duration(self):
+        """The default-suite run README says the time of (its durations
+        block): the cases, repetitions, wall time, load and noisy cases are
+        the file's, read here on their own."""
         readme = " ".join((ROOT / "README.md").read_text().split())
-        m = re.search(r"\(then (\d+) cases, 5 repetitions\) took [\d.]+ minutes on the quiet machine "
-                      r"\(`(results/[^`]+)`", readme)
-        self.assertIsNotNone(m)
-        with gzip.open(ROOT / m.group(2)) as f:
+        m = re.search(r"the `default` suite \((\d+) cases, (\d+) repetitions\) on `[^`]+`: ([\d.]+) (s|minutes), "
+                      r"load average ([\d.]+) at its start and ([\d.]+) at its end on \d+ CPUs "
+                      r"\(`(results/[^`]+)`, commit `\w+`, (\d+) cases flagged noisy\)", readme)
+        self.assertIsNotNone(m, "README no longer says how long its default-suite run took")
+        with gzip.open(ROOT / m.group(7)) as f:
             run = json.load(f)
+        context = run["context"]
+        self.assertEqual(context["suite"], "default")
         self.assertEqual(int(m.group(1)), len({b["run_name"] for b in run["benchmarks"]}))
-        self.assertEqual(run["context"]["suite"], "default")
-
-
-    def test_the_committed_runs_noisy_count(self):
-        readme = " ".join((ROOT / "README.md").read_text().split())
-        m = re.search(r"\(`(results/[^`]+)`, (\d+) cases flagged noisy\)", readme)
-        self.assertIsNotNone(m, "README no longer says how many cases of its run were noisy")
+        self.assertEqual(int(m.group(2)), max(b["repetitions"] for b in run["benchmarks"]))
+        minutes = m.group(4) == "minutes"
+        self.assertAlmostEqual(float(m.group(3)) * (60 if minutes else 1), context["dlbench_wall_s"],
+                               delta=3 if minutes else 0.5)
+        self.assertEqual(m.group(5), f"{float(context['machine_load_at_start'].split()[1]):.1f}")
+        self.assertEqual(m.group(6), f"{float(context['dlbench_load_at_end'].split()[0]):.1f}")
         sys.path.insert(0, str(ROOT / "scripts"))
         try:
             from dlbench import quality, results
         finally:
             sys.path.pop(0)
-        self.assertEqual(int(m.group(2)), len(quality.quality(results.load(ROOT / m.group(1))).noisy_cases))
+        self.assertEqual(int(m.group(8)), len(quality.quality(results.load(ROOT / m.group(7))).noisy_cases))
 
     def test_the_counters_example_is_the_committed_runs(self):
         """The abridged repetition README shows, and the figures its prose
@@ -161,6 +166,53 @@ class ReadmeCounts(unittest.TestCase):
         self.assertEqual(m.group(2), f"{entry['bytes_per_second'] / 1e9:.1f}")
         self.assertEqual(m.group(3), f"{entry['frac_of_ceiling']:.2f}")
         self.assertEqual(int(m.group(4)), round(abs(entry["ceiling_drift"]) * 100))
+
+
+class TypedDurations(unittest.TestCase):
+    """How long a run took is generated (scripts/readme.py's durations
+    blocks, from the wall time the committed runs record), never typed: a
+    figure typed from one run goes stale at the next, and one estimated
+    reads as measured. Outside the generated blocks README may state only
+    settings and the default suite's target; no page may say how long a
+    suite or the kit's bench step took or takes."""
+
+    BLOCK = re.compile(r"<!-- BEGIN GENERATED (\S+?)(?: FROM [^>\n]*?)? -->\n.*?<!-- END GENERATED \1 -->", re.S)
+    DURATION = re.compile(r"\b\d[\d.,]*\s?(?:s|secs?|seconds?|mins?|minutes?|h|hours?)\b|\b(?:an|one|half an) hour\b")
+    # README's typed durations that are no run's time: Google Benchmark's
+    # minimum time per repetition (the default and the example), and the
+    # default suite's target.
+    README_SETTINGS = re.compile(r"repetitions of (?:at least )?0\.1 s|repetition at least 0\.5 s|"
+                                 r"meant to end within 15 minutes")
+    # A suite's or the bench step's time, typed: "the full suite about an
+    # hour", "the bench families took 193 s".
+    RUN_TIME = re.compile(r"\b(?:suites?|bench families|bench step|scripts/bench|full set)\b[^.;]{0,80}?"
+                          r"\b(?:took|takes|ran in|in about|about|estimated at)\b[^.;]{0,30}?"
+                          r"(?:\d[\d.,]*\s?(?:s|seconds?|minutes?|hours?)\b|an hour)", re.I)
+
+    def outside_blocks(self, page):
+        return " ".join(self.BLOCK.sub(" ", page.read_text()).split())
+
+    def test_readme_types_no_duration_but_settings(self):
+        text = self.README_SETTINGS.sub(" ", self.outside_blocks(ROOT / "README.md"))
+        typed = [text[max(0, m.start() - 60):m.end() + 10] for m in self.DURATION.finditer(text)]
+        self.assertEqual(typed, [], "README types these durations (generate them: scripts/readme.py durations)")
+
+    def test_no_page_types_how_long_a_suite_took(self):
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+            with self.subTest(page=page.name):
+                self.assertEqual([m.group(0) for m in self.RUN_TIME.finditer(self.outside_blocks(page))], [])
+
+    def test_the_pages_state_the_durations_their_blocks_generate(self):
+        """README's and the kit page's durations come from blocks that name
+        committed runs with a recorded time (not only runs that predate it)."""
+        for page in (ROOT / "README.md", ROOT / "docs" / "gpu-kit.md"):
+            with self.subTest(page=page.name):
+                blocks = [b for b in load_script().blocks(page.read_text()) if b.family == "durations"]
+                self.assertTrue(blocks, f"{page.name}: no durations block")
+                self.assertTrue(all(b.sources for b in blocks))
+                text = page.read_text()
+                generated = text[text.index("<!-- BEGIN GENERATED durations"):]
+                self.assertRegex(generated.split("<!-- END GENERATED durations")[0], r"cases in \d+ s|: [\d.]+ minutes")
 
 
 class Recipes(unittest.TestCase):
