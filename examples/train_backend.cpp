@@ -26,7 +26,7 @@
 #include "kernels/common/error.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_variants.h"
-#include "kernels/nn/train/train_walk.h"
+#include "kernels/nn/train/walked_step.h"
 
 namespace dlb::nn {
 namespace {
@@ -42,17 +42,12 @@ bool plain_layer_chain(const Network& net) {
 // kPlanted: backward skips the ReLU mask (the gradient flows where the
 // output was clamped to 0), an error the validation must catch.
 template <bool kPlanted>
-class NaiveStep final : public TrainStep, TrainLayers {
+class NaiveStep final : public PlainParamsStep {
  public:
   NaiveStep(const Network& net, std::int64_t batch, Sgd sgd)
-      : net_(net), batch_(batch), sgd_(sgd), params_(trainable_params(net)), flow_(train_flow(net)) {
-    DLB_REQUIRE(batch_ >= 1, "training step cpu_naive: batch " + std::to_string(batch_) + " is not positive");
+      : PlainParamsStep(net, batch, sgd, "training step cpu_naive") {
     layers_.resize(flow_.logits + 1);
     for (std::size_t j = 0; j < params_.size(); ++j) {
-      const auto values = param_values(net_, params_[j]);
-      p_.emplace_back(values.begin(), values.end());
-      g_.emplace_back(values.size(), 0.0f);
-      v_.emplace_back(values.size(), 0.0f);
       PerLayer& s = layers_[params_[j].layer];
       if (!params_[j].bn) (params_[j].bias ? s.bias : s.weight) = static_cast<int>(j);  // conv() refuses batch-norm
     }
@@ -64,8 +59,7 @@ class NaiveStep final : public TrainStep, TrainLayers {
       layers_[i].dy.assign(size, 0.0f);
       if (net_.layers[i].kind == LayerKind::max_pool) layers_[i].arg.assign(size, 0);
     }
-    log_probs_.assign(static_cast<std::size_t>(batch_ * net_.layers[flow_.logits].out_size()), 0.0f);
-    walk_ = walk_train(net_, flow_, *this);
+    walk();
   }
 
   // The walk's functions (train_walk.h): each layer's calls in every
@@ -100,65 +94,23 @@ class NaiveStep final : public TrainStep, TrainLayers {
   }
   TrainCalls loss(const TrainIo& logits) override {
     const std::size_t i = logits.index;
-    const std::int64_t classes = net_.layers[i].out_size();
     TrainCalls c;
-    c.forward = [this, i, classes] {
-      loss_ = log_softmax_nll(layers_[i].out.data(), labels_, batch_, classes, log_probs_.data());
-    };
-    // d loss / d logits = (softmax - onehot) / batch.
-    c.backward_data = [this, i, classes] {
-      nll_gradient(log_probs_.data(), labels_, batch_, classes, layers_[i].dy.data());
-    };
+    c.forward = [this, i] { loss_forward(layers_[i].out.data()); };
+    c.backward_data = [this, i] { loss_backward(layers_[i].dy.data()); };  // (softmax - onehot) / batch
     return c;
   }
-
-  double forward(const float* x, const std::uint8_t* labels) override {
-    DLB_REQUIRE(x != nullptr && labels != nullptr, "training step cpu_naive: no input or no labels");
-    check_labels(net_, labels, batch_);
-    x_ = x;
-    labels_ = labels;
-    walk_.forward();
-    forward_done_ = true;
-    backward_done_ = false;
-    return loss_;
-  }
-  void backward() override {
-    DLB_REQUIRE(forward_done_, "training step cpu_naive: backward without a forward");
-    walk_.backward();
-    backward_done_ = true;
-  }
-  // SGD with momentum as train.h defines it: v = momentum v + (g + wd p); p -= lr v.
-  void update() override {
-    DLB_REQUIRE(backward_done_, "training step cpu_naive: update without a backward");
-    for (std::size_t j = 0; j < p_.size(); ++j)
-      sgd_update(p_[j].data(), g_[j].data(), v_[j].data(), static_cast<std::int64_t>(p_[j].size()), sgd_);
-    backward_done_ = false;
-  }
-  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
-                                                      int steps) override {
-    forward(x, labels);  // checks the labels, sets the input
-    auto counters = profile_walk(walk_, steps, [this] { backward_done_ = true, update(); });
-    backward_done_ = false;
-    return counters;
-  }
+  // The input of the forward that follows (walked_step.h keeps the order of
+  // forward, backward and update, and runs SGD on the plain parameters).
+  void set_input(const float* x) override { x_ = x; }
 
   TrainMemory memory() const override {
     TrainMemory m;
+    count_params(m);
     const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
-    for (std::size_t j = 0; j < p_.size(); ++j)
-      m.weights += bytes(p_[j]), m.gradients += bytes(g_[j]), m.optimizer += bytes(v_[j]);
     for (const auto& s : layers_) m.activations += bytes(s.out) + bytes(s.arg), m.workspace += bytes(s.dy);
     m.activations += bytes(log_probs_);
     return m;
   }
-  std::int64_t batch() const override { return batch_; }
-  const Sgd& sgd() const override { return sgd_; }
-  const std::vector<TrainParam>& params() const override { return params_; }
-  std::span<const float> param(std::size_t i) const override { return p_.at(i); }
-  std::span<float> param(std::size_t i) override { return p_.at(i); }
-  std::span<const float> grad(std::size_t i) const override { return g_.at(i); }
-  std::span<const float> velocity(std::size_t i) const override { return v_.at(i); }
-  std::span<const float> log_probs() const override { return log_probs_; }
   std::span<const float> running_mean(std::size_t) const override { return {}; }  // no batch-norm
   std::span<const float> running_var(std::size_t) const override { return {}; }
 
@@ -218,7 +170,7 @@ class NaiveStep final : public TrainStep, TrainLayers {
     mask(l, s);
     const float* x = input(l);
     const std::int64_t r = l.window;
-    float* dw = g_[static_cast<std::size_t>(s.weight)].data();
+    float* dw = g(s.weight);
     for (std::int64_t k = 0; k < l.k; ++k)
       for (std::int64_t c = 0; c < l.c; ++c)
         for (std::int64_t a = 0; a < r; ++a)
@@ -235,7 +187,7 @@ class NaiveStep final : public TrainStep, TrainLayers {
             dw[((k * l.c + c) * r + a) * r + b] = acc;
           }
     if (s.bias < 0) return;
-    float* db = g_[static_cast<std::size_t>(s.bias)].data();
+    float* db = g(s.bias);
     for (std::int64_t k = 0; k < l.k; ++k) {
       float acc = 0.0f;
       for (std::int64_t n = 0; n < batch_; ++n)
@@ -287,8 +239,8 @@ class NaiveStep final : public TrainStep, TrainLayers {
     mask(l, s);
     const float* x = input(l);
     const std::int64_t in = l.in_size();
-    float* dw = g_[static_cast<std::size_t>(s.weight)].data();
-    float* db = g_[static_cast<std::size_t>(s.bias)].data();
+    float* dw = g(s.weight);
+    float* db = g(s.bias);
     for (std::int64_t k = 0; k < l.k; ++k) {
       for (std::int64_t i = 0; i < in; ++i) {
         float acc = 0.0f;
@@ -360,19 +312,8 @@ class NaiveStep final : public TrainStep, TrainLayers {
         store(dx[q * plane + e], s.dy[static_cast<std::size_t>(q)] / static_cast<float>(plane), io.add_to_input);
   }
 
-  const Network& net_;
-  std::int64_t batch_;
-  Sgd sgd_;
-  std::vector<TrainParam> params_;
-  TrainFlow flow_;  // the walk's analysis: the logits, who writes each gradient first
-  TrainWalk walk_;  // the calls, made once by the constructor
-  std::vector<std::vector<float>> p_, g_, v_;  // per parameter, PyTorch's layout
-  std::vector<PerLayer> layers_;               // per layer up to the logits
-  std::vector<float> log_probs_;
+  std::vector<PerLayer> layers_;  // per layer up to the logits
   const float* x_ = nullptr;
-  const std::uint8_t* labels_ = nullptr;
-  double loss_ = 0;
-  bool forward_done_ = false, backward_done_ = false;
 };
 
 std::unique_ptr<TrainStep> make_planted(const Network& net, std::int64_t batch, Sgd sgd) {
