@@ -26,6 +26,7 @@
 #include "kernels/common/error.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_variants.h"
+#include "kernels/nn/train/plain_loops.h"
 #include "kernels/nn/train/walked_step.h"
 
 namespace dlb::nn {
@@ -132,31 +133,24 @@ class NaiveStep final : public PlainParamsStep {
   // Written by the first reader backward reaches, added to by the others.
   static void store(float& to, float value, bool add) { to = add ? to + value : value; }
 
-  // Every output below is one fp32 sum, term after term: at most as many
-  // roundings as terms (products and additions), the lengths
-  // gradient_chain_length counts (conv c r r forward, k r r backward data,
-  // batch oh ow weights; fc in_size, k and batch), so the row's bound is
-  // gradient_tolerance's.
+  // The convolutions' and fc layers' sums are plain_loops.h's: each output
+  // one fp32 sum, term after term, no longer than the sums
+  // gradient_chain_length counts, so the row's bound is
+  // gradient_tolerance's. The bias and ReLU are added here, each output
+  // once.
+  void bias_relu(const Layer& l, PerLayer& s) {
+    const auto plane = static_cast<std::size_t>(l.kind == LayerKind::conv ? l.oh * l.ow : 1);
+    const float* bias = s.bias >= 0 ? p_[static_cast<std::size_t>(s.bias)].data() : nullptr;
+    for (std::size_t q = 0; q < s.out.size(); ++q) {
+      float& y = s.out[q];
+      if (bias != nullptr) y += bias[q / plane % static_cast<std::size_t>(l.k)];
+      if (l.relu) y = std::max(y, 0.0f);
+    }
+  }
   void conv_forward(const Layer& l, const TrainIo& io) {
     PerLayer& s = layers_[io.index];
-    const float* x = input(l);
-    const std::int64_t r = l.window;
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k)
-        for (std::int64_t oy = 0; oy < l.oh; ++oy)
-          for (std::int64_t ox = 0; ox < l.ow; ++ox) {
-            float acc = 0.0f;
-            for (std::int64_t c = 0; c < l.c; ++c)
-              for (std::int64_t a = 0; a < r; ++a)
-                for (std::int64_t b = 0; b < r; ++b) {
-                  const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
-                  if (iy >= 0 && iy < l.h && ix >= 0 && ix < l.w)
-                    acc += w(s)[((k * l.c + c) * r + a) * r + b] * x[((n * l.c + c) * l.h + iy) * l.w + ix];
-                }
-            if (s.bias >= 0) acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
-            const auto q = static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox);
-            s.out[q] = l.relu ? std::max(acc, 0.0f) : acc;
-          }
+    plain::conv_forward(l, batch_, input(l), w(s), s.out.data());
+    bias_relu(l, s);
   }
   // The ReLU mask on the output's gradient, in place (backward_data reads
   // it masked too).
@@ -165,104 +159,42 @@ class NaiveStep final : public PlainParamsStep {
     for (std::size_t q = 0; q < s.dy.size(); ++q)
       if (s.out[q] <= 0.0f) s.dy[q] = 0.0f;
   }
-  void conv_backward_weights(const Layer& l, const TrainIo& io) {
-    PerLayer& s = layers_[io.index];
-    mask(l, s);
-    const float* x = input(l);
-    const std::int64_t r = l.window;
-    float* dw = g(s.weight);
-    for (std::int64_t k = 0; k < l.k; ++k)
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t a = 0; a < r; ++a)
-          for (std::int64_t b = 0; b < r; ++b) {
-            float acc = 0.0f;
-            for (std::int64_t n = 0; n < batch_; ++n)
-              for (std::int64_t oy = 0; oy < l.oh; ++oy)
-                for (std::int64_t ox = 0; ox < l.ow; ++ox) {
-                  const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
-                  if (iy >= 0 && iy < l.h && ix >= 0 && ix < l.w)
-                    acc += s.dy[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)] *
-                           x[((n * l.c + c) * l.h + iy) * l.w + ix];
-                }
-            dw[((k * l.c + c) * r + a) * r + b] = acc;
-          }
+  // The bias's gradient: dy summed over the batch and the plane.
+  void bias_backward(const Layer& l, const PerLayer& s) {
     if (s.bias < 0) return;
+    const std::int64_t plane = l.kind == LayerKind::conv ? l.oh * l.ow : 1;
     float* db = g(s.bias);
     for (std::int64_t k = 0; k < l.k; ++k) {
       float acc = 0.0f;
       for (std::int64_t n = 0; n < batch_; ++n)
-        for (std::int64_t q = 0; q < l.oh * l.ow; ++q)
-          acc += s.dy[static_cast<std::size_t>((n * l.k + k) * l.oh * l.ow + q)];
+        for (std::int64_t q = 0; q < plane; ++q) acc += s.dy[static_cast<std::size_t>((n * l.k + k) * plane + q)];
       db[k] = acc;
     }
   }
-  // dx[n, c, iy, ix]: every output the input pixel fed, gathered.
+  void conv_backward_weights(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    mask(l, s);
+    plain::conv_backward_weights(l, batch_, input(l), s.dy.data(), g(s.weight));
+    bias_backward(l, s);
+  }
   void conv_backward_data(const Layer& l, const TrainIo& io) {
     const PerLayer& s = layers_[io.index];
-    float* dx = input_grad(l);
-    const std::int64_t r = l.window;
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t iy = 0; iy < l.h; ++iy)
-          for (std::int64_t ix = 0; ix < l.w; ++ix) {
-            float acc = 0.0f;
-            for (std::int64_t k = 0; k < l.k; ++k)
-              for (std::int64_t a = 0; a < r; ++a)
-                for (std::int64_t b = 0; b < r; ++b) {
-                  const std::int64_t ty = iy + l.pad - a, tx = ix + l.pad - b;
-                  if (ty < 0 || tx < 0 || ty % l.stride != 0 || tx % l.stride != 0) continue;
-                  const std::int64_t oy = ty / l.stride, ox = tx / l.stride;
-                  if (oy < l.oh && ox < l.ow)
-                    acc += w(s)[((k * l.c + c) * r + a) * r + b] *
-                           s.dy[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)];
-                }
-            store(dx[((n * l.c + c) * l.h + iy) * l.w + ix], acc, io.add_to_input);
-          }
+    plain::conv_backward_data(l, batch_, w(s), s.dy.data(), input_grad(l), io.add_to_input, scratch_);
   }
-
-  // y = x W^T + b (+ ReLU) on [batch, in_size], the input flattened NCHW.
   void fc_forward(const Layer& l, const TrainIo& io) {
     PerLayer& s = layers_[io.index];
-    const float* x = input(l);
-    const std::int64_t in = l.in_size();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k) {
-        float acc = 0.0f;
-        for (std::int64_t i = 0; i < in; ++i) acc += w(s)[k * in + i] * x[n * in + i];
-        acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
-        s.out[static_cast<std::size_t>(n * l.k + k)] = l.relu ? std::max(acc, 0.0f) : acc;
-      }
+    plain::fc_forward(l, batch_, input(l), w(s), s.out.data());
+    bias_relu(l, s);
   }
-  // dW = dy^T x, db = the sum of dy over the batch.
   void fc_backward_weights(const Layer& l, const TrainIo& io) {
     PerLayer& s = layers_[io.index];
     mask(l, s);
-    const float* x = input(l);
-    const std::int64_t in = l.in_size();
-    float* dw = g(s.weight);
-    float* db = g(s.bias);
-    for (std::int64_t k = 0; k < l.k; ++k) {
-      for (std::int64_t i = 0; i < in; ++i) {
-        float acc = 0.0f;
-        for (std::int64_t n = 0; n < batch_; ++n) acc += s.dy[static_cast<std::size_t>(n * l.k + k)] * x[n * in + i];
-        dw[k * in + i] = acc;
-      }
-      float acc = 0.0f;
-      for (std::int64_t n = 0; n < batch_; ++n) acc += s.dy[static_cast<std::size_t>(n * l.k + k)];
-      db[k] = acc;
-    }
+    plain::fc_backward_weights(l, batch_, input(l), s.dy.data(), g(s.weight));
+    bias_backward(l, s);
   }
-  // dx = dy W.
   void fc_backward_data(const Layer& l, const TrainIo& io) {
     const PerLayer& s = layers_[io.index];
-    float* dx = input_grad(l);
-    const std::int64_t in = l.in_size();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t i = 0; i < in; ++i) {
-        float acc = 0.0f;
-        for (std::int64_t k = 0; k < l.k; ++k) acc += s.dy[static_cast<std::size_t>(n * l.k + k)] * w(s)[k * in + i];
-        store(dx[n * in + i], acc, io.add_to_input);
-      }
+    plain::fc_backward_data(l, batch_, w(s), s.dy.data(), input_grad(l), io.add_to_input);
   }
 
   // Each output is its window's first maximum (as PyTorch routes its
@@ -313,6 +245,7 @@ class NaiveStep final : public PlainParamsStep {
   }
 
   std::vector<PerLayer> layers_;  // per layer up to the logits
+  std::vector<float> scratch_;    // a conv's input gradient before it is added
   const float* x_ = nullptr;
 };
 

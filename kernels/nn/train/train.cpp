@@ -455,6 +455,19 @@ class Im2colStep final : public PlainParamsStep {
     return std::clamp<std::int64_t>((kColumns + plane - 1) / plane, 1, (batch_ + threads - 1) / threads);
   }
 
+  // body(t, n0, cnt) for every chunk of chunk_of(l) images from n0, on
+  // the step's threads (t: the thread, whose buffers the body uses).
+  template <class Body>
+  void for_chunks(const Layer& l, Body&& body) {
+#pragma omp parallel num_threads(threads)
+    {
+      const auto t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
+#pragma omp for schedule(static)
+      for (std::int64_t ch = 0; ch < chunks; ++ch) body(t, ch * chunk, std::min(chunk, batch_ - ch * chunk));
+    }
+  }
+
   const float* input_of(std::size_t i) const {
     const int in = net_.layers[i].input;
     return in < 0 ? x : layers[static_cast<std::size_t>(in)].out.data();
@@ -510,14 +523,9 @@ class Im2colStep final : public PlainParamsStep {
     float* y = bn ? s.z.data() : s.out.data();
     if (bn)
       for (auto& st : stats) std::fill(st.begin(), st.begin() + 2 * l.k, 0.0);
-#pragma omp parallel num_threads(threads)
-    {
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
-      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
-#pragma omp for schedule(static)
-      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+    for_chunks(l, [&](std::size_t t, std::int64_t n0, std::int64_t cnt) {
       // The chunk's patches side by side, [crr, cnt * plane], one GEMM.
-      const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch_ - n0), cols = cnt * plane;
+      const std::int64_t cols = cnt * plane;
       float* cb = col[t].data();
       float* yb = zbuf[t].data();
       for (std::int64_t j = 0; j < cnt; ++j) im2col(l, in + (n0 + j) * l.in_size(), cb + j * plane, cols);
@@ -542,8 +550,7 @@ class Im2colStep final : public PlainParamsStep {
                      pool_state->argmax.data() + n * pool->out_size());
         }
       }
-      }
-    }
+    });
     if (bn) batch_norm_forward(i);
   }
 
@@ -747,53 +754,47 @@ class Im2colStep final : public PlainParamsStep {
     // Every thread's partial sums zeroed here, not in the region: OpenMP may
     // run it on fewer threads than asked, and reduce() reads them all.
     for (auto& part : partial) std::fill(part.begin(), part.begin() + l.k * crr + l.k, 0.0f);
-#pragma omp parallel num_threads(threads)
-    {
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    for_chunks(l, [&](std::size_t t, std::int64_t n0, std::int64_t cnt) {
       Map dw(partial[t].data(), l.k, crr);
       Eigen::Map<Vector> db(partial[t].data() + l.k * crr, l.k);
-      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
-#pragma omp for schedule(static)
-      for (std::int64_t ch = 0; ch < chunks; ++ch) {
-        // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
-        // side by side: one GEMM for dW, one for the patches' gradients.
-        const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch_ - n0), cols = cnt * plane;
-        float* zb = zbuf[t].data();
-        float* cb = col[t].data();
-        for (std::int64_t n = n0; n < n0 + cnt; ++n) {
-          float* dn = dy + n * l.k * plane;
-          if (pool != nullptr) {
-            dn = dout[t].data();
-            unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
-          }
-          float* to = zb + (n - n0) * plane;
-          if (bn) {
-            // dz = scale (dy - mean(dy) - xhat mean(dy xhat)).
-            const float* z = s.z.data() + n * l.out_size();
-            for (std::int64_t k = 0; k < l.k; ++k) {
-              const auto u = static_cast<std::size_t>(k);
-              const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
-              const float* d = dn + k * plane;
-              const float* zk = z + k * plane;
-              float* o = to + k * cols;
-              for (std::int64_t q = 0; q < plane; ++q) o[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
-            }
-          } else {
-            mask_and_join(l, s, n, dn, dres);
-            for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, to + k * cols);
-          }
-          im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
+      // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
+      // side by side: one GEMM for dW, one for the patches' gradients.
+      const std::int64_t cols = cnt * plane;
+      float* zb = zbuf[t].data();
+      float* cb = col[t].data();
+      for (std::int64_t n = n0; n < n0 + cnt; ++n) {
+        float* dn = dy + n * l.k * plane;
+        if (pool != nullptr) {
+          dn = dout[t].data();
+          unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
         }
-        gemm(gemm_lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
-        if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
-        if (dx != nullptr) {
-          float* dcb = dcol[t].data();
-          gemm(gemm_lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
-          for (std::int64_t n = n0; n < n0 + cnt; ++n)
-            col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
+        float* to = zb + (n - n0) * plane;
+        if (bn) {
+          // dz = scale (dy - mean(dy) - xhat mean(dy xhat)).
+          const float* z = s.z.data() + n * l.out_size();
+          for (std::int64_t k = 0; k < l.k; ++k) {
+            const auto u = static_cast<std::size_t>(k);
+            const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
+            const float* d = dn + k * plane;
+            const float* zk = z + k * plane;
+            float* o = to + k * cols;
+            for (std::int64_t q = 0; q < plane; ++q) o[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
+          }
+        } else {
+          mask_and_join(l, s, n, dn, dres);
+          for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, to + k * cols);
         }
+        im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
       }
-    }
+      gemm(gemm_lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
+      if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
+      if (dx != nullptr) {
+        float* dcb = dcol[t].data();
+        gemm(gemm_lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
+        for (std::int64_t n = n0; n < n0 + cnt; ++n)
+          col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
+      }
+    });
     reduce(s.weight, l.k * crr, 0);
     if (has_bias) reduce(s.bias, l.k, l.k * crr);
   }
