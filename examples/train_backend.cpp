@@ -74,24 +74,17 @@ class NaiveStep final : public PlainParamsStep {
     if (io.need_dx) c.backward_data = [this, &l, io] { conv_backward_data(l, io); };
     return c;
   }
+  // The same through layer_calls (train_walk.h): forward, backward data
+  // (kept where io.need_dx), backward weights.
   TrainCalls fc(const Layer& l, const TrainIo& io) override {
-    TrainCalls c;
-    c.forward = [this, &l, io] { fc_forward(l, io); };
-    c.backward_weights = [this, &l, io] { fc_backward_weights(l, io); };
-    if (io.need_dx) c.backward_data = [this, &l, io] { fc_backward_data(l, io); };
-    return c;
+    return layer_calls(io, [this, &l, io] { fc_forward(l, io); }, [this, &l, io] { fc_backward_data(l, io); },
+                       [this, &l, io] { fc_backward_weights(l, io); });
   }
   TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
-    TrainCalls c;
-    c.forward = [this, &l, io] { max_pool_forward(l, io); };
-    if (io.need_dx) c.backward_data = [this, &l, io] { max_pool_backward(l, io); };
-    return c;
+    return layer_calls(io, [this, &l, io] { max_pool_forward(l, io); }, [this, &l, io] { max_pool_backward(l, io); });
   }
   TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
-    TrainCalls c;
-    c.forward = [this, &l, io] { avg_pool_forward(l, io); };
-    if (io.need_dx) c.backward_data = [this, &l, io] { avg_pool_backward(l, io); };
-    return c;
+    return layer_calls(io, [this, &l, io] { avg_pool_forward(l, io); }, [this, &l, io] { avg_pool_backward(l, io); });
   }
   TrainCalls loss(const TrainIo& logits) override {
     const std::size_t i = logits.index;
@@ -139,7 +132,7 @@ class NaiveStep final : public PlainParamsStep {
   // gradient_tolerance's. The bias and ReLU are added here, each output
   // once.
   void bias_relu(const Layer& l, PerLayer& s) {
-    const auto plane = static_cast<std::size_t>(l.kind == LayerKind::conv ? l.oh * l.ow : 1);
+    const auto plane = static_cast<std::size_t>(l.out_size() / l.k);  // a conv's oh ow, an fc's 1
     const float* bias = s.bias >= 0 ? p_[static_cast<std::size_t>(s.bias)].data() : nullptr;
     for (std::size_t q = 0; q < s.out.size(); ++q) {
       float& y = s.out[q];
@@ -162,7 +155,7 @@ class NaiveStep final : public PlainParamsStep {
   // The bias's gradient: dy summed over the batch and the plane.
   void bias_backward(const Layer& l, const PerLayer& s) {
     if (s.bias < 0) return;
-    const std::int64_t plane = l.kind == LayerKind::conv ? l.oh * l.ow : 1;
+    const std::int64_t plane = l.out_size() / l.k;
     float* db = g(s.bias);
     for (std::int64_t k = 0; k < l.k; ++k) {
       float acc = 0.0f;
@@ -171,11 +164,17 @@ class NaiveStep final : public PlainParamsStep {
       db[k] = acc;
     }
   }
-  void conv_backward_weights(const Layer& l, const TrainIo& io) {
+  // A conv's or fc layer's weight gradient: the ReLU mask on its output's
+  // gradient, `sums` (plain_loops.h's) into the weights', the bias's.
+  template <class Sums>
+  void weights_backward(const Layer& l, const TrainIo& io, Sums sums) {
     PerLayer& s = layers_[io.index];
     mask(l, s);
-    plain::conv_backward_weights(l, batch_, input(l), s.dy.data(), g(s.weight));
+    sums(l, batch_, input(l), s.dy.data(), g(s.weight));
     bias_backward(l, s);
+  }
+  void conv_backward_weights(const Layer& l, const TrainIo& io) {
+    weights_backward(l, io, plain::conv_backward_weights);
   }
   void conv_backward_data(const Layer& l, const TrainIo& io) {
     const PerLayer& s = layers_[io.index];
@@ -186,12 +185,7 @@ class NaiveStep final : public PlainParamsStep {
     plain::fc_forward(l, batch_, input(l), w(s), s.out.data());
     bias_relu(l, s);
   }
-  void fc_backward_weights(const Layer& l, const TrainIo& io) {
-    PerLayer& s = layers_[io.index];
-    mask(l, s);
-    plain::fc_backward_weights(l, batch_, input(l), s.dy.data(), g(s.weight));
-    bias_backward(l, s);
-  }
+  void fc_backward_weights(const Layer& l, const TrainIo& io) { weights_backward(l, io, plain::fc_backward_weights); }
   void fc_backward_data(const Layer& l, const TrainIo& io) {
     const PerLayer& s = layers_[io.index];
     plain::fc_backward_data(l, batch_, w(s), s.dy.data(), input_grad(l), io.add_to_input);

@@ -98,6 +98,18 @@ Shift shift_of(const Layer& l, std::int64_t a, std::int64_t b) {
   return s;
 }
 
+// In one shifted plane [oh, ow]: zeroes the columns the shift by s.dx
+// wrapped in from the next or previous row (the padding's).
+void zero_wrapped(const Layer& l, const Shift& s, float* plane) {
+  if (s.dx < 0) {
+    for (std::int64_t i = s.i0; i < s.i1; ++i)
+      for (std::int64_t j = 0; j < -s.dx; ++j) plane[i * l.ow + j] = 0.0f;
+  } else if (s.dx > 0) {
+    for (std::int64_t i = s.i0; i < s.i1; ++i)
+      for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) plane[i * l.ow + j] = 0.0f;
+  }
+}
+
 void im2col(const Layer& l, const float* x, float* col, std::int64_t ld) {
   const std::int64_t r = l.window;
   if (same_size(l)) {
@@ -111,14 +123,7 @@ void im2col(const Layer& l, const float* x, float* col, std::int64_t ld) {
           for (std::int64_t e = 0; e < s.from; ++e) dst[e] = 0.0f;
           for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[s.from + e] = src[e];
           for (std::int64_t e = s.to; e < plane; ++e) dst[e] = 0.0f;
-          // The columns the shift wrapped in from the next or previous row.
-          if (s.dx < 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = 0; j < -s.dx; ++j) dst[i * l.ow + j] = 0.0f;
-          } else if (s.dx > 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) dst[i * l.ow + j] = 0.0f;
-          }
+          zero_wrapped(l, s, dst);  // the columns the shift wrapped in from the next or previous row
         }
     return;
   }
@@ -160,13 +165,7 @@ void col2im(const Layer& l, float* dcol, std::int64_t ld, float* dx, bool accumu
         for (std::int64_t b = 0; b < r; ++b) {
           float* __restrict src = dcol + ((c * r + a) * r + b) * ld;
           const Shift s = shift_of(l, a, b);
-          if (s.dx < 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = 0; j < -s.dx; ++j) src[i * l.ow + j] = 0.0f;
-          } else if (s.dx > 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) src[i * l.ow + j] = 0.0f;
-          }
+          zero_wrapped(l, s, src);
           float* __restrict dst = dx + c * l.h * l.w + s.offset + s.from;
           for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[e] += src[s.from + e];
         }
@@ -649,17 +648,9 @@ class Im2colStep final : public PlainParamsStep {
     c.backward = [this, i] { conv_backward(i); };
     return c;
   }
-  // A layer's calls: the backward data only where its input's gradient is needed.
-  static TrainCalls calls(const TrainIo& io, Run forward, Run backward_data, Run backward_weights = {}) {
-    TrainCalls c;
-    c.forward = std::move(forward);
-    c.backward_weights = std::move(backward_weights);
-    if (io.need_dx) c.backward_data = std::move(backward_data);
-    return c;
-  }
   TrainCalls fc(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
-    return calls(
+    return layer_calls(
         io, [this, &l, i] { fc_forward(l, layers[i], input_of(i), layers[i].out.data()); },
         [this, &l, i] { fc_backward_data(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); },
         [this, &l, i] { fc_backward_weights(l, layers[i], input_of(i), grad_of(static_cast<int>(i))); });
@@ -667,13 +658,13 @@ class Im2colStep final : public PlainParamsStep {
   TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
     if (i > 0 && pooled(i - 1)) return {};  // its conv's
-    return calls(
+    return layer_calls(
         io, [this, &l, i] { max_pool_forward(l, layers[i], input_of(i), layers[i].out.data()); },
         [this, &l, i] { max_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); });
   }
   TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
-    return calls(
+    return layer_calls(
         io, [this, &l, i] { global_avg_pool_nchw(l, batch_, input_of(i), layers[i].out.data()); },
         [this, &l, i] { global_avg_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); });
   }
