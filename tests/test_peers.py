@@ -190,7 +190,7 @@ class PeerTable(unittest.TestCase):
         r = self.results()
         cpu = table_module.pairs(r, "gemm", "cpu")
         self.assertEqual([(label, o[1], t[1]) for label, o, t in cpu],
-                         [("64x64x64 f32", "cpu_onednn_f32", "peer_torch_f32"),
+                         [("64x64x64 fp32", "cpu_onednn_f32", "peer_torch_f32"),
                           ("64x64x64 bf16", "cpu_onednn_bf16", "peer_torch_bf16")])
         gpu = table_module.pairs(r, "gemm", "gpu")
         self.assertEqual([(o[1], t[1]) for _, o, t in gpu], [("gpu_cublas_f32", "peer_torch_cuda_f32")])
@@ -215,10 +215,10 @@ class PeerTable(unittest.TestCase):
         found = table_module.pairs(r, "networks", "gpu")
         self.assertEqual([(label, o[1], t[1]) for label, o, t in found],
                          [("resnet20, batch 1024", "gpu_cudnn_graph", "peer_torch_cuda_compile"),
-                          ("resnet20, batch 1024 f16", "gpu_cudnn_f16", "peer_torch_cuda_compile_f16")])
+                          ("resnet20, batch 1024 fp16", "gpu_cudnn_f16", "peer_torch_cuda_compile_f16")])
         text = table_module.table(r)
         self.assertIn("**networks** (GPU, images/s; dlbench / peer: geometric mean 0.80, 0 of 1 shapes >= 1)", text)
-        self.assertIn("**networks** (GPU, f16, images/s; dlbench / peer: geometric mean 1.14, 1 of 1 shapes >= 1)",
+        self.assertIn("**networks** (GPU, fp16, images/s; dlbench / peer: geometric mean 1.14, 1 of 1 shapes >= 1)",
                       text)
 
     def test_plot_pairs_a_bench_file_with_a_peers_file(self):
