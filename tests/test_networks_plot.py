@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import networks  # noqa: E402
+from dlbench.names import device_of  # noqa: E402
 from dlbench.results import load  # noqa: E402
 from tests.plot_fixture import assert_plot_writes_png, write_planted_error  # noqa: E402
 
@@ -79,7 +80,7 @@ class NetworksTable(unittest.TestCase):
 
     def test_best_against_peer_ratio_comes_from_the_same_run(self):
         ours = max(rate(self.results, f"resnet20/{b}/batch:64") for b in ("cpu_own", "cpu_onednn", "cpu_eigen"))
-        peer = max(rate(self.results, f"resnet20/{b}/batch:64") for b in BACKENDS if b.startswith("peer_"))
+        peer = max(rate(self.results, f"resnet20/{b}/batch:64") for b in BACKENDS if device_of(b) == "peer")
         self.assertIn(f"batch 64 images/s {ours / peer:.2f}x", self.text.split("**mnist_lenet**")[0])
 
     def test_no_table_without_network_cases(self):
