@@ -905,7 +905,7 @@ TEST(NetworkRows, PrecisionFieldMatchesTheName) {
     std::string_view expected = "f32";
     for (const std::string_view suffix : {"_bf16", "_f16", "_s8", "_tf32"})
       if (v.name.ends_with(suffix)) expected = suffix.substr(1);
-    EXPECT_EQ(nn::precision_name(v.precision), expected) << v.name;
+    EXPECT_EQ(precision_name(v.precision), expected) << v.name;
   }
 }
 
@@ -931,7 +931,7 @@ TEST(Tf32Row, DeclaredWithItsBoundAndTensorOpMath) {
   EXPECT_EQ(row->device, Device::gpu);
   EXPECT_EQ(row->prepare, &nn::prepare_net_gpu_cudnn_graph_tf32);
   EXPECT_EQ(row->precision, nn::NetPrecision::tf32);
-  EXPECT_EQ(nn::precision_name(row->precision), "tf32");
+  EXPECT_EQ(precision_name(row->precision), "tf32");
   EXPECT_EQ(max_disagreement_fraction(row->precision), 0.01);
   for (const auto& [name, layers, bound] : {std::tuple{"resnet20", 23, 6.62e-3}, std::tuple{"mnist_cnn", 6, 3.38e-3},
                                             std::tuple{"mnist_lenet", 7, 3.65e-3}}) {
