@@ -17,12 +17,8 @@
 namespace dlb {
 namespace {
 
-using simd::fmadd;
-using simd::kLanes;
-using simd::load;
-using simd::splat;
-using simd::store;
-using simd::vfloat;
+// The kernels below use most of conv_simd.h: its whole namespace, not a list.
+using namespace simd;
 
 constexpr int kXi = 36;     // elements of a transformed 6x6 tile
 constexpr int kTiles = 8;   // tiles per block: the GEMM's accumulators in registers

@@ -293,8 +293,7 @@ class OnednnLayers final : public GraphBackend<memory> {
     s.first = l.input < 0;
     s.last = io.index + 1 == net_.layers.size();
     s.src = io.x;
-    s.dst_dims = l.kind == LayerKind::fc || l.kind == LayerKind::log_softmax ? memory::dims{n_, l.k}
-                                                                            : memory::dims{n_, l.k, l.oh, l.ow};
+    s.dst_dims = output_dims(l, n_);
     const bool fp32_layer = act_ == f32 || (mixed_ && (s.first || l.kind == LayerKind::log_softmax));
     s.type = fp32_layer ? f32 : act_;
     // The first layer picks its input layout; the others take what the
