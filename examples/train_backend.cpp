@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/cases/nn/train/train_case.h"
+#include "examples/example_checks.h"
 #include "kernels/common/error.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_variants.h"
@@ -282,11 +283,8 @@ std::set<std::string> expected_counters(const Network& net) {
 int main() {
   using namespace dlb;
   constexpr std::int64_t kBatch = 4;
-  int failures = 0, checked = 0;
-  const auto fail = [&](const std::string& what) {
-    std::printf("FAIL: %s\n", what.c_str());
-    ++failures;
-  };
+  example::Checks checks;
+  const auto fail = [&](const std::string& what) { checks.fail(what); };
   for (const nn::TrainVariant& row : nn::kRows)
     for (const auto network : nn::network_names()) {
       const std::string name = std::string(row.name) + " " + std::string(network);
@@ -306,8 +304,7 @@ int main() {
       }
       TrainCase c(network, kBatch, row);
       const auto gradients = c.validate();
-      ++checked;
-      if (!gradients.ok) fail(name + ": " + gradients.summary());
+      checks.check(gradients.ok, name + ": " + gradients.summary());
       // A few steps on the case's batch: the loss goes down.
       nn::TrainStep& step = c.step();
       const double first = step.step(c.x(), c.labels());
@@ -328,8 +325,7 @@ int main() {
   TrainCase planted("mnist_lenet", kBatch, nn::kPlanted);
   const auto refused = planted.validate();
   std::printf("planted (no ReLU mask): %s\n", refused.summary().c_str());
-  if (refused.ok) fail("the planted row (no ReLU mask in backward) passed validation");
-  std::printf("example_train_backend: %d networks checked and the planted row refused: %s\n", checked,
-              failures == 0 ? "passed" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  checks.planted(refused.ok, "no ReLU mask in backward");
+  return checks.finish("example_train_backend",
+                       std::to_string(checks.checked()) + " networks checked and the planted row refused");
 }
