@@ -3,7 +3,8 @@
 // each image's augmentation, a pure function of (seed, the image's index in
 // the data set) so that a batch is the same whatever the thread count. A
 // description with no computation of a batch: the reference may use it
-// (docs/architecture.md). augment_of is defined in loader.cpp.
+// (docs/architecture.md). augment_of is defined in augment.cpp, part of the
+// descriptions' library (dlb_description) the reference links.
 #pragma once
 
 #include <cstdint>

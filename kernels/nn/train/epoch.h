@@ -6,7 +6,7 @@
 // weights file between them.
 //
 // The generator: splitmix64 (Steele, Lea and Flood), the one the loader's
-// augmentation draws from (loader.cpp), keyed by a seed and a counter.
+// augmentation draws from (data/augment.cpp), keyed by a seed and a counter.
 //
 //   init:  parameter j (state_dict order), element i:
 //            r = splitmix64(splitmix64(seed + j) ^ i)
