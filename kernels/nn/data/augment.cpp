@@ -5,7 +5,6 @@
 #include "kernels/nn/data/augment.h"
 
 namespace dlb::nn {
-namespace {
 
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -13,8 +12,6 @@ std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
-
-}  // namespace
 
 ImageAugment augment_of(std::uint64_t seed, std::int64_t index, const Augment& augment) {
   const std::uint64_t r = splitmix64(splitmix64(seed) ^ static_cast<std::uint64_t>(index));

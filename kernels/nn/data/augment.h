@@ -24,6 +24,11 @@ struct ImageAugment {
 };
 ImageAugment augment_of(std::uint64_t seed, std::int64_t index, const Augment& augment);
 
+// splitmix64 (Steele, Lea and Flood): the counter-based generator every
+// draw of the data takes its bits from (augment_of above; the epoch's
+// initial weights and batch order, train/epoch.h).
+std::uint64_t splitmix64(std::uint64_t x);
+
 // Input layout of the network: c x h x w, and the normalization.
 struct BatchFormat {
   std::int64_t c = 1, h = 28, w = 28;
