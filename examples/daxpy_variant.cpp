@@ -8,10 +8,11 @@
 // the table's rows, odd lengths and unaligned pointers included; and a
 // planted wrong row must be refused by the same check.
 #include <cstdint>
-#include <cstdio>
 #include <initializer_list>
+#include <string>
 
 #include "bench/cases/daxpy_case.h"
+#include "examples/example_checks.h"
 #include "kernels/daxpy/daxpy.h"
 
 namespace dlb {
@@ -43,28 +44,19 @@ const DaxpyVariant kPlanted{"cpu_unroll4_planted", Device::cpu, plain<daxpy_unro
 
 int main() {
   using namespace dlb;
-  int failures = 0, checked = 0;
+  example::Checks checks;
   for (const DaxpyVariant& row : kRows) {
     for (const std::int64_t n : {1, 3, 7, 1000, 4097, 1 << 20}) {
       for (const std::size_t offset : {0, 1}) {
         DaxpyCase c(row, n, offset, 2 * offset);
         const auto result = c.validate();
-        ++checked;
-        if (!result.ok) {
-          std::printf("FAIL: %s n=%lld offset=%zu: %s\n", std::string(row.name).c_str(), static_cast<long long>(n),
-                      offset, result.summary().c_str());
-          ++failures;
-        }
+        checks.check(result.ok, std::string(row.name) + " n=" + std::to_string(n) +
+                                    " offset=" + std::to_string(offset) + ": " + result.summary());
       }
     }
   }
   // The check must be able to fail: the planted row misses n % 4 elements.
-  DaxpyCase planted(kPlanted, 7);
-  if (planted.validate().ok) {
-    std::printf("FAIL: the planted row (no tail) passed validation\n");
-    ++failures;
-  }
-  std::printf("example_daxpy_variant: %d problems checked and the planted row refused: %s\n", checked,
-              failures == 0 ? "passed" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  checks.planted(DaxpyCase(kPlanted, 7).validate().ok, "no tail");
+  return checks.finish("example_daxpy_variant",
+                       std::to_string(checks.checked()) + " problems checked and the planted row refused");
 }

@@ -10,11 +10,11 @@
 // refused by the same check.
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "bench/cases/nn/infer/nn_case.h"
+#include "examples/example_checks.h"
 #include "kernels/nn/infer/nn.h"
 #include "kernels/nn/infer/walk.h"
 
@@ -71,27 +71,19 @@ const NetVariant kPlanted{"cpu_mine_planted", Device::cpu, prepare_mine<true>, k
 
 int main() {
   using namespace dlb;
-  int failures = 0, checked = 0;
+  example::Checks checks;
   for (const nn::NetVariant& row : nn::kRows)
     for (const auto network : nn::network_names())
       for (const std::int64_t batch : {3}) {
         NetCase c(row, network, batch);
         const auto outputs = c.validate();
         const auto top1 = c.accuracy(300);
-        ++checked;
-        if (!outputs.ok || !top1.ok()) {
-          std::printf("FAIL: %s %s batch %lld: %s; %s\n", std::string(row.name).c_str(), std::string(network).c_str(),
-                      static_cast<long long>(batch), outputs.summary().c_str(), top1.summary().c_str());
-          ++failures;
-        }
+        checks.check(outputs.ok && top1.ok(), std::string(row.name) + " " + std::string(network) + " batch " +
+                                                  std::to_string(batch) + ": " + outputs.summary() + "; " +
+                                                  top1.summary());
       }
   // The check must be able to fail: mnist_lenet's pools take the minimum.
-  NetCase planted(nn::kPlanted, "mnist_lenet", 3);
-  if (planted.validate().ok) {
-    std::printf("FAIL: the planted row (a min pool) passed validation\n");
-    ++failures;
-  }
-  std::printf("example_net_backend: %d networks checked and the planted row refused: %s\n", checked,
-              failures == 0 ? "passed" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  checks.planted(NetCase(nn::kPlanted, "mnist_lenet", 3).validate().ok, "a min pool");
+  return checks.finish("example_net_backend",
+                       std::to_string(checks.checked()) + " networks checked and the planted row refused");
 }

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <map>
@@ -27,6 +26,7 @@
 
 #include "bench/cases/checked_run.h"
 #include "bench/harness.h"
+#include "examples/example_checks.h"
 #include "kernels/common/error.h"
 #include "kernels/common/gpu.h"
 #include "kernels/common/operand.h"
@@ -184,11 +184,7 @@ class Collect final : public benchmark::BenchmarkReporter {
 
 int main() {
   using namespace dlb;
-  int failures = 0, checked = 0;
-  const auto fail = [&failures](const std::string& what) {
-    std::printf("FAIL: %s\n", what.c_str());
-    ++failures;
-  };
+  example::Checks checks;
 
   // What test_relu would check: every row, odd lengths, unaligned pointers.
   for (const ReluVariant& row : relu_variants())
@@ -196,14 +192,12 @@ int main() {
       for (const std::size_t offset : {0, 1}) {
         ReluCase c(row, n, offset, 2 * offset);
         const auto result = c.validate();
-        ++checked;
-        if (!result.ok)
-          fail(std::string(row.name) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset) + ": " +
-               result.summary());
+        checks.check(result.ok, std::string(row.name) + " n=" + std::to_string(n) + " offset=" +
+                                    std::to_string(offset) + ": " + result.summary());
       }
   // The checks must be able to fail.
   for (const ReluVariant& row : kPlanted)
-    if (ReluCase(row, 1003).validate().ok) fail(std::string(row.name) + " passed validation");
+    if (ReluCase(row, 1003).validate().ok) checks.fail(std::string(row.name) + " passed validation");
 
   // What bench does: the family registers (as bench/main.cpp calls every
   // registrar), Google Benchmark runs the cases, the harness validates each
@@ -220,8 +214,9 @@ int main() {
     for (const char* n : {"4096", "1048576"}) expected.push_back("relu/" + std::string(row.name) + "/n:" + n);
   std::vector<std::string> registered;
   for (const auto& c : bench::registered_cases()) registered.push_back(c.name);
-  if (registered != expected) fail("the registrar registered " + std::to_string(registered.size()) + " cases, not " +
-                                   std::to_string(expected.size()) + " named relu/<row>/n:<n>");
+  if (registered != expected)
+    checks.fail("the registrar registered " + std::to_string(registered.size()) + " cases, not " +
+                std::to_string(expected.size()) + " named relu/<row>/n:<n>");
   for (const ReluVariant& row : kPlanted)
     bench::add_case(bench::case_name("relu", row.name, {{"n", 1003}}), row.device,
                     [&row](benchmark::State& state) { bench::time_relu(state, row, 1003); });
@@ -231,7 +226,7 @@ int main() {
   for (const std::string& name : expected) {
     const auto& runs = collect.by_name[name];
     if (runs.size() != 2) {
-      fail(name + ": " + std::to_string(runs.size()) + " repetitions reported, not 2");
+      checks.fail(name + ": " + std::to_string(runs.size()) + " repetitions reported, not 2");
       continue;
     }
     for (const auto& r : runs) {
@@ -239,10 +234,10 @@ int main() {
         const auto it = r.counters.find(key);
         return it == r.counters.end() ? std::numeric_limits<double>::quiet_NaN() : it->second.value;
       };
-      if (r.error_occurred) fail(name + ": " + r.error_message);
+      if (r.error_occurred) checks.fail(name + ": " + r.error_message);
       else if (r.iterations < 1 || counter("max_rel_err") != 0.0 || !(counter("frac_of_ceiling") > 0.0))
-        fail(name + ": timed without its validation or its ceiling (iterations " + std::to_string(r.iterations) +
-             ", max_rel_err " + std::to_string(counter("max_rel_err")) + ")");
+        checks.fail(name + ": timed without its validation or its ceiling (iterations " +
+                    std::to_string(r.iterations) + ", max_rel_err " + std::to_string(counter("max_rel_err")) + ")");
     }
   }
   for (const ReluVariant& row : kPlanted) {
@@ -251,10 +246,10 @@ int main() {
     if (runs.empty() || !std::all_of(runs.begin(), runs.end(), [](const auto& r) {
           return r.error_occurred && r.error_message.find("WRONG RESULT") != std::string::npos;
         }))
-      fail(name + ": the harness did not refuse it as a wrong result");
+      checks.fail(name + ": the harness did not refuse it as a wrong result");
   }
 
-  std::printf("example_operator: %d problems checked, %zu cases registered and timed, the planted rows refused: %s\n",
-              checked, expected.size(), failures == 0 ? "passed" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  return checks.finish("example_operator", std::to_string(checks.checked()) + " problems checked, " +
+                                               std::to_string(expected.size()) +
+                                               " cases registered and timed, the planted rows refused");
 }

@@ -23,10 +23,12 @@
 #include <vector>
 
 #include "bench/cases/nn/train/train_case.h"
+#include "examples/example_checks.h"
 #include "kernels/common/error.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/train_variants.h"
-#include "kernels/nn/train/train_walk.h"
+#include "kernels/nn/train/plain_loops.h"
+#include "kernels/nn/train/walked_step.h"
 
 namespace dlb::nn {
 namespace {
@@ -42,17 +44,12 @@ bool plain_layer_chain(const Network& net) {
 // kPlanted: backward skips the ReLU mask (the gradient flows where the
 // output was clamped to 0), an error the validation must catch.
 template <bool kPlanted>
-class NaiveStep final : public TrainStep, TrainLayers {
+class NaiveStep final : public PlainParamsStep {
  public:
   NaiveStep(const Network& net, std::int64_t batch, Sgd sgd)
-      : net_(net), batch_(batch), sgd_(sgd), params_(trainable_params(net)), flow_(train_flow(net)) {
-    DLB_REQUIRE(batch_ >= 1, "training step cpu_naive: batch " + std::to_string(batch_) + " is not positive");
+      : PlainParamsStep(net, batch, sgd, "training step cpu_naive") {
     layers_.resize(flow_.logits + 1);
     for (std::size_t j = 0; j < params_.size(); ++j) {
-      const auto values = param_values(net_, params_[j]);
-      p_.emplace_back(values.begin(), values.end());
-      g_.emplace_back(values.size(), 0.0f);
-      v_.emplace_back(values.size(), 0.0f);
       PerLayer& s = layers_[params_[j].layer];
       if (!params_[j].bn) (params_[j].bias ? s.bias : s.weight) = static_cast<int>(j);  // conv() refuses batch-norm
     }
@@ -64,8 +61,7 @@ class NaiveStep final : public TrainStep, TrainLayers {
       layers_[i].dy.assign(size, 0.0f);
       if (net_.layers[i].kind == LayerKind::max_pool) layers_[i].arg.assign(size, 0);
     }
-    log_probs_.assign(static_cast<std::size_t>(batch_ * net_.layers[flow_.logits].out_size()), 0.0f);
-    walk_ = walk_train(net_, flow_, *this);
+    walk();
   }
 
   // The walk's functions (train_walk.h): each layer's calls in every
@@ -79,86 +75,37 @@ class NaiveStep final : public TrainStep, TrainLayers {
     if (io.need_dx) c.backward_data = [this, &l, io] { conv_backward_data(l, io); };
     return c;
   }
+  // The same through layer_calls (train_walk.h): forward, backward data
+  // (kept where io.need_dx), backward weights.
   TrainCalls fc(const Layer& l, const TrainIo& io) override {
-    TrainCalls c;
-    c.forward = [this, &l, io] { fc_forward(l, io); };
-    c.backward_weights = [this, &l, io] { fc_backward_weights(l, io); };
-    if (io.need_dx) c.backward_data = [this, &l, io] { fc_backward_data(l, io); };
-    return c;
+    return layer_calls(io, [this, &l, io] { fc_forward(l, io); }, [this, &l, io] { fc_backward_data(l, io); },
+                       [this, &l, io] { fc_backward_weights(l, io); });
   }
   TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
-    TrainCalls c;
-    c.forward = [this, &l, io] { max_pool_forward(l, io); };
-    if (io.need_dx) c.backward_data = [this, &l, io] { max_pool_backward(l, io); };
-    return c;
+    return layer_calls(io, [this, &l, io] { max_pool_forward(l, io); }, [this, &l, io] { max_pool_backward(l, io); });
   }
   TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
-    TrainCalls c;
-    c.forward = [this, &l, io] { avg_pool_forward(l, io); };
-    if (io.need_dx) c.backward_data = [this, &l, io] { avg_pool_backward(l, io); };
-    return c;
+    return layer_calls(io, [this, &l, io] { avg_pool_forward(l, io); }, [this, &l, io] { avg_pool_backward(l, io); });
   }
   TrainCalls loss(const TrainIo& logits) override {
     const std::size_t i = logits.index;
-    const std::int64_t classes = net_.layers[i].out_size();
     TrainCalls c;
-    c.forward = [this, i, classes] {
-      loss_ = log_softmax_nll(layers_[i].out.data(), labels_, batch_, classes, log_probs_.data());
-    };
-    // d loss / d logits = (softmax - onehot) / batch.
-    c.backward_data = [this, i, classes] {
-      nll_gradient(log_probs_.data(), labels_, batch_, classes, layers_[i].dy.data());
-    };
+    c.forward = [this, i] { loss_forward(layers_[i].out.data()); };
+    c.backward_data = [this, i] { loss_backward(layers_[i].dy.data()); };  // (softmax - onehot) / batch
     return c;
   }
-
-  double forward(const float* x, const std::uint8_t* labels) override {
-    DLB_REQUIRE(x != nullptr && labels != nullptr, "training step cpu_naive: no input or no labels");
-    check_labels(net_, labels, batch_);
-    x_ = x;
-    labels_ = labels;
-    walk_.forward();
-    forward_done_ = true;
-    backward_done_ = false;
-    return loss_;
-  }
-  void backward() override {
-    DLB_REQUIRE(forward_done_, "training step cpu_naive: backward without a forward");
-    walk_.backward();
-    backward_done_ = true;
-  }
-  // SGD with momentum as train.h defines it: v = momentum v + (g + wd p); p -= lr v.
-  void update() override {
-    DLB_REQUIRE(backward_done_, "training step cpu_naive: update without a backward");
-    for (std::size_t j = 0; j < p_.size(); ++j)
-      sgd_update(p_[j].data(), g_[j].data(), v_[j].data(), static_cast<std::int64_t>(p_[j].size()), sgd_);
-    backward_done_ = false;
-  }
-  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
-                                                      int steps) override {
-    forward(x, labels);  // checks the labels, sets the input
-    auto counters = profile_walk(walk_, steps, [this] { backward_done_ = true, update(); });
-    backward_done_ = false;
-    return counters;
-  }
+  // The input of the forward that follows (walked_step.h keeps the order of
+  // forward, backward and update, and runs SGD on the plain parameters).
+  void set_input(const float* x) override { x_ = x; }
 
   TrainMemory memory() const override {
     TrainMemory m;
+    count_params(m);
     const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
-    for (std::size_t j = 0; j < p_.size(); ++j)
-      m.weights += bytes(p_[j]), m.gradients += bytes(g_[j]), m.optimizer += bytes(v_[j]);
     for (const auto& s : layers_) m.activations += bytes(s.out) + bytes(s.arg), m.workspace += bytes(s.dy);
     m.activations += bytes(log_probs_);
     return m;
   }
-  std::int64_t batch() const override { return batch_; }
-  const Sgd& sgd() const override { return sgd_; }
-  const std::vector<TrainParam>& params() const override { return params_; }
-  std::span<const float> param(std::size_t i) const override { return p_.at(i); }
-  std::span<float> param(std::size_t i) override { return p_.at(i); }
-  std::span<const float> grad(std::size_t i) const override { return g_.at(i); }
-  std::span<const float> velocity(std::size_t i) const override { return v_.at(i); }
-  std::span<const float> log_probs() const override { return log_probs_; }
   std::span<const float> running_mean(std::size_t) const override { return {}; }  // no batch-norm
   std::span<const float> running_var(std::size_t) const override { return {}; }
 
@@ -180,31 +127,24 @@ class NaiveStep final : public TrainStep, TrainLayers {
   // Written by the first reader backward reaches, added to by the others.
   static void store(float& to, float value, bool add) { to = add ? to + value : value; }
 
-  // Every output below is one fp32 sum, term after term: at most as many
-  // roundings as terms (products and additions), the lengths
-  // gradient_chain_length counts (conv c r r forward, k r r backward data,
-  // batch oh ow weights; fc in_size, k and batch), so the row's bound is
-  // gradient_tolerance's.
+  // The convolutions' and fc layers' sums are plain_loops.h's: each output
+  // one fp32 sum, term after term, no longer than the sums
+  // gradient_chain_length counts, so the row's bound is
+  // gradient_tolerance's. The bias and ReLU are added here, each output
+  // once.
+  void bias_relu(const Layer& l, PerLayer& s) {
+    const auto plane = static_cast<std::size_t>(l.out_size() / l.k);  // a conv's oh ow, an fc's 1
+    const float* bias = s.bias >= 0 ? p_[static_cast<std::size_t>(s.bias)].data() : nullptr;
+    for (std::size_t q = 0; q < s.out.size(); ++q) {
+      float& y = s.out[q];
+      if (bias != nullptr) y += bias[q / plane % static_cast<std::size_t>(l.k)];
+      if (l.relu) y = std::max(y, 0.0f);
+    }
+  }
   void conv_forward(const Layer& l, const TrainIo& io) {
     PerLayer& s = layers_[io.index];
-    const float* x = input(l);
-    const std::int64_t r = l.window;
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k)
-        for (std::int64_t oy = 0; oy < l.oh; ++oy)
-          for (std::int64_t ox = 0; ox < l.ow; ++ox) {
-            float acc = 0.0f;
-            for (std::int64_t c = 0; c < l.c; ++c)
-              for (std::int64_t a = 0; a < r; ++a)
-                for (std::int64_t b = 0; b < r; ++b) {
-                  const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
-                  if (iy >= 0 && iy < l.h && ix >= 0 && ix < l.w)
-                    acc += w(s)[((k * l.c + c) * r + a) * r + b] * x[((n * l.c + c) * l.h + iy) * l.w + ix];
-                }
-            if (s.bias >= 0) acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
-            const auto q = static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox);
-            s.out[q] = l.relu ? std::max(acc, 0.0f) : acc;
-          }
+    plain::conv_forward(l, batch_, input(l), w(s), s.out.data());
+    bias_relu(l, s);
   }
   // The ReLU mask on the output's gradient, in place (backward_data reads
   // it masked too).
@@ -213,104 +153,43 @@ class NaiveStep final : public TrainStep, TrainLayers {
     for (std::size_t q = 0; q < s.dy.size(); ++q)
       if (s.out[q] <= 0.0f) s.dy[q] = 0.0f;
   }
-  void conv_backward_weights(const Layer& l, const TrainIo& io) {
-    PerLayer& s = layers_[io.index];
-    mask(l, s);
-    const float* x = input(l);
-    const std::int64_t r = l.window;
-    float* dw = g_[static_cast<std::size_t>(s.weight)].data();
-    for (std::int64_t k = 0; k < l.k; ++k)
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t a = 0; a < r; ++a)
-          for (std::int64_t b = 0; b < r; ++b) {
-            float acc = 0.0f;
-            for (std::int64_t n = 0; n < batch_; ++n)
-              for (std::int64_t oy = 0; oy < l.oh; ++oy)
-                for (std::int64_t ox = 0; ox < l.ow; ++ox) {
-                  const std::int64_t iy = oy * l.stride + a - l.pad, ix = ox * l.stride + b - l.pad;
-                  if (iy >= 0 && iy < l.h && ix >= 0 && ix < l.w)
-                    acc += s.dy[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)] *
-                           x[((n * l.c + c) * l.h + iy) * l.w + ix];
-                }
-            dw[((k * l.c + c) * r + a) * r + b] = acc;
-          }
+  // The bias's gradient: dy summed over the batch and the plane.
+  void bias_backward(const Layer& l, const PerLayer& s) {
     if (s.bias < 0) return;
-    float* db = g_[static_cast<std::size_t>(s.bias)].data();
+    const std::int64_t plane = l.out_size() / l.k;
+    float* db = g(s.bias);
     for (std::int64_t k = 0; k < l.k; ++k) {
       float acc = 0.0f;
       for (std::int64_t n = 0; n < batch_; ++n)
-        for (std::int64_t q = 0; q < l.oh * l.ow; ++q)
-          acc += s.dy[static_cast<std::size_t>((n * l.k + k) * l.oh * l.ow + q)];
+        for (std::int64_t q = 0; q < plane; ++q) acc += s.dy[static_cast<std::size_t>((n * l.k + k) * plane + q)];
       db[k] = acc;
     }
   }
-  // dx[n, c, iy, ix]: every output the input pixel fed, gathered.
-  void conv_backward_data(const Layer& l, const TrainIo& io) {
-    const PerLayer& s = layers_[io.index];
-    float* dx = input_grad(l);
-    const std::int64_t r = l.window;
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t iy = 0; iy < l.h; ++iy)
-          for (std::int64_t ix = 0; ix < l.w; ++ix) {
-            float acc = 0.0f;
-            for (std::int64_t k = 0; k < l.k; ++k)
-              for (std::int64_t a = 0; a < r; ++a)
-                for (std::int64_t b = 0; b < r; ++b) {
-                  const std::int64_t ty = iy + l.pad - a, tx = ix + l.pad - b;
-                  if (ty < 0 || tx < 0 || ty % l.stride != 0 || tx % l.stride != 0) continue;
-                  const std::int64_t oy = ty / l.stride, ox = tx / l.stride;
-                  if (oy < l.oh && ox < l.ow)
-                    acc += w(s)[((k * l.c + c) * r + a) * r + b] *
-                           s.dy[static_cast<std::size_t>(((n * l.k + k) * l.oh + oy) * l.ow + ox)];
-                }
-            store(dx[((n * l.c + c) * l.h + iy) * l.w + ix], acc, io.add_to_input);
-          }
-  }
-
-  // y = x W^T + b (+ ReLU) on [batch, in_size], the input flattened NCHW.
-  void fc_forward(const Layer& l, const TrainIo& io) {
-    PerLayer& s = layers_[io.index];
-    const float* x = input(l);
-    const std::int64_t in = l.in_size();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k) {
-        float acc = 0.0f;
-        for (std::int64_t i = 0; i < in; ++i) acc += w(s)[k * in + i] * x[n * in + i];
-        acc += p_[static_cast<std::size_t>(s.bias)][static_cast<std::size_t>(k)];
-        s.out[static_cast<std::size_t>(n * l.k + k)] = l.relu ? std::max(acc, 0.0f) : acc;
-      }
-  }
-  // dW = dy^T x, db = the sum of dy over the batch.
-  void fc_backward_weights(const Layer& l, const TrainIo& io) {
+  // A conv's or fc layer's weight gradient: the ReLU mask on its output's
+  // gradient, `sums` (plain_loops.h's) into the weights', the bias's.
+  template <class Sums>
+  void weights_backward(const Layer& l, const TrainIo& io, Sums sums) {
     PerLayer& s = layers_[io.index];
     mask(l, s);
-    const float* x = input(l);
-    const std::int64_t in = l.in_size();
-    float* dw = g_[static_cast<std::size_t>(s.weight)].data();
-    float* db = g_[static_cast<std::size_t>(s.bias)].data();
-    for (std::int64_t k = 0; k < l.k; ++k) {
-      for (std::int64_t i = 0; i < in; ++i) {
-        float acc = 0.0f;
-        for (std::int64_t n = 0; n < batch_; ++n) acc += s.dy[static_cast<std::size_t>(n * l.k + k)] * x[n * in + i];
-        dw[k * in + i] = acc;
-      }
-      float acc = 0.0f;
-      for (std::int64_t n = 0; n < batch_; ++n) acc += s.dy[static_cast<std::size_t>(n * l.k + k)];
-      db[k] = acc;
-    }
+    sums(l, batch_, input(l), s.dy.data(), g(s.weight));
+    bias_backward(l, s);
   }
-  // dx = dy W.
+  void conv_backward_weights(const Layer& l, const TrainIo& io) {
+    weights_backward(l, io, plain::conv_backward_weights);
+  }
+  void conv_backward_data(const Layer& l, const TrainIo& io) {
+    const PerLayer& s = layers_[io.index];
+    plain::conv_backward_data(l, batch_, w(s), s.dy.data(), input_grad(l), io.add_to_input, scratch_);
+  }
+  void fc_forward(const Layer& l, const TrainIo& io) {
+    PerLayer& s = layers_[io.index];
+    plain::fc_forward(l, batch_, input(l), w(s), s.out.data());
+    bias_relu(l, s);
+  }
+  void fc_backward_weights(const Layer& l, const TrainIo& io) { weights_backward(l, io, plain::fc_backward_weights); }
   void fc_backward_data(const Layer& l, const TrainIo& io) {
     const PerLayer& s = layers_[io.index];
-    float* dx = input_grad(l);
-    const std::int64_t in = l.in_size();
-    for (std::int64_t n = 0; n < batch_; ++n)
-      for (std::int64_t i = 0; i < in; ++i) {
-        float acc = 0.0f;
-        for (std::int64_t k = 0; k < l.k; ++k) acc += s.dy[static_cast<std::size_t>(n * l.k + k)] * w(s)[k * in + i];
-        store(dx[n * in + i], acc, io.add_to_input);
-      }
+    plain::fc_backward_data(l, batch_, w(s), s.dy.data(), input_grad(l), io.add_to_input);
   }
 
   // Each output is its window's first maximum (as PyTorch routes its
@@ -360,19 +239,9 @@ class NaiveStep final : public TrainStep, TrainLayers {
         store(dx[q * plane + e], s.dy[static_cast<std::size_t>(q)] / static_cast<float>(plane), io.add_to_input);
   }
 
-  const Network& net_;
-  std::int64_t batch_;
-  Sgd sgd_;
-  std::vector<TrainParam> params_;
-  TrainFlow flow_;  // the walk's analysis: the logits, who writes each gradient first
-  TrainWalk walk_;  // the calls, made once by the constructor
-  std::vector<std::vector<float>> p_, g_, v_;  // per parameter, PyTorch's layout
-  std::vector<PerLayer> layers_;               // per layer up to the logits
-  std::vector<float> log_probs_;
+  std::vector<PerLayer> layers_;  // per layer up to the logits
+  std::vector<float> scratch_;    // a conv's input gradient before it is added
   const float* x_ = nullptr;
-  const std::uint8_t* labels_ = nullptr;
-  double loss_ = 0;
-  bool forward_done_ = false, backward_done_ = false;
 };
 
 std::unique_ptr<TrainStep> make_planted(const Network& net, std::int64_t batch, Sgd sgd) {
@@ -414,11 +283,8 @@ std::set<std::string> expected_counters(const Network& net) {
 int main() {
   using namespace dlb;
   constexpr std::int64_t kBatch = 4;
-  int failures = 0, checked = 0;
-  const auto fail = [&](const std::string& what) {
-    std::printf("FAIL: %s\n", what.c_str());
-    ++failures;
-  };
+  example::Checks checks;
+  const auto fail = [&](const std::string& what) { checks.fail(what); };
   for (const nn::TrainVariant& row : nn::kRows)
     for (const auto network : nn::network_names()) {
       const std::string name = std::string(row.name) + " " + std::string(network);
@@ -438,8 +304,7 @@ int main() {
       }
       TrainCase c(network, kBatch, row);
       const auto gradients = c.validate();
-      ++checked;
-      if (!gradients.ok) fail(name + ": " + gradients.summary());
+      checks.check(gradients.ok, name + ": " + gradients.summary());
       // A few steps on the case's batch: the loss goes down.
       nn::TrainStep& step = c.step();
       const double first = step.step(c.x(), c.labels());
@@ -460,8 +325,7 @@ int main() {
   TrainCase planted("mnist_lenet", kBatch, nn::kPlanted);
   const auto refused = planted.validate();
   std::printf("planted (no ReLU mask): %s\n", refused.summary().c_str());
-  if (refused.ok) fail("the planted row (no ReLU mask in backward) passed validation");
-  std::printf("example_train_backend: %d networks checked and the planted row refused: %s\n", checked,
-              failures == 0 ? "passed" : "FAILED");
-  return failures == 0 ? 0 : 1;
+  checks.planted(refused.ok, "no ReLU mask in backward");
+  return checks.finish("example_train_backend",
+                       std::to_string(checks.checked()) + " networks checked and the planted row refused");
 }

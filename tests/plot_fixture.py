@@ -1,6 +1,7 @@
 """Helpers for the figure tests that run on committed Google Benchmark fixtures."""
 
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -43,3 +44,17 @@ def write_planted_error(fixture: Path, target: str, directory: str) -> Path:
     bad = Path(directory) / "errored.json"
     bad.write_text(json.dumps(with_planted_error(fixture, target)))
     return bad
+
+
+def results_with_planted_error(fixture: Path, target: str):
+    """with_planted_error's JSON as the scripts read a run (dlbench.results)."""
+    from dlbench.results import from_document
+    return from_document(with_planted_error(fixture, target), fixture)
+
+
+def assert_drawn_missing(test, ax, label: str, x, target: str) -> None:
+    """On panel `ax` the errored case `target` is a gap in line `label` at x
+    (NaN, not a value made up) and is listed on the panel."""
+    line = next(l for l in ax.get_lines() if l.get_label() == label)
+    test.assertTrue(math.isnan(line.get_ydata()[list(line.get_xdata()).index(x)]))
+    test.assertIn(target, " ".join(t.get_text() for t in ax.texts))

@@ -12,11 +12,14 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench.names import case_name, split_name  # noqa: E402
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 
 
@@ -61,12 +64,6 @@ def environment_variables():
 def listed_names(*args):
     p = bench("--benchmark_list_tests", *args)
     return p, [line for line in p.stdout.split("\n") if line]
-
-
-def case_name(listed):
-    """A listed name without Google Benchmark's suffix."""
-    return re.sub(r"(/(iterations|repeats|min_time|min_warmup_time):[^/]*|/(real_time|manual_time|process_time))+$",
-                  "", listed)
 
 
 class Help(unittest.TestCase):
@@ -196,7 +193,7 @@ class ListFamilies(unittest.TestCase):
                 key, rest = line.strip().split(None, 1)
                 if key == "names":
                     family["names"].append(rest)
-                    family["prefixes"] |= set(rest.split("/")[0].strip("{}").split("|"))
+                    family["prefixes"] |= set(split_name(rest).op.strip("{}").split("|"))
                 elif key == "suites":
                     family["suites"] = rest
                 elif key in ("CPU", "GPU"):
@@ -211,9 +208,9 @@ class ListFamilies(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertGreater(len(names), 1000)
         for listed in names:
-            parts = case_name(listed).split("/")
+            n = split_name(listed)
             owners = [f for f, fam in self.families.items()
-                      if parts[0] in fam["prefixes"] and parts[1] in fam["cpu"] + fam["gpu"]]
+                      if n.op in fam["prefixes"] and n.variant in fam["cpu"] + fam["gpu"]]
             self.assertTrue(owners, listed)
 
     def test_each_family_says_what_it_answers_and_where_it_runs(self):

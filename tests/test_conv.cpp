@@ -21,6 +21,7 @@
 #include "kernels/common/error.h"
 #include "kernels/conv/conv_cudnn_search.h"
 #include "kernels/conv/conv_wgrad.h"
+#include "kernels/conv/conv_winograd_nhwc.h"
 #include "tests/test_device.h"
 
 namespace dlb {
@@ -511,6 +512,67 @@ TEST(ConvWeightGrad, RefusesWhatItDoesNotCompute) {
     } catch (const Error& e) {
       EXPECT_FALSE(std::string(e.what()).empty()) << p.descriptor();
     }
+  }
+}
+
+// The own Winograd's folded 2x2 max pool (what cpu_onednn_ownwino runs
+// for a conv and the pool that alone reads it) is the pool of its own
+// unpooled output, bit for bit: full and partial tiles, an odd output side
+// (its last row and column dropped, as PyTorch's floor), with and without
+// the bias and ReLU it takes the maximum before.
+TEST(ConvWinogradNhwc, FoldedMaxPoolIsThePoolOfItsOutput) {
+  struct Shape {
+    std::int64_t n, c, k, h, w, pad;
+  };
+  //                  n   c   k   h   w  pad: outputs 24x24 (mnist_cnn's conv2), 10x10, 9x7, 2x2
+  for (const Shape& p : {Shape{2, 32, 64, 26, 26, 0}, Shape{3, 16, 32, 12, 12, 0}, Shape{2, 16, 16, 9, 7, 1},
+                         Shape{1, 16, 16, 4, 4, 0}}) {
+    std::uint32_t seed = 99;
+    const auto next = [&] {
+      seed = seed * 1664525u + 1013904223u;
+      return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
+    };
+    std::vector<float> x(static_cast<std::size_t>(p.n * p.h * p.w * p.c)), w(static_cast<std::size_t>(p.k * p.c * 9)),
+        bias(static_cast<std::size_t>(p.k));
+    for (auto* v : {&x, &w, &bias})
+      for (auto& e : *v) e = next();
+    const WinogradNhwc kernel(w.data(), p.k, p.c);
+    const std::int64_t oh = p.h + 2 * p.pad - 2, ow = p.w + 2 * p.pad - 2, ph = oh / 2, pw = ow / 2;
+    for (const bool relu : {false, true})
+      for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+        std::vector<float> y(static_cast<std::size_t>(p.n * oh * ow * p.k)),
+            pooled(static_cast<std::size_t>(p.n * ph * pw * p.k), -1e30f);
+        kernel(x.data(), p.n, p.h, p.w, p.pad, b, false, relu, false, y.data());
+        kernel(x.data(), p.n, p.h, p.w, p.pad, b, false, relu, true, pooled.data());
+        std::int64_t checked = 0;
+        for (std::int64_t i = 0; i < p.n; ++i)
+          for (std::int64_t py = 0; py < ph; ++py)
+            for (std::int64_t px = 0; px < pw; ++px)
+              for (std::int64_t o = 0; o < p.k; ++o) {
+                const auto at = [&](std::int64_t yy, std::int64_t xx) {
+                  return y[static_cast<std::size_t>(((i * oh + yy) * ow + xx) * p.k + o)];
+                };
+                const float want = std::max(std::max(at(2 * py, 2 * px), at(2 * py, 2 * px + 1)),
+                                            std::max(at(2 * py + 1, 2 * px), at(2 * py + 1, 2 * px + 1)));
+                const float got = pooled[static_cast<std::size_t>(((i * ph + py) * pw + px) * p.k + o)];
+                ASSERT_EQ(got, want) << "n " << p.n << " h " << p.h << " w " << p.w << " pad " << p.pad << " relu "
+                                     << relu << " bias " << (b != nullptr) << " at " << i << "," << py << "," << px
+                                     << "," << o;
+                ++checked;
+              }
+        EXPECT_EQ(checked, static_cast<std::int64_t>(pooled.size()));
+      }
+  }
+}
+
+TEST(ConvWinogradNhwc, FoldedMaxPoolRefusesAResidualSum) {
+  std::vector<float> w(16 * 16 * 9, 0.5f), x(6 * 6 * 16, 1.0f), y(4 * 4 * 16, 0.0f);
+  const WinogradNhwc kernel(w.data(), 16, 16);
+  try {
+    kernel(x.data(), 1, 6, 6, 0, nullptr, true, true, true, y.data());
+    ADD_FAILURE() << "pooled a residual sum";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max pool takes no residual sum"), std::string::npos) << e.what();
   }
 }
 

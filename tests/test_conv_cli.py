@@ -6,11 +6,14 @@ problem. DLB_BENCH is the bench binary (set by ctest)."""
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 BENCH = os.environ.get("DLB_BENCH", str(Path(__file__).resolve().parents[1] / "build" / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from dlbench.names import split_name  # noqa: E402
 
 
 def bench(*args):
@@ -45,7 +48,7 @@ class ConvFlag(unittest.TestCase):
         # of a default shape of that kind (the build may lack oneDNN or Eigen).
         p = bench("--benchmark_list_tests", "--benchmark_filter=^conv/cpu_.*/n:64/c:32/h:16/w:16/k:32/r:3/s:3/stride:1/pad:1/")
         self.assertEqual(p.returncode, 0, p.stderr)
-        variants = {name.split("/")[1] for name in p.stdout.split()}
+        variants = {split_name(name).variant for name in p.stdout.split()}
         self.assertIn("cpu_direct", variants)
         self.assertIn("cpu_winograd", variants)
         shape = "n3c5h9w11k7r3s3stride1pad1"  # in no default list: odd sizes everywhere

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from dlbench.figures import copy as copy_figures  # noqa: E402
+from dlbench.names import case_name  # noqa: E402
 from dlbench.results import load  # noqa: E402
 
 PLOT = ROOT / "scripts" / "plot.py"
@@ -165,7 +166,7 @@ class CopyFigure(unittest.TestCase):
         self.assertIn(f"not measured, drawn as missing: {name}: error: cudaMalloc", p.stderr)
 
     def test_a_run_without_the_pipeline_or_register_cost_still_draws(self):
-        drop = tuple(c for c in (e["run_name"].rsplit("/", 1)[0] for e in synthetic_run()["benchmarks"])
+        drop = tuple(c for c in (case_name(e["run_name"]) for e in synthetic_run()["benchmarks"])
                      if "serial" in c or "overlap" in c or "register_cost" in c)
         _, results = load_synthetic(self.dir.name, drop=drop)
         fig = copy_figures.figures([results])["copy"]

@@ -11,11 +11,14 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench.names import split_name  # noqa: E402
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 
 
@@ -64,7 +67,7 @@ class EachFlagRegistersTheFamilysCases(unittest.TestCase):
     def test_gemm_registers_every_precision(self):
         self.assert_same_cases(("--gemm=m:5/n:7/k:9",), r"^gemm/[^/]+/m:64/n:10/k:64/", "m:64/n:10/k:64",
                                "m:5/n:7/k:9")
-        variants = {n.split("/")[1] for n in listed("--gemm=m:5/n:7/k:9")}
+        variants = {split_name(n).variant for n in listed("--gemm=m:5/n:7/k:9")}
         self.assertTrue({"cpu_naive_f32", "cpu_ref_s8"} <= variants, variants)
         self.assertTrue(any("bf16" in v for v in variants), variants)
 
@@ -244,9 +247,9 @@ class ShippedShapes(unittest.TestCase):
         `fields` fields after the variant): every name is of that family."""
         by_shape = {}
         for n in names:
-            self.assertTrue(n.startswith(family + "/"), n)
-            parts = n.split("/")
-            by_shape.setdefault("/".join(parts[2:2 + fields]), set()).add(parts[1])
+            parsed = split_name(n)
+            self.assertEqual(parsed.op, family, n)
+            by_shape.setdefault("/".join(parsed.parts[:fields]), set()).add(parsed.variant)
         return by_shape
 
     def test_resnet20_conv(self):
@@ -267,7 +270,7 @@ class ShippedShapes(unittest.TestCase):
         names = listed("--shapes=shapes/network_gemms.txt")
         # Every shape with every variant the gemm family has at a suite shape
         # of the same kind (all are below the plain loops' 2^30 multiply-adds).
-        variants = {n.split("/")[1] for n in suite_cases(r"^gemm/[^/]+/m:64/n:10/k:64/")}
+        variants = {split_name(n).variant for n in suite_cases(r"^gemm/[^/]+/m:64/n:10/k:64/")}
         registered = self.variants_by_shape(names, "gemm", 3)
         self.assertEqual(set(registered), shapes)
         for shape, got in registered.items():

@@ -273,7 +273,7 @@ class Recipes(unittest.TestCase):
         train = ROOT / "kernels" / "nn" / "train"
         headers = "\n".join(  # the declarations, not what comments say of them
             re.sub(r"//.*", "", p.read_text()) for p in (
-                train / "train_walk.h", train / "train.h", train / "train_params.h", train / "train_variants.h",
+                train / "train_walk.h", train / "walked_step.h", train / "train.h", train / "train_params.h", train / "train_variants.h",
                 train / "train_variants.cpp", ROOT / "kernels" / "nn" / "model" / "network.h",
                 ROOT / "kernels" / "common" / "error.h", ROOT / "bench" / "cases" / "nn" / "train" / "train_case.h"))
         checked = 0
@@ -291,7 +291,8 @@ class Recipes(unittest.TestCase):
         self.assertGreaterEqual(checked, 20, sorted(names - own))
         # The tree's names inside the recipe's code and its row's fields:
         # each still in the recipe and still declared.
-        for name in ("TrainStep", "TrainLayers", "TrainCalls", "TrainIo", "train_flow", "walk_train", "profile_walk",
+        for name in ("TrainStep", "TrainLayers", "TrainCalls", "TrainIo", "train_flow", "WalkedStep", "PlainParamsStep",
+                     "set_input", "loss_forward", "loss_backward",
                      "backward_weights", "backward_data", "need_dx", "add_to_input", "bn_name", "make_gpu",
                      "tolerance", "accepts", "TrainCase", "validate", "Unsupported"):
             with self.subTest(seam=name):

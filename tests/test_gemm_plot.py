@@ -3,7 +3,6 @@
 gemm variant at 128^3, 1024^3 and the ResNet20 fc shape 64x10x64, with the
 roofline cpu_fma and cpu_sgemm_onednn ceilings, 2 repetitions)."""
 
-import json
 import math
 import subprocess
 import sys
@@ -13,9 +12,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import gemm  # noqa: E402
 from dlbench.results import load  # noqa: E402
+from tests.plot_fixture import results_with_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "gemm_small.json"
 PLOT = ROOT / "scripts" / "plot.py"
@@ -82,22 +83,14 @@ class GemmFigures(unittest.TestCase):
         self.assertNotIn("at 2048^3", text)  # no 2048 cases in the fixture: no ratio made up
 
     def test_errored_case_is_drawn_missing_and_listed(self):
-        data = json.loads(FIXTURE.read_text())
         target = "gemm/cpu_vnni_s8/m:1024/n:1024/k:1024"
-        data["benchmarks"] = [e for e in data["benchmarks"] if not e["run_name"].startswith(target + "/")]
-        data["benchmarks"].append({"name": target + "/real_time", "run_name": target + "/real_time",
-                                   "run_type": "iteration", "error_occurred": True,
-                                   "error_message": "WRONG RESULT: planted by the test"})
-        with tempfile.TemporaryDirectory() as d:
-            bad = Path(d) / "errored.json"
-            bad.write_text(json.dumps(data))
-            results = load(bad)
-            speed, err = gemm.figures([results])["gemm"].axes
-            for ax in (speed, err):
-                vnni = line(ax, "cpu_vnni_s8")
-                self.assertTrue(math.isnan(vnni.get_ydata()[list(vnni.get_xdata()).index(1024)]))
-            self.assertIn("| cpu_vnni_s8 | ", gemm.table(results))
-            self.assertNotIn("`cpu_vnni_s8` / `cpu_eigen_f32`", gemm.table(results))
+        results = results_with_planted_error(FIXTURE, target)
+        speed, err = gemm.figures([results])["gemm"].axes
+        for ax in (speed, err):
+            vnni = line(ax, "cpu_vnni_s8")
+            self.assertTrue(math.isnan(vnni.get_ydata()[list(vnni.get_xdata()).index(1024)]))
+        self.assertIn("| cpu_vnni_s8 | ", gemm.table(results))
+        self.assertNotIn("`cpu_vnni_s8` / `cpu_eigen_f32`", gemm.table(results))
 
     def test_plot_script_writes_both_pngs(self):
         with tempfile.TemporaryDirectory() as d:

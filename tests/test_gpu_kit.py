@@ -20,7 +20,7 @@ DATA = ROOT / "tests" / "data" / "kit"
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
-from dlbench import kit, walltime  # noqa: E402
+from dlbench import kit, names, walltime  # noqa: E402
 from tests.temp_dir import TempDirTestCase  # noqa: E402
 
 KIT = [sys.executable, str(ROOT / "scripts" / "dlbench" / "kit.py")]
@@ -306,7 +306,7 @@ class Comparison(unittest.TestCase):
                                 ("peer_torch_cuda_f16", "fp16"), ("gpu_cudnn_mixed_f16", "fp16"),
                                 ("gpu_own_mma_s8", "int8"), ("gpu_cublaslt_s8", "int8"), ("gpu_cudnn_bf16", "bf16"),
                                 ("gpu_cudnn_graph", "fp32"), ("peer_torch_cuda_compile", "fp32")):
-            self.assertEqual(kit.precision_of(name), precision, name)
+            self.assertEqual(names.precision_of(name), precision, name)
 
     def test_the_command_writes_the_table(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -4,7 +4,6 @@
 backend and peer at batch 1, 16, 64 and 256, 2 repetitions)."""
 
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -16,8 +15,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
 from dlbench.figures import networks  # noqa: E402
+from dlbench.names import device_of  # noqa: E402
 from dlbench.results import load  # noqa: E402
-from tests.plot_fixture import assert_plot_writes_png, write_planted_error  # noqa: E402
+from tests.plot_fixture import assert_drawn_missing, assert_plot_writes_png, results_with_planted_error  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "networks_small.json"
 BACKENDS = ("cpu_own", "cpu_onednn", "cpu_eigen", "peer_torch", "peer_torchscript", "peer_ort", "peer_openvino")
@@ -47,14 +47,10 @@ class NetworksFigure(unittest.TestCase):
 
     def test_errored_case_is_drawn_missing_and_listed(self):
         target = "resnet20/cpu_own/batch:16"
-        with tempfile.TemporaryDirectory() as d:
-            bad = write_planted_error(FIXTURE, target, d)
-            results = load(bad)
-            fig = networks.figures([results])["networks"]
-            line = next(l for l in fig.axes[0].get_lines() if l.get_label() == "cpu_own")
-            self.assertTrue(math.isnan(line.get_ydata()[1]))
-            self.assertIn(target, " ".join(t.get_text() for t in fig.axes[0].texts))
-            self.assertIn(f"`{target}`: WRONG RESULT", networks.table(results))
+        results = results_with_planted_error(FIXTURE, target)
+        fig = networks.figures([results])["networks"]
+        assert_drawn_missing(self, fig.axes[0], "cpu_own", 16, target)
+        self.assertIn(f"`{target}`: WRONG RESULT", networks.table(results))
 
 
 class NetworksTable(unittest.TestCase):
@@ -79,7 +75,7 @@ class NetworksTable(unittest.TestCase):
 
     def test_best_against_peer_ratio_comes_from_the_same_run(self):
         ours = max(rate(self.results, f"resnet20/{b}/batch:64") for b in ("cpu_own", "cpu_onednn", "cpu_eigen"))
-        peer = max(rate(self.results, f"resnet20/{b}/batch:64") for b in BACKENDS if b.startswith("peer_"))
+        peer = max(rate(self.results, f"resnet20/{b}/batch:64") for b in BACKENDS if device_of(b) == "peer")
         self.assertIn(f"batch 64 images/s {ours / peer:.2f}x", self.text.split("**mnist_lenet**")[0])
 
     def test_no_table_without_network_cases(self):

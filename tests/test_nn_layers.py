@@ -13,6 +13,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench.names import split_name  # noqa: E402
 LENET = ["conv1 conv+bias+relu 1->20 5x5", "max_pool2d_1 max_pool 2x2", "conv2 conv+bias+relu 20->50 5x5",
          "max_pool2d_2 max_pool 2x2", "fc1 fc+bias+relu 800->500", "fc2 fc+bias 500->10", "log_softmax log_softmax"]
 
@@ -123,7 +125,7 @@ class NetworkCases(unittest.TestCase):
             bench("--benchmark_filter=^mnist_lenet/cpu_(own|eigen)/batch:1/", "--benchmark_min_time=0.01",
                   f"--benchmark_out={out}", "--benchmark_out_format=json")
             cls.doc = json.loads(out.read_text())
-        cls.cases = {b["run_name"].split("/")[1]: b for b in cls.doc["benchmarks"]}
+        cls.cases = {split_name(b["run_name"]).variant: b for b in cls.doc["benchmarks"]}
 
     def test_what_a_pass_holds_and_what_it_allocates(self):
         cases = self.cases

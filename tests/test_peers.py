@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from dlbench import seeded  # noqa: E402
 from dlbench.peers import harness, networks, ops, training  # noqa: E402
+from dlbench.names import precision_of, split_name, words_of  # noqa: E402
 from dlbench.quality import quality  # noqa: E402
 from dlbench.results import load  # noqa: E402
 
@@ -189,7 +190,7 @@ class PeerTable(unittest.TestCase):
         r = self.results()
         cpu = table_module.pairs(r, "gemm", "cpu")
         self.assertEqual([(label, o[1], t[1]) for label, o, t in cpu],
-                         [("64x64x64 f32", "cpu_onednn_f32", "peer_torch_f32"),
+                         [("64x64x64 fp32", "cpu_onednn_f32", "peer_torch_f32"),
                           ("64x64x64 bf16", "cpu_onednn_bf16", "peer_torch_bf16")])
         gpu = table_module.pairs(r, "gemm", "gpu")
         self.assertEqual([(o[1], t[1]) for _, o, t in gpu], [("gpu_cublas_f32", "peer_torch_cuda_f32")])
@@ -214,10 +215,10 @@ class PeerTable(unittest.TestCase):
         found = table_module.pairs(r, "networks", "gpu")
         self.assertEqual([(label, o[1], t[1]) for label, o, t in found],
                          [("resnet20, batch 1024", "gpu_cudnn_graph", "peer_torch_cuda_compile"),
-                          ("resnet20, batch 1024 f16", "gpu_cudnn_f16", "peer_torch_cuda_compile_f16")])
+                          ("resnet20, batch 1024 fp16", "gpu_cudnn_f16", "peer_torch_cuda_compile_f16")])
         text = table_module.table(r)
         self.assertIn("**networks** (GPU, images/s; dlbench / peer: geometric mean 0.80, 0 of 1 shapes >= 1)", text)
-        self.assertIn("**networks** (GPU, f16, images/s; dlbench / peer: geometric mean 1.14, 1 of 1 shapes >= 1)",
+        self.assertIn("**networks** (GPU, fp16, images/s; dlbench / peer: geometric mean 1.14, 1 of 1 shapes >= 1)",
                       text)
 
     def test_plot_pairs_a_bench_file_with_a_peers_file(self):
@@ -276,7 +277,7 @@ class GpuTrainingPeers(unittest.TestCase):
         listed = p.stdout.split()
         self.assertEqual(len(listed), 18)
         self.assertEqual(listed[0], "resnet20_train/peer_torch_cuda/batch:64/manual_time")
-        self.assertEqual({n.split("/")[1] for n in listed}, set(self.MODES))
+        self.assertEqual({split_name(n).variant for n in listed}, set(self.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
 
@@ -437,20 +438,20 @@ class GpuNetworkPeers(unittest.TestCase):
              "peer_torch_cuda_f16", "peer_torch_cuda_f16_cl", "peer_torch_cuda_graph_f16",
              "peer_torch_cuda_graph_f16_cl", "peer_torch_cuda_compile", "peer_torch_cuda_compile_f16",
              "peer_torch_cuda_compile_f16_cl")
-    PRECISION = {"peer_torch_cuda_graph_tf32": "tf32", "peer_torch_cuda_f16": "f16", "peer_torch_cuda_f16_cl": "f16",
-                 "peer_torch_cuda_graph_f16": "f16", "peer_torch_cuda_graph_f16_cl": "f16",
-                 "peer_torch_cuda_compile_f16": "f16", "peer_torch_cuda_compile_f16_cl": "f16"}
+    PRECISION = {"peer_torch_cuda_graph_tf32": "tf32", "peer_torch_cuda_f16": "fp16", "peer_torch_cuda_f16_cl": "fp16",
+                 "peer_torch_cuda_graph_f16": "fp16", "peer_torch_cuda_graph_f16_cl": "fp16",
+                 "peer_torch_cuda_compile_f16": "fp16", "peer_torch_cuda_compile_f16_cl": "fp16"}
 
     def gpu_session(self, pattern="."):
         return harness.Session(harness.Selection(pattern), 1, 0.001, 1, gpu=True)
 
     def test_names_precision_and_batches(self):
-        from dlbench.isa import precision_of
+        from dlbench.names import precision_of
         from dlbench.results import parse_name
         for mode in self.MODES:
             gpu, precision, _ = networks.PEERS[mode]
             self.assertTrue(gpu, mode)
-            self.assertEqual(precision, self.PRECISION.get(mode, "f32"), mode)
+            self.assertEqual(precision, self.PRECISION.get(mode, "fp32"), mode)
             self.assertEqual(precision, precision_of(mode), mode)  # what the figures read off the name
             name, op, variant, args = parse_name(f"resnet20/{mode}/batch:1024/manual_time")
             self.assertEqual((op, variant, args), ("resnet20", mode, {"batch": 1024}))
@@ -468,9 +469,10 @@ class GpuNetworkPeers(unittest.TestCase):
                                     for peer in ("peer_torch_cuda_compile", "peer_torch_cuda_compile_f16",
                                                  "peer_torch_cuda_compile_f16_cl")])
         # every fp16 mode has its channels_last twin, a mode of its own
-        f16 = [m for m in self.MODES if m.endswith("_f16")]
+        f16 = [m for m in self.MODES if precision_of(m) == "fp16" and words_of(m)[-1] != "cl"]
         self.assertEqual(len(f16), 3)
-        self.assertEqual([m for m in self.MODES if m.endswith("_f16_cl")], [m + "_cl" for m in f16])
+        self.assertEqual([m for m in self.MODES if precision_of(m) == "fp16" and words_of(m)[-1] == "cl"],
+                         [m + "_cl" for m in f16])
         self.assertEqual(pairs[:3], [(net, "peer_torch_cuda") for net in networks.NETWORK_NAMES])
         self.assertEqual([b for net, p, b in cases if (net, p) == ("resnet20", "peer_torch_cuda")], [1, 1024])
         self.assertEqual(networks.wanted_cases(harness.Session(harness.Selection("cuda"), 1, 0.001, 1, gpu=False)),
@@ -486,13 +488,13 @@ class GpuNetworkPeers(unittest.TestCase):
             self.assertEqual(len({n for n in listed if n.startswith(prefix)}), layers, net)
 
     def test_f16_tolerance_is_bench_rule_with_three_roundings(self):
-        self.assertEqual(networks.tolerance_for("f32", "resnet20"), 1e-5)
-        self.assertAlmostEqual(networks.tolerance_for("f16", "resnet20"), math.sqrt(3 * 23) * 2.0 ** -11)
-        self.assertAlmostEqual(networks.tolerance_for("f16", "mnist_cnn"), math.sqrt(3 * 6) * 2.0 ** -11)
+        self.assertEqual(networks.tolerance_for("fp32", "resnet20"), 1e-5)
+        self.assertAlmostEqual(networks.tolerance_for("fp16", "resnet20"), math.sqrt(3 * 23) * 2.0 ** -11)
+        self.assertAlmostEqual(networks.tolerance_for("fp16", "mnist_cnn"), math.sqrt(3 * 6) * 2.0 ** -11)
         # bench's gpu_cudnn_f16 (k = 2) on a 21-layer chain: the 3.2e-3 kernels/nn/infer/nn.cpp states
         self.assertAlmostEqual(networks.sixteen_bit_tolerance(2, 11, 21), 3.16e-3, places=5)
         for net in networks.NETWORK_NAMES:
-            self.assertLess(networks.tolerance_for("f16", net), 1e-2)  # a wrong layer (1e-1 or more) fails
+            self.assertLess(networks.tolerance_for("fp16", net), 1e-2)  # a wrong layer (1e-1 or more) fails
 
     def planted(self, n=300, classes=10, seed=1):
         rng = np.random.default_rng(seed)
@@ -510,7 +512,7 @@ class GpuNetworkPeers(unittest.TestCase):
             return (batch.astype(np.float64) @ w).astype(np.float32)
 
         peer = networks.Peer(predict, "planted", static_shapes=True)
-        problem, counters = networks._validate(peer, "f16", x, predictions, logits[:64], predictions, 1e-3, chunk=128)
+        problem, counters = networks._validate(peer, "fp16", x, predictions, logits[:64], predictions, 1e-3, chunk=128)
         self.assertIsNone(problem)
         self.assertEqual(seen, {128})  # 300 images in 3 batches of 128, the last filled up
         self.assertEqual(counters["torch_disagreements"], 0.0)
@@ -519,18 +521,18 @@ class GpuNetworkPeers(unittest.TestCase):
     def test_f16_rows_are_held_to_their_bound_and_to_one_percent(self):
         x, w, logits, predictions = self.planted(n=1000)
         off = networks.Peer(lambda b: (b.astype(np.float64) @ w * 1.01).astype(np.float32), "1% off")
-        problem, _ = networks._validate(off, "f16", x, predictions, logits[:64], predictions,
-                                        networks.tolerance_for("f16", "resnet20"))
+        problem, _ = networks._validate(off, "fp16", x, predictions, logits[:64], predictions,
+                                        networks.tolerance_for("fp16", "resnet20"))
         self.assertRegex(problem, r"max_rel_err .* \(tolerance 0.00406\)")
         flipped = predictions.copy()
         flipped[:11] = (flipped[:11] + 1) % 10  # 11 of 1000 differ: over 1%
         exact = networks.Peer(lambda b: (b.astype(np.float64) @ w).astype(np.float32), "exact")
-        problem, counters = networks._validate(exact, "f16", x, predictions, logits[:64], flipped, 1e-3)
+        problem, counters = networks._validate(exact, "fp16", x, predictions, logits[:64], flipped, 1e-3)
         self.assertEqual(problem, "top-1 differs from PyTorch's on 11 test images (at most 10)")
         ten = np.r_[flipped[:10], predictions[10:]]
-        problem, _ = networks._validate(exact, "f16", x, predictions, logits[:64], ten, 1e-3)
+        problem, _ = networks._validate(exact, "fp16", x, predictions, logits[:64], ten, 1e-3)
         self.assertIsNone(problem)  # 10 of 1000: within 1%
-        problem, _ = networks._validate(exact, "f32", x, predictions, logits[:64], np.r_[flipped[:6], predictions[6:]])
+        problem, _ = networks._validate(exact, "fp32", x, predictions, logits[:64], np.r_[flipped[:6], predictions[6:]])
         self.assertEqual(problem, "top-1 differs from PyTorch's on 6 test images (at most 5)")
 
     def test_time_budget_records_what_it_leaves_out(self):
@@ -605,7 +607,7 @@ class Fp32Settings(unittest.TestCase):
 
     def test_network_peers_strict_and_tf32_modes(self):
         torch = fake_torch()
-        self.assertEqual(networks._cuda_torch(torch, "f16"), "TF32 off")
+        self.assertEqual(networks._cuda_torch(torch, "fp16"), "TF32 off")
         self.assert_strict(torch)
         words = networks._cuda_torch(torch, "tf32")  # PyTorch's defaults: TF32 for cuDNN's convolutions only
         self.assertIn("TF32 on for convolutions", words)
@@ -613,7 +615,7 @@ class Fp32Settings(unittest.TestCase):
         self.assertEqual(torch.backends.cudnn.conv.fp32_precision, "tf32")
         self.assertIs(torch.backends.cuda.matmul.allow_tf32, False)
         self.assertEqual(torch.backends.cuda.matmul.fp32_precision, "ieee")
-        networks._cuda_torch(torch, "f32")  # back to strict after the tf32 mode: the settings are global
+        networks._cuda_torch(torch, "fp32")  # back to strict after the tf32 mode: the settings are global
         self.assert_strict(torch)
         none = fake_torch(conv_precision="none")  # what the legacy setter leaves: deferring to 'ieee'
         networks._cuda_torch(none)
@@ -624,7 +626,7 @@ class Fp32Settings(unittest.TestCase):
         self.assertAlmostEqual(networks.tolerance_for("tf32", "mnist_cnn"), math.sqrt(2 * 6) * 2.0 ** -10)
         self.assertAlmostEqual(networks.tolerance_for("tf32", "mnist_lenet"), math.sqrt(2 * 7) * 2.0 ** -10)
         for net in networks.NETWORK_NAMES:
-            self.assertGreater(networks.tolerance_for("tf32", net), networks.tolerance_for("f32", net))
+            self.assertGreater(networks.tolerance_for("tf32", net), networks.tolerance_for("fp32", net))
             self.assertLess(networks.tolerance_for("tf32", net), 1e-2)  # a wrong layer (1e-1 or more) fails
         # judged like the 16-bit rows: up to 1% of the test images may differ from PyTorch's fp32 answers
         rng = np.random.default_rng(3)
@@ -635,15 +637,15 @@ class Fp32Settings(unittest.TestCase):
         exact = networks.Peer(lambda b: (b.astype(np.float64) @ w).astype(np.float32), "exact")
         ten = np.r_[(predictions[:10] + 1) % 10, predictions[10:]]
         self.assertIsNone(networks._validate(exact, "tf32", x, predictions, logits[:64], ten, 1e-3)[0])
-        self.assertIsNotNone(networks._validate(exact, "f32", x, predictions, logits[:64], ten, 1e-3)[0])
+        self.assertIsNotNone(networks._validate(exact, "fp32", x, predictions, logits[:64], ten, 1e-3)[0])
 
     def test_precision_read_off_the_new_names(self):
-        from dlbench.isa import is_fp32, precision_of
-        self.assertEqual(precision_of("peer_torch_cuda_graph_f16_cl"), "f16")
-        self.assertEqual(precision_of("peer_torch_cuda_compile_f16_cl"), "f16")
+        from dlbench.names import is_fp32, precision_of
+        self.assertEqual(precision_of("peer_torch_cuda_graph_f16_cl"), "fp16")
+        self.assertEqual(precision_of("peer_torch_cuda_compile_f16_cl"), "fp16")
         self.assertEqual(precision_of("peer_torch_cuda_graph_tf32"), "tf32")
-        self.assertEqual(precision_of("peer_torch_cuda_graph"), "f32")
-        self.assertEqual(precision_of("peer_torch_channels_last"), "f32")  # the CPU conv peer: fp32
+        self.assertEqual(precision_of("peer_torch_cuda_graph"), "fp32")
+        self.assertEqual(precision_of("peer_torch_channels_last"), "fp32")  # the CPU conv peer: fp32
         self.assertFalse(is_fp32("peer_torch_cuda_graph_tf32"))  # not PyTorch's best fp32 mode
         # the GPU targets' best PyTorch mode per precision: channels_last counts as fp16, tf32 not as fp32
         from dlbench.figures import gpu_targets
@@ -653,8 +655,8 @@ class Fp32Settings(unittest.TestCase):
                               ("peer_torch_cuda_graph_f16", 400.0), ("peer_torch_cuda_graph_f16_cl", 500.0)):
             name, op, v, args = parse_name(f"resnet20/{variant}/batch:64/manual_time")
             cases.append(Case(name, op, v, args, [_entry(name, items_per_second=rate)]))
-        self.assertEqual(gpu_targets.best(cases, 64, True, ("f32",))[1].variant, "peer_torch_cuda_graph")
-        self.assertEqual(gpu_targets.best(cases, 64, True, ("f16", "bf16"))[1].variant, "peer_torch_cuda_graph_f16_cl")
+        self.assertEqual(gpu_targets.best(cases, 64, True, ("fp32",))[1].variant, "peer_torch_cuda_graph")
+        self.assertEqual(gpu_targets.best(cases, 64, True, ("fp16", "bf16"))[1].variant, "peer_torch_cuda_graph_f16_cl")
         self.assertEqual(gpu_targets.best(cases, 64, True, ("tf32",))[1].variant, "peer_torch_cuda_graph_tf32")
 
 
@@ -772,9 +774,9 @@ class DescriptorCommandLine(unittest.TestCase):
         self.assertIn("gemm/peer_torch_cuda_tf32/m:3/n:5/k:7/manual_time", listed)
         self.assertIn("mnist_cnn/peer_torch_cuda_graph_f16_cl/batch:32/manual_time", listed)
         self.assertIn("resnet20_train/peer_torch_cuda_compile/batch:16/manual_time", listed)
-        shapes = {"/".join(n.split("/")[2:-1]) for n in listed}
+        shapes = {"/".join(split_name(n).parts) for n in listed}
         self.assertEqual(shapes, {"rows:4/cols:8", "rows:2/cols:3", "m:3/n:5/k:7", "batch:32", "batch:16"})
-        self.assertEqual({n.split("/")[0] for n in listed},
+        self.assertEqual({split_name(n).op for n in listed},
                          {"softmax", "log_softmax", "gemm", "mnist_cnn", "resnet20_train"})  # nothing else
 
     def test_numpy_peers_run_at_the_given_shape(self):
@@ -853,9 +855,9 @@ class CommandLine(unittest.TestCase):
         bench = subprocess.run([BENCH, "--benchmark_list_tests"], capture_output=True, text=True, check=True)
 
         def shape(name):  # the part after the variant
-            parts = name.split("/")
-            return (parts[0], "/".join(parts[2:]))
-        ours = {shape(n) for n in bench.stdout.split() if n.split("/")[0] in ("softmax", "conv", "gemm", "daxpy")}
+            n = split_name(name)
+            return (n.op, "/".join(n.parts))
+        ours = {shape(n) for n in bench.stdout.split() if split_name(n).op in ("softmax", "conv", "gemm", "daxpy")}
         self.assertIn("daxpy/peer_numpy/n:67108864/real_time", listed)
         self.assertIn("conv/peer_torch_channels_last/n:64/c:32/h:26/w:26/k:64/r:3/s:3/stride:1/pad:0/real_time",
                       listed)
@@ -899,7 +901,7 @@ class CommandLine(unittest.TestCase):
         self.assertIn("mnist_cnn/peer_torch_cuda_graph_f16_cl/batch:1024/manual_time", listed)
         kit_script = (ROOT / "scripts" / "gpu-kit").read_text()  # the kit's count: these and the training step's 18
         self.assertIn(f"peers_cases={len(listed) + 18}\n", kit_script)
-        self.assertEqual({n.split("/")[1] for n in listed}, set(GpuNetworkPeers.MODES))
+        self.assertEqual({split_name(n).variant for n in listed}, set(GpuNetworkPeers.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
 

@@ -36,6 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from dlbench import venv  # noqa: E402  (standard library only)
+from dlbench.names import case_name  # noqa: E402  (standard library only)
 
 PEERS_PYTHON = venv.PEERS_VENV / "bin" / "python"
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
@@ -66,7 +67,7 @@ model.load_state_dict(weights)
 model.eval()
 x = network_input(images, model.input_shape, float(meta["input_mean"]), float(meta["input_std"])).numpy()
 peer = networks.make_torch(model, x[:1], 1)
-problem, counters = networks._validate(peer, "f32", x, labels, ref["logits"].double().numpy(),
+problem, counters = networks._validate(peer, "fp32", x, labels, ref["logits"].double().numpy(),
                                        ref["predictions"].numpy())
 print("network:", problem)
 session = harness.Session(harness.Selection("."), 1, 0.01, 1, gpu=False)
@@ -107,7 +108,7 @@ def state():
             getattr(conv, "fp32_precision", None) == "tf32")
 print("strict:", training._cuda_torch(torch), state())
 print("tf32:", networks._cuda_torch(torch, "tf32"), state())
-print("f16:", networks._cuda_torch(torch, "f16"), state())
+print("f16:", networks._cuda_torch(torch, "fp16"), state())
 harness.no_recompile_limit(torch)
 f = torch.compile(lambda t: (t * 2).sum(), backend="eager", dynamic=False)
 f(torch.ones(4))
@@ -211,7 +212,7 @@ class TorchPeers(unittest.TestCase):
                                capture_output=True, text=True, env=dict(os.environ, DLB_BENCH=BENCH), timeout=900)
             self.assertEqual(p.returncode, 0, p.stderr)
             entries = json.loads(out.read_text())["benchmarks"]
-            names = {e["name"].rsplit("/", 1)[0] for e in entries}
+            names = {case_name(e["name"]) for e in entries}
             failed = [(e["name"], e["error_message"]) for e in entries if e.get("error_occurred")]
             self.assertEqual(failed, [])
             expected = {"daxpy/peer_torch/n:1024", "log_softmax/peer_torch/rows:128/cols:1024",

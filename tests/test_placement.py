@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT))
 
+from dlbench.names import case_name  # noqa: E402
 from dlbench.placement import CPU, GPU, Copy, Layer, best_placement, brute_force, placement_cost  # noqa: E402
 from tests.temp_dir import TempDirTestCase  # noqa: E402
 
@@ -91,7 +92,7 @@ def medians(path: Path, prefix: str, key: str = "real_time") -> dict[str, float]
     """{case name without suffixes: median of `key` over its repetitions}, of the iteration entries."""
     values: dict[str, list[float]] = {}
     for b in json.loads(path.read_text())["benchmarks"]:
-        name = "/".join(p for p in b["run_name"].split("/") if p not in ("manual_time", "real_time") and not p.startswith("iterations:"))
+        name = case_name(b["run_name"])
         if name.startswith(prefix):
             scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3}[b["time_unit"]] if key == "real_time" else 1.0
             values.setdefault(name, []).append(float(b[key]) * scale)

@@ -6,7 +6,6 @@ fastest fp32 row of the same run, the drop is in points, the ISA is the
 one the row's kernels name), never how fast anything was."""
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 
 from dlbench.figures import precision  # noqa: E402
+from dlbench.names import precision_of  # noqa: E402
 from dlbench.results import Case, load  # noqa: E402
 
 
@@ -41,7 +41,7 @@ class PrecisionTable(unittest.TestCase):
 
     def test_every_reduced_row_and_no_fp32_row(self):
         variants = {c.variant for c in self.results.family("mnist_lenet")}
-        self.assertEqual(set(self.rows), {v for v in variants if re.search(r"_(s8|bf16|f16)$", v)})
+        self.assertEqual(set(self.rows), {v for v in variants if precision_of(v) in ("int8", "bf16", "fp16")})
         self.assertIn("cpu_fakequant_s8", self.rows)  # fp32 arithmetic: on every CPU
         # oneDNN's int8 is registered where it is exact (VNNI or AMX; its AVX2
         # kernels saturate), bf16 where oneDNN has it (AVX-512 and up).
@@ -52,7 +52,7 @@ class PrecisionTable(unittest.TestCase):
 
     def test_speedup_over_the_fastest_fp32_row(self):
         fp32 = {c.variant: self.rate(c.variant) for c in self.results.family("mnist_lenet")
-                if c.variant.startswith("cpu_") and not re.search(r"_(s8|bf16|f16)$", c.variant)}
+                if c.device == "cpu" and precision_of(c.variant) not in ("int8", "bf16", "fp16")}
         self.assertIn("cpu_onednn", fp32)
         best = max(fp32, key=fp32.get)
         for variant, row in self.rows.items():
@@ -82,7 +82,7 @@ class PrecisionTable(unittest.TestCase):
         self.assertEqual(isa("gpu_cublaslt_s8"), ("GPU int8 tensor cores (IMMA)", None))
         self.assertEqual(isa("gpu_own_mma_s8"), ("GPU int8 tensor cores (mma.sync)", None))
         self.assertEqual(isa("gpu_cudnn_bf16"), ("GPU bf16 tensor cores", None))
-        self.assertEqual(isa("gpu_cudnn_mixed_f16"), ("GPU f16 tensor cores", None))
+        self.assertEqual(isa("gpu_cudnn_mixed_f16"), ("GPU fp16 tensor cores", None))  # the one vocabulary: dlbench.names
 
     def test_table_and_figure(self):
         text = precision.table(self.results)

@@ -173,7 +173,7 @@ class StoreTests:
         counts = self.counts()
         self.assertEqual(counts["runs"], 8)
         self.assertEqual(counts["entries"], 8 * len(doc["benchmarks"]))
-        self.assertEqual(counts["cases"], len({st.parse_name(e.get("run_name", e["name"]))[0] for e in doc["benchmarks"]}))
+        self.assertEqual(counts["cases"], len({st.parse(e.get("run_name", e["name"])).name for e in doc["benchmarks"]}))
         for f in files:
             p = self.results("export", f, check_rc=0)
             self.assertEqual(canonical(json.loads(p.stdout)), canonical(read_document(f)))

@@ -9,10 +9,13 @@ by ctest)."""
 import os
 import re
 import subprocess
+import sys
 import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from dlbench.names import split_name  # noqa: E402
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
 TRAIN_EPOCH = os.environ.get("DLB_TRAIN_EPOCH", str(ROOT / "build" / "train_epoch"))
 TRAINABLE = ("resnet20", "mnist_cnn", "mnist_lenet")
@@ -77,7 +80,7 @@ class TrainTableReachable(unittest.TestCase):
 
     def test_bench_registers_every_cpu_row_on_the_networks_it_takes(self):
         names = list_tests("--benchmark_filter=^[a-z0-9_]+_train/cpu_[a-z0-9_]+/batch:[0-9]+/real_time$")
-        got = {(n.split("/")[0][: -len("_train")], n.split("/")[1]) for n in names}
+        got = {(split_name(n).op.removesuffix("_train"), split_name(n).variant) for n in names}
         for impl in self.cpu:
             takes = {net for net, i in got if i == impl}
             # cpu_own takes chains of stride-1 convolutions: not resnet20 (batch-norm, joins, strides).
@@ -86,7 +89,8 @@ class TrainTableReachable(unittest.TestCase):
 
     def test_the_descriptor_registers_every_cpu_row(self):
         names = list_tests("--net=mnist_cnn_train/batch:3")
-        got = {n.split("/")[1] for n in names if n.startswith("mnist_cnn_train/") and "/batch:3/" in n}
+        got = {split_name(n).variant for n in names
+               if split_name(n).op == "mnist_cnn_train" and split_name(n).args.get("batch") == 3}
         self.assertEqual(got, set(self.cpu))
 
     def test_train_epoch_takes_every_cpu_row_and_names_them(self):

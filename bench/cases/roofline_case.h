@@ -77,7 +77,6 @@ class SgemmCase {
   Run run_;
 };
 
-// cudaMemcpyAsync device to device.
 // STREAM's triad on the GPU: a = b + s*c over n doubles (an own kernel),
 // 24 bytes per element moved, as daxpy moves.
 class GpuTriadCase {
@@ -127,6 +126,7 @@ class GpuMemoryCase {
 #endif
 };
 
+// cudaMemcpyAsync device to device of n floats: 8 bytes per element moved.
 class GpuCopyCase {
  public:
   explicit GpuCopyCase(std::int64_t n);

@@ -26,12 +26,8 @@
 namespace dlb {
 namespace {
 
-using simd::fmadd;
-using simd::kLanes;
-using simd::load;
-using simd::splat;
-using simd::store;
-using simd::vfloat;
+// The kernels below use most of conv_simd.h: its whole namespace, not a list.
+using namespace simd;
 
 constexpr int kAccumulators = 24;
 constexpr int kMaxWindow = 7;

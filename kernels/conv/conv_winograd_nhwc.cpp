@@ -17,12 +17,8 @@
 namespace dlb {
 namespace {
 
-using simd::fmadd;
-using simd::kLanes;
-using simd::load;
-using simd::splat;
-using simd::store;
-using simd::vfloat;
+// The kernels below use most of conv_simd.h: its whole namespace, not a list.
+using namespace simd;
 
 constexpr int kXi = 36;     // elements of a transformed 6x6 tile
 constexpr int kTiles = 8;   // tiles per block: the GEMM's accumulators in registers
@@ -104,9 +100,14 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
 }
 
 // The 4x4 outputs of tile `tile` for output channels [16 kb, 16 kb + 16)
-// from M, with the epilogue, stored where they lie inside the output.
+// from M, with the epilogue, stored where they lie inside the output; with
+// pool, each 2x2 quad's maximum instead, where the quad lies inside the
+// output, at its place in the pooled output [n][oh / 2][ow / 2][k]. The
+// maximum is taken before the bias and ReLU: both are monotonic and the
+// bias is one value per channel, so max(relu(o + b)) = relu(max(o) + b),
+// the same float as pooling the epilogued outputs.
 void transform_output(const Geometry& g, const float* m, std::int64_t tile, int t, std::int64_t kb,
-                      const float* bias, bool accumulate, bool relu, float* y) {
+                      const float* bias, bool accumulate, bool relu, bool pool, float* y) {
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   vfloat rows[6][4];
   for (int a = 0; a < 6; ++a) {
@@ -115,6 +116,23 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
     output_transform6(row, rows[a]);
   }
   const vfloat b = bias != nullptr ? load(bias + kb * kLanes) : vfloat{};
+  if (pool) {
+    vfloat o[4][4];  // [column][row]
+    for (int j = 0; j < 4; ++j) {
+      const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
+      output_transform6(column, o[j]);
+    }
+    const auto max = [](vfloat p, vfloat q) { return p > q ? p : q; };
+    for (int i = 0; i < 4; i += 2)
+      for (int j = 0; j < 4; j += 2) {
+        const std::int64_t oy = 4 * ty + i, ox = 4 * tx + j;
+        if (oy + 1 >= g.oh || ox + 1 >= g.ow) continue;
+        vfloat r = max(max(o[j][i], o[j + 1][i]), max(o[j][i + 1], o[j + 1][i + 1])) + b;
+        if (relu) r = r > 0.0f ? r : vfloat{};
+        store(y + ((image * (g.oh / 2) + oy / 2) * (g.ow / 2) + ox / 2) * g.k + kb * kLanes, r);
+      }
+    return;
+  }
   for (int j = 0; j < 4; ++j) {
     const std::int64_t ox = 4 * tx + j;
     const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
@@ -171,9 +189,11 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
 WinogradNhwc::~WinogradNhwc() = default;
 
 void WinogradNhwc::operator()(const float* x, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
-                              const float* bias, bool accumulate, bool relu, float* y) const {
+                              const float* bias, bool accumulate, bool relu, bool pool, float* y) const {
   Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0};
   DLB_REQUIRE(n > 0 && g.oh > 0 && g.ow > 0 && pad >= 0, "Winograd NHWC: no output for this input and padding");
+  DLB_REQUIRE(!pool || (!accumulate && g.oh >= 2 && g.ow >= 2),
+              "Winograd NHWC: a 2x2 max pool takes no residual sum and an output of at least 2x2");
   g.th = (g.oh + 3) / 4;
   g.tw = (g.ow + 3) / 4;
   const std::int64_t blocks = (g.tiles() + kTiles - 1) / kTiles, kblocks = k_ / kLanes;
@@ -195,7 +215,7 @@ void WinogradNhwc::operator()(const float* x, std::int64_t n, std::int64_t h, st
       } else {
         block_gemm<kTiles>(g, v, u_.data(), kb, m);
       }
-      for (int t = 0; t < present; ++t) transform_output(g, m, first + t, t, kb, bias, accumulate, relu, y);
+      for (int t = 0; t < present; ++t) transform_output(g, m, first + t, t, kb, bias, accumulate, relu, pool, y);
     }
   }
 }
@@ -208,7 +228,7 @@ struct NhwcConv {
   std::unique_ptr<WinogradNhwc> kernel;
   HostBuffer<float> x, y;
   float* user_y = nullptr;
-  void convolve() { (*kernel)(x.data(), p.n, p.h, p.w, p.pad, nullptr, false, false, y.data()); }
+  void convolve() { (*kernel)(x.data(), p.n, p.h, p.w, p.pad, nullptr, false, false, false, y.data()); }
   void run() {
     convolve();
     const std::int64_t plane = p.oh() * p.ow();

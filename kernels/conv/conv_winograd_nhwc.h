@@ -43,9 +43,14 @@ class WinogradNhwc {
   // y[i][oy][ox][o] = relu?(bias[o] + (accumulate ? y[i][oy][ox][o] : 0) + conv(x)[i][oy][ox][o]),
   // x [n][h][w][c], y [n][h + 2 pad - 2][w + 2 pad - 2][k], zero padding `pad`
   // on every side; bias may be null (zeros). Every element of y is written.
+  // pool: y is that output's 2x2 max pool at stride 2 instead (floor:
+  // [n][oh / 2][ow / 2][k], an odd last row or column dropped), the
+  // maximum of four outputs taken in the output transform (a network's
+  // conv and the pool that alone reads it, in one pass over the output);
+  // not with accumulate. Throws dlb::Error for a shape with no output.
   // Not reentrant: one call at a time per object (its scratch is its own).
   void operator()(const float* x, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
-                  const float* bias, bool accumulate, bool relu, float* y) const;
+                  const float* bias, bool accumulate, bool relu, bool pool, float* y) const;
 
  private:
   std::int64_t k_, c_;

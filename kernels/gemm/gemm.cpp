@@ -58,15 +58,4 @@ static const GemmVariant kGemmVariants[] = {
 
 VariantTable<GemmArgs> gemm_variants() { return kGemmVariants; }
 
-std::string_view precision_name(GemmPrecision precision) {
-  switch (precision) {
-    case GemmPrecision::f32: return "f32";
-    case GemmPrecision::tf32: return "tf32";
-    case GemmPrecision::bf16: return "bf16";
-    case GemmPrecision::f16: return "f16";
-    case GemmPrecision::s8: return "s8";
-  }
-  return "unknown";
-}
-
 }  // namespace dlb

@@ -52,13 +52,12 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/common/precision.h"
 #include "kernels/common/variant.h"
 
 namespace dlb {
 
-enum class GemmPrecision { f32, tf32, bf16, f16, s8 };
-
-std::string_view precision_name(GemmPrecision precision);
+using GemmPrecision = Precision;
 
 // Largest k for which the int8 GEMMs' int32 accumulators cannot overflow.
 inline constexpr std::int64_t kGemmS8MaxK = (std::int64_t{1} << 31) / (255 * 128);

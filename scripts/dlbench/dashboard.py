@@ -38,7 +38,7 @@ import plotly.io as pio
 import plotly.offline
 
 from dlbench import compare as cmp
-from dlbench.isa import precision_of
+from dlbench.names import precision_of
 from dlbench.names import split_name
 from dlbench.quality import warning
 from dlbench.results import Case, Results
@@ -339,7 +339,7 @@ def peers_chart(chart_id: str, runs: list[Run], network: str) -> Chart | None:
             v = _median(c, "items_per_second")
             if v is None:
                 continue
-            keys = [c.variant] if c.is_peer else [f"ours best {c.device} fp32"] if precision_of(c.variant) == "f32" \
+            keys = [c.variant] if c.is_peer else [f"ours best {c.device} fp32"] if precision_of(c.variant) == "fp32" \
                 else []
             if not c.is_peer:
                 keys.append(f"ours best {c.device}")

@@ -62,7 +62,7 @@ def window_means(losses, window: int) -> list[float]:
 
 
 def augment_of(seed: int, index: int, pad: int = 4, flip: bool = True) -> tuple[int, int, bool]:
-    """kernels/nn/data/loader.cpp's augment_of: image `index`'s crop offset (dy, dx)
+    """kernels/nn/data/augment.cpp's augment_of: image `index`'s crop offset (dy, dx)
     in the image zero-padded by `pad`, and whether it is flipped."""
     r = splitmix64_int(splitmix64_int(seed) ^ index)
     span = 2 * pad + 1

@@ -15,14 +15,8 @@ small to keep the units busy, fp32 layers left in the chain)."""
 
 from __future__ import annotations
 
-import re
-
+from dlbench.names import precision_of
 from dlbench.results import Case
-
-# The precision is the variant's last part, or the one before a layout
-# suffix (_cl: channels_last, e.g. peer_torch_cuda_graph_f16_cl); tf32:
-# fp32 data with TF32 tensor-core products (peer_torch_cuda_graph_tf32).
-REDUCED = re.compile(r"_(s8|bf16|f16|tf32)(?:_cl)?$")
 
 # (ISA, peak MACs/cycle over fp32 FMA) by what the row's label or name says.
 ISA_PEAKS = {
@@ -31,16 +25,6 @@ ISA_PEAKS = {
     "amx_bf16": ("AMX bf16", 16.0),
     "avx512_bf16": ("AVX-512 BF16", 2.0),
 }
-
-
-def is_fp32(variant: str) -> bool:
-    """An fp32 row: not int8/bf16/f16/tf32, and not fp32 simulating int8 (fakequant)."""
-    return not REDUCED.search(variant) and "fakequant" not in variant
-
-
-def precision_of(variant: str) -> str:
-    m = REDUCED.search(variant)
-    return m.group(1) if m else "f32"
 
 
 def isa_of(case: Case, context: dict) -> tuple[str, float | None]:
@@ -53,16 +37,16 @@ def isa_of(case: Case, context: dict) -> tuple[str, float | None]:
     if case.runs_on == "gpu":
         # The GPU's own units; their peak over fp32 depends on the GPU model
         # (not tabulated here): no peak.
-        if precision == "s8":
+        if precision == "int8":
             if "cublaslt" in case.variant:
                 return "GPU int8 tensor cores (IMMA)", None
             if "_mma_" in case.variant:
                 return "GPU int8 tensor cores (mma.sync)", None
             return "GPU dp4a", None
-        if precision in ("f16", "bf16", "tf32"):
+        if precision in ("fp16", "bf16", "tf32"):
             return f"GPU {precision} tensor cores", None
         return precision, None
-    if precision == "s8":
+    if precision == "int8":
         if "amx" in label:
             return ISA_PEAKS["amx_int8"]
         if "vnni" in label or case.variant.startswith(("cpu_own", "cpu_vnni")):  # own int8 kernels: VNNI only

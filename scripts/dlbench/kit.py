@@ -27,7 +27,7 @@ from pathlib import Path
 # imported: case names come apart in dlbench.names alone, which is standard
 # library only too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlbench.names import BadName, split_name  # noqa: E402
+from dlbench.names import BadName, precision_of, split_name  # noqa: E402
 from dlbench import walltime  # noqa: E402
 
 # ----------------------------------------------------------------- sanitizer
@@ -358,8 +358,8 @@ CEILING_TOLERANCE = 0.01
 # from before it (the H200 run of 2026-11-27) have roofline/gpu_copy only.
 # The gate is the GPU's: the kit runs on a GPU machine, and the CPU cases'
 # frac_of_ceiling is bracketed by the triad measured around each repetition.
-GPU_BYTE_FAMILIES = ("daxpy/gpu_", "softmax/gpu_", "log_softmax/gpu_")
-GPU_MEMORY_CEILINGS = ("roofline/gpu_memory/", "roofline/gpu_copy/")
+GPU_BYTE_FAMILIES = ("daxpy", "softmax", "log_softmax")  # their gpu_* cases
+GPU_MEMORY_CEILINGS = ("gpu_memory", "gpu_copy")  # roofline/<this>/...
 
 
 def ceiling_verdicts(docs: list[dict]) -> list[str]:
@@ -367,23 +367,25 @@ def ceiling_verdicts(docs: list[dict]) -> list[str]:
     for doc in docs:
         for name, b in medians(doc).items():
             cases[name] = b
-    copy, ceiling_name = [], GPU_MEMORY_CEILINGS[-1].rstrip("/")
-    for prefix in GPU_MEMORY_CEILINGS:
-        copy = [b for n, b in cases.items() if n.startswith(prefix) and b.get("bytes_per_second")]
+    parsed = {name: split_name(name) for name in cases}
+    copy, ceiling_name = [], f"roofline/{GPU_MEMORY_CEILINGS[-1]}"
+    for ceiling in GPU_MEMORY_CEILINGS:
+        copy = [b for name, b in cases.items() if parsed[name].op == "roofline" and parsed[name].variant == ceiling
+                and b.get("bytes_per_second")]
         if copy:
-            ceiling_name = prefix.rstrip("/")
+            ceiling_name = f"roofline/{ceiling}"
             break
     lines, over = [], []
     for name, b in sorted(cases.items()):
-        variant = split_name(name).variant
-        if not variant.startswith("gpu_"):
+        n = parsed[name]
+        if n.device != "gpu":
             continue
         frac = b.get("frac_of_ceiling")
         if isinstance(frac, (int, float)) and not math.isnan(frac) and frac > 0:
             if frac > 1 + CEILING_TOLERANCE:
                 over.append(f"{case_key(name)} {frac:.3f} of its ceiling (frac_of_ceiling)")
             continue
-        if copy and name.startswith(GPU_BYTE_FAMILIES) and b.get("bytes_per_second"):
+        if copy and n.op in GPU_BYTE_FAMILIES and b.get("bytes_per_second"):
             ceiling = copy[0]["bytes_per_second"]
             frac = b["bytes_per_second"] / ceiling
             if frac > 1 + CEILING_TOLERANCE:
@@ -456,22 +458,6 @@ NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
 OPS = NETWORKS + tuple(f"{n}_train" for n in NETWORKS)
 
 
-def precision_of(variant: str) -> str:
-    """fp32, tf32, fp16, bf16 or int8 from a row's or a peer's mode name:
-    gpu_cudnn_fused_f16, gpu_cudnn_mixed_f16, peer_torch_cuda_graph_f16_cl,
-    peer_torch_cuda_graph_tf32, gpu_own_mma_s8, ..."""
-    tokens = set(variant.split("_"))
-    if tokens & {"s8", "int8", "u8"}:
-        return "int8"
-    if tokens & {"bf16"}:
-        return "bf16"
-    if tokens & {"f16", "fp16", "half"}:
-        return "fp16"
-    if tokens & {"tf32"}:
-        return "tf32"
-    return "fp32"
-
-
 def _speed(b: dict, batch: int) -> float:
     """Batch 1: the latency in us (lower is better); else images/s."""
     if batch == 1:
@@ -497,7 +483,7 @@ def comparison(ours_docs: list[dict], peers_doc: dict | None) -> list[dict]:
         if n.op not in OPS or rest or "batch" not in n.args:
             return
         variant, batch = n.variant, n.args["batch"]
-        if side == "ours" and not variant.startswith("gpu_"):
+        if side == "ours" and n.device != "gpu":
             return
         if side == "torch" and not variant.startswith("peer_torch_cud"):
             return

@@ -19,6 +19,18 @@ Google Benchmark's decorations, not what the case is. The case's name, by
 which runs are compared, stored, plotted and tabulated, is the console's
 name without them: `resnet20_layer/cpu_own/batch:1/layer:3`. Every script
 accepts either form (split_name gives the same answer for both).
+
+The variant, `<device>_<implementation>`, says three things read here and
+nowhere else: the device (cpu, gpu, peer), the implementation (the rest),
+and the precision of its arithmetic, one vocabulary for every script
+(PRECISIONS): int8 (a word s8, int8 or u8: cpu_onednn_s8, gpu_own_mma_s8),
+bf16, fp16 (f16, fp16 or half: gpu_cudnn_fused_f16, and before a layout
+suffix, peer_torch_cuda_graph_f16_cl), tf32 (fp32 data with TF32
+tensor-core products: peer_torch_cuda_graph_tf32), else fp32
+(cpu_onednn_f32, peer_torch). cpu_fakequant_s8 is named for the int8
+network it simulates, in fp32 arithmetic: its precision is int8, and
+is_fp32 says it is no fp32 row either. tests/test_names_one_place.py fails
+when another module of scripts/ or tests/ takes a name apart by hand.
 """
 
 from __future__ import annotations
@@ -31,6 +43,48 @@ GRAMMAR = ("<op>/<device>[_<variant>][/<arg>:<value>]...[/pass][/min_time:<s>][/
            "/<real_time|manual_time>")
 PATTERN = re.compile(r"[a-z0-9_]+/(cpu|gpu|peer)(_[a-z0-9_]+)?(/[a-z0-9_]+:[a-z0-9_]+)*(/pass)?"
                      r"(/min_time:[0-9.]+)?(/iterations:[0-9]+)?/(real_time|manual_time)")
+
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
+_PRECISION_WORDS = (("int8", {"s8", "int8", "u8"}), ("bf16", {"bf16"}), ("fp16", {"f16", "fp16", "half"}),
+                    ("tf32", {"tf32"}))
+
+
+def words_of(variant: str) -> tuple[str, ...]:
+    """'gpu_h2d_pinned_sync' -> ('gpu', 'h2d', 'pinned', 'sync'): the variant's words."""
+    return tuple(variant.split("_"))
+
+
+def device_of(variant: str) -> str:
+    """'cpu_onednn_s8' -> 'cpu'; 'cpu' (the device alone) -> 'cpu'; a peer's -> 'peer'."""
+    return variant.partition("_")[0]
+
+
+def implementation_of(variant: str) -> str:
+    """'cpu_onednn_s8' -> 'onednn_s8'; '' for the device alone."""
+    return variant.partition("_")[2]
+
+
+def precision_of(variant: str) -> str:
+    """fp32, tf32, fp16, bf16 or int8 (PRECISIONS) from a row's or a peer's
+    variant: gpu_cudnn_fused_f16 -> fp16, peer_torch_cuda_graph_f16_cl -> fp16,
+    gpu_own_mma_s8 -> int8, cpu_onednn_f32 -> fp32."""
+    words = set(words_of(variant))
+    return next((p for p, said in _PRECISION_WORDS if words & said), "fp32")
+
+
+def is_fp32(variant: str) -> bool:
+    """An fp32 row: fp32 arithmetic, and not fp32 simulating int8 (fakequant)."""
+    return precision_of(variant) == "fp32" and "fakequant" not in words_of(variant)
+
+
+def runs_on(variant: str) -> str:
+    """'cpu' or 'gpu': the variant's device, or for a peer 'gpu' where its
+    name says CUDA or cuDNN (peer_torch_cuda, peer_torch_cudnn_benchmark)."""
+    device = device_of(variant)
+    if device != "peer":
+        return device
+    return "gpu" if {"cuda", "cudnn"} & set(words_of(variant)) else "cpu"
 
 
 class BadName(ValueError):
@@ -47,7 +101,15 @@ class Name:
 
     @property
     def device(self) -> str:
-        return self.variant.split("_", 1)[0]
+        return device_of(self.variant)
+
+    @property
+    def implementation(self) -> str:
+        return implementation_of(self.variant)
+
+    @property
+    def precision(self) -> str:
+        return precision_of(self.variant)
 
     @property
     def rest(self) -> str:

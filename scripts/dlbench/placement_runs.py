@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from dlbench.names import device_of
 from dlbench.placement import CPU, GPU, Copy, Layer, best_placement, placement_cost
 from dlbench.results import Case, Results, ResultsError
 
@@ -412,7 +413,7 @@ def summary(plan: BatchPlan, copy: Copy, network: str, cpu_run: Results, gpu_run
         rate = f", {m.images_per_second:,.0f} images/s" if m.images_per_second else ""
         if m.backend.startswith("gpu_hybrid"):
             what = "; its CPU layers on this host's CPU, pageable copies, each synchronized"
-        elif m.backend.startswith("gpu_"):
+        elif device_of(m.backend) == "gpu":
             what = "; input and output stay in device memory: no copies"
         else:
             what = ""

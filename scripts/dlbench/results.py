@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dlbench.names import BadName, split_name
+from dlbench import names
+from dlbench.names import BadName, Name, split_name
 
 # seconds per Google Benchmark time unit
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -38,7 +39,7 @@ class Case:
 
     @property
     def device(self) -> str:
-        return self.variant.split("_", 1)[0]
+        return names.device_of(self.variant)
 
     @property
     def is_peer(self) -> bool:
@@ -49,9 +50,12 @@ class Case:
     def runs_on(self) -> str:
         """'cpu' or 'gpu': the variant's device, or for a peer 'gpu' where its
         name says CUDA or cuDNN (peer_torch_cuda, peer_torch_cudnn_benchmark)."""
-        if not self.is_peer:
-            return self.device
-        return "gpu" if {"cuda", "cudnn"} & set(self.variant.split("_")) else "cpu"
+        return names.runs_on(self.variant)
+
+    @property
+    def precision(self) -> str:
+        """fp32, tf32, fp16, bf16 or int8 (names.precision_of)."""
+        return names.precision_of(self.variant)
 
     def values(self, key: str) -> list[float]:
         """Per-repetition values of a counter or time field."""
@@ -87,13 +91,18 @@ class Results:
         return [c for c in self.cases.values() if c.error is not None]
 
 
+def parse(full_name: str) -> Name:
+    """dlbench.names.split_name, a foreign name raising ResultsError."""
+    try:
+        return split_name(full_name)
+    except BadName as e:
+        raise ResultsError(str(e)) from None
+
+
 def parse_name(full_name: str) -> tuple[str, str, str, dict[str, int]]:
     """'daxpy/cpu_loop/n:1024/real_time' -> ('daxpy/cpu_loop/n:1024', 'daxpy', 'cpu_loop', {'n': 1024});
     the rule is dlbench.names'."""
-    try:
-        n = split_name(full_name)
-    except BadName as e:
-        raise ResultsError(str(e)) from None
+    n = parse(full_name)
     return n.name, n.op, n.variant, n.args
 
 

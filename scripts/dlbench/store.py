@@ -51,8 +51,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.types import TypeDecorator
 
-from dlbench.names import BadName, case_name as case_name_of
-from dlbench.results import Case, Results, ResultsError, from_document, parse_name, read_document
+from dlbench.names import BadName, Name, case_name as case_name_of
+from dlbench.results import Case, Results, ResultsError, from_document, parse, read_document
 
 ENV = "DLB_RESULTS_DB"
 SCHEMA_VERSION = 1
@@ -247,7 +247,7 @@ def validate(document: object, label: str) -> Results:
         if not isinstance(entry["name"], str):
             raise ResultsError(f"{label}: entry {i}: 'name' is not a string")
         try:
-            parse_name(entry.get("run_name", entry["name"]))  # raises on a foreign name
+            parse(entry.get("run_name", entry["name"]))  # raises on a foreign name
         except ResultsError as e:
             raise ResultsError(f"{label}: entry {i}: {e}") from None
     return results
@@ -335,8 +335,8 @@ class Store:
         digest = canonical_digest(document)
         context = document["context"]
         benchmarks = document["benchmarks"]
-        parsed = [parse_name(e.get("run_name", e["name"])) for e in benchmarks]
-        names = {p[0]: p for p in parsed}
+        parsed = [parse(e.get("run_name", e["name"])) for e in benchmarks]
+        names = {p.name: p for p in parsed}
         try:
             with self.engine.begin() as conn:
                 existing = conn.execute(select(runs.c.id).where(runs.c.digest == digest)).scalar()
@@ -355,7 +355,7 @@ class Store:
                     cols, counters, fields = split_entry(entry)
                     row = {k: None for k in _COLUMNS}
                     row.update(cols)
-                    row.update(run_id=run_id, case_id=case_ids[p[0]], position=position, counters=counters,
+                    row.update(run_id=run_id, case_id=case_ids[p.name], position=position, counters=counters,
                                fields=fields)
                     rows.append(row)
                 for i in range(0, len(rows), 2000):
@@ -369,10 +369,10 @@ class Store:
                 raise
             return Ingested(int(existing), False, len(names), len(benchmarks))
 
-    def _case_ids(self, conn, names: dict) -> dict[str, int]:
-        rows = [{"name": n, "family": op, "variant": variant, "device": variant.split("_", 1)[0],
-                 "implementation": variant.split("_", 1)[1] if "_" in variant else "", "args": args}
-                for n, (_, op, variant, args) in sorted(names.items())]
+    def _case_ids(self, conn, names: dict[str, Name]) -> dict[str, int]:
+        rows = [{"name": n.name, "family": n.op, "variant": n.variant, "device": n.device,
+                 "implementation": n.implementation, "args": n.args}
+                for _, n in sorted(names.items())]
         for i in range(0, len(rows), 500):
             conn.execute(self._insert_ignore(cases), rows[i:i + 500])
         ids = {}
@@ -381,8 +381,8 @@ class Store:
             chunk = ordered[i:i + 500]
             ids.update({n: int(cid) for cid, n in conn.execute(
                 select(cases.c.id, cases.c.name).where(cases.c.name.in_(chunk)))})
-        arg_rows = [{"case_id": ids[n], "arg": k, "value": v} for n, (_, _, _, a) in names.items()
-                    for k, v in a.items()]
+        arg_rows = [{"case_id": ids[n], "arg": k, "value": v} for n, name in names.items()
+                    for k, v in name.args.items()]
         for i in range(0, len(arg_rows), 500):
             conn.execute(self._insert_ignore(case_args), arg_rows[i:i + 500])
         return ids

@@ -191,11 +191,24 @@ class OnednnLayers final : public GraphBackend<memory> {
         const bool accumulate = l.residual >= 0, relu = l.relu;
         std::function<void()> own = [kernel, bias, src, y, n, h, w, pad, accumulate, relu] {
           (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
-                    relu, static_cast<float*>(y.get_data_handle()));
+                    relu, false, static_cast<float*>(y.get_data_handle()));
         };
         const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
         const auto zero = [&] { zero_activations(theirs); };
         if (winograd_always_ || first_is_faster(zero, own, [&] { run_steps(theirs); })) {
+          if (!dst && pool_folds_into(io.index)) {
+            // The pool that alone reads this conv runs in its output
+            // transform: the conv writes the pool's output (NHWC), and the
+            // pool layer has nothing left to do (its layer_us is ~0).
+            const memory pooled({output_dims(net_.layers[io.index + 1], n), f32, tag::nhwc}, engine);
+            plan.own = [kernel, bias, src, pooled, n, h, w, pad, relu] {
+              (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), false, relu,
+                        true, static_cast<float*>(pooled.get_data_handle()));
+            };
+            folded_pool_ = io.index + 1;
+            kernels_.insert("own F(4x4, 3x3) Winograd NHWC (+ its 2x2 max pool)");
+            return {pooled, call(io.index)};
+          }
           plan.own = std::move(own);
           kernels_.insert("own F(4x4, 3x3) Winograd NHWC");
           return {y, call(io.index)};
@@ -293,8 +306,7 @@ class OnednnLayers final : public GraphBackend<memory> {
     s.first = l.input < 0;
     s.last = io.index + 1 == net_.layers.size();
     s.src = io.x;
-    s.dst_dims = l.kind == LayerKind::fc || l.kind == LayerKind::log_softmax ? memory::dims{n_, l.k}
-                                                                            : memory::dims{n_, l.k, l.oh, l.ow};
+    s.dst_dims = output_dims(l, n_);
     const bool fp32_layer = act_ == f32 || (mixed_ && (s.first || l.kind == LayerKind::log_softmax));
     s.type = fp32_layer ? f32 : act_;
     // The first layer picks its input layout; the others take what the
@@ -323,6 +335,10 @@ class OnednnLayers final : public GraphBackend<memory> {
   }
 
   Out pool(const Layer& l, const Io& io) {
+    if (io.index == folded_pool_) {  // its conv ran it
+      (*plans_)[io.index].own = [] {};
+      return {io.x, call(io.index)};
+    }
     Start s = start(l, io);
     LayerPlan& plan = (*plans_)[io.index];
     const auto pd = pool_pd(l, s.src_desc, s.any_dst);
@@ -340,6 +356,21 @@ class OnednnLayers final : public GraphBackend<memory> {
     src = converted;
   }
 
+  // Whether layer i's output is read by the max pool right after it alone,
+  // a 2x2 window at stride 2 without padding: a pool the own Winograd
+  // folds into its output transform.
+  bool pool_folds_into(std::size_t i) const {
+    const auto& ls = net_.layers;
+    if (i + 1 >= ls.size()) return false;
+    const Layer& p = ls[i + 1];
+    if (p.kind != LayerKind::max_pool || p.input != static_cast<int>(i) || p.window != 2 || p.stride != 2 ||
+        p.pad != 0)
+      return false;
+    for (std::size_t j = 0; j < ls.size(); ++j)
+      if (j != i + 1 && (ls[j].input == static_cast<int>(i) || ls[j].residual == static_cast<int>(i))) return false;
+    return true;
+  }
+
   Run call(std::size_t i) const {
     return [plans = plans_, i] { (*plans)[i].run(); };
   }
@@ -353,6 +384,7 @@ class OnednnLayers final : public GraphBackend<memory> {
   const memory user_y_;
   std::shared_ptr<std::vector<LayerPlan>> plans_;
   std::set<std::string> kernels_;
+  std::size_t folded_pool_ = static_cast<std::size_t>(-1);  // the pool layer a conv ran, if any
 };
 
 // The whole network in `act`: activations and weights in that data type

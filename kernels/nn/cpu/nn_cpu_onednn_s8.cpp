@@ -113,8 +113,7 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
     s.src = io.x.m;
     s.in_q = io.x.q;
     s.out_q = quant_.outputs[io.index];
-    const bool spatial_out = l.kind != LayerKind::fc && l.kind != LayerKind::log_softmax;
-    s.dst_dims = spatial_out ? memory::dims{n_, l.k, l.oh, l.ow} : memory::dims{n_, l.k};
+    s.dst_dims = output_dims(l, n_);
     s.src_desc = s.first ? memory::desc(s.src.get_desc().dims(), dt::u8, tag::any) : s.src.get_desc();
     s.any_dst = memory::desc(s.dst_dims, s.logits ? dt::f32 : dt::u8, tag::any);
     return s;

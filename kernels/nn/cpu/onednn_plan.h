@@ -6,6 +6,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -127,6 +128,13 @@ auto not_reference(Make make, const dnnl::memory::desc& fixed,
     }
   }
   return pd;
+}
+
+// Layer l's output at batch n as its primitive writes it: [n, k] for fc and
+// log-softmax (the classes), [n, k, oh, ow] for the spatial layers.
+inline dnnl::memory::dims output_dims(const Layer& l, std::int64_t n) {
+  if (l.kind == LayerKind::fc || l.kind == LayerKind::log_softmax) return {n, l.k};
+  return {n, l.k, l.oh, l.ow};
 }
 
 // A fully connected layer's weights on input `src`. A 4-D input (NCHW, or

@@ -3,7 +3,8 @@
 // each image's augmentation, a pure function of (seed, the image's index in
 // the data set) so that a batch is the same whatever the thread count. A
 // description with no computation of a batch: the reference may use it
-// (docs/architecture.md). augment_of is defined in loader.cpp.
+// (docs/architecture.md). augment_of is defined in augment.cpp, part of the
+// descriptions' library (dlb_description) the reference links.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,11 @@ struct ImageAugment {
   bool flip = false;
 };
 ImageAugment augment_of(std::uint64_t seed, std::int64_t index, const Augment& augment);
+
+// splitmix64 (Steele, Lea and Flood): the counter-based generator every
+// draw of the data takes its bits from (augment_of above; the epoch's
+// initial weights and batch order, train/epoch.h).
+std::uint64_t splitmix64(std::uint64_t x);
 
 // Input layout of the network: c x h x w, and the normalization.
 struct BatchFormat {

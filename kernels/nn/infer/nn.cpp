@@ -136,15 +136,4 @@ static const NetVariant kNetworkVariants[] = {
 
 VariantTable<NetArgs> network_variants() { return kNetworkVariants; }
 
-std::string_view precision_name(NetPrecision precision) {
-  switch (precision) {
-    case NetPrecision::f32: return "f32";
-    case NetPrecision::bf16: return "bf16";
-    case NetPrecision::f16: return "f16";
-    case NetPrecision::s8: return "s8";
-    case NetPrecision::tf32: return "tf32";
-  }
-  return "?";
-}
-
 }  // namespace dlb::nn

@@ -109,6 +109,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/common/precision.h"
 #include "kernels/common/variant.h"
 #include "kernels/nn/model/network.h"
 
@@ -147,9 +148,9 @@ struct NetArgs {
 // What a row computes in: its activations' format (the row's precision
 // field; its name ends in the same word, "cpu_onednn_bf16", "cpu_own_s8",
 // unless it is fp32). tf32: fp32 activations, products of inputs rounded to
-// TF32 on tensor cores (gpu_cudnn_graph_tf32).
-enum class NetPrecision { f32, bf16, f16, s8, tf32 };
-std::string_view precision_name(NetPrecision precision);
+// TF32 on tensor cores (gpu_cudnn_graph_tf32). The gemm table's formats
+// (precision.h), named by precision_name.
+using NetPrecision = Precision;
 
 }  // namespace dlb::nn
 

@@ -20,13 +20,6 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 
 }  // namespace
 
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 float init_value(std::uint64_t seed, std::size_t j, std::uint64_t i, std::int64_t fan) {
   const std::uint64_t r = splitmix64(splitmix64(seed + j) ^ i);
   const double u = static_cast<double>(r >> 40) * 0x1p-24;  // exact: 24 bits

@@ -5,8 +5,8 @@
 // ours begin from the same weights and see the same batches, with no
 // weights file between them.
 //
-// The generator: splitmix64 (Steele, Lea and Flood), the one the loader's
-// augmentation draws from (loader.cpp), keyed by a seed and a counter.
+// The generator: splitmix64 (Steele, Lea and Flood; data/augment.h), the
+// one the loader's augmentation draws from, keyed by a seed and a counter.
 //
 //   init:  parameter j (state_dict order), element i:
 //            r = splitmix64(splitmix64(seed + j) ^ i)
@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/nn/data/augment.h"  // splitmix64
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/data/loader.h"
 #include "kernels/nn/model/network.h"
@@ -36,7 +37,6 @@
 
 namespace dlb::nn {
 
-std::uint64_t splitmix64(std::uint64_t x);
 
 // The fresh value of element i of trainable tensor j (see above).
 float init_value(std::uint64_t seed, std::size_t j, std::uint64_t i, std::int64_t fan_in);

@@ -23,7 +23,7 @@
 #include "kernels/conv/conv_wgrad.h"
 #include "kernels/nn/infer/layers.h"
 #include "kernels/nn/train/train.h"
-#include "kernels/nn/train/train_walk.h"
+#include "kernels/nn/train/walked_step.h"
 
 namespace dlb::nn {
 
@@ -98,6 +98,18 @@ Shift shift_of(const Layer& l, std::int64_t a, std::int64_t b) {
   return s;
 }
 
+// In one shifted plane [oh, ow]: zeroes the columns the shift by s.dx
+// wrapped in from the next or previous row (the padding's).
+void zero_wrapped(const Layer& l, const Shift& s, float* plane) {
+  if (s.dx < 0) {
+    for (std::int64_t i = s.i0; i < s.i1; ++i)
+      for (std::int64_t j = 0; j < -s.dx; ++j) plane[i * l.ow + j] = 0.0f;
+  } else if (s.dx > 0) {
+    for (std::int64_t i = s.i0; i < s.i1; ++i)
+      for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) plane[i * l.ow + j] = 0.0f;
+  }
+}
+
 void im2col(const Layer& l, const float* x, float* col, std::int64_t ld) {
   const std::int64_t r = l.window;
   if (same_size(l)) {
@@ -111,14 +123,7 @@ void im2col(const Layer& l, const float* x, float* col, std::int64_t ld) {
           for (std::int64_t e = 0; e < s.from; ++e) dst[e] = 0.0f;
           for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[s.from + e] = src[e];
           for (std::int64_t e = s.to; e < plane; ++e) dst[e] = 0.0f;
-          // The columns the shift wrapped in from the next or previous row.
-          if (s.dx < 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = 0; j < -s.dx; ++j) dst[i * l.ow + j] = 0.0f;
-          } else if (s.dx > 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) dst[i * l.ow + j] = 0.0f;
-          }
+          zero_wrapped(l, s, dst);  // the columns the shift wrapped in from the next or previous row
         }
     return;
   }
@@ -160,13 +165,7 @@ void col2im(const Layer& l, float* dcol, std::int64_t ld, float* dx, bool accumu
         for (std::int64_t b = 0; b < r; ++b) {
           float* __restrict src = dcol + ((c * r + a) * r + b) * ld;
           const Shift s = shift_of(l, a, b);
-          if (s.dx < 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = 0; j < -s.dx; ++j) src[i * l.ow + j] = 0.0f;
-          } else if (s.dx > 0) {
-            for (std::int64_t i = s.i0; i < s.i1; ++i)
-              for (std::int64_t j = l.ow - s.dx; j < l.ow; ++j) src[i * l.ow + j] = 0.0f;
-          }
+          zero_wrapped(l, s, src);
           float* __restrict dst = dx + c * l.h * l.w + s.offset + s.from;
           for (std::int64_t e = 0; e < s.to - s.from; ++e) dst[e] += src[s.from + e];
         }
@@ -275,18 +274,11 @@ namespace {
 
 // The im2col step and the own-kernel step: a backend of the training walk
 // (train_walk.h), its calls made once by the constructor.
-class Im2colStep final : public TrainStep, TrainLayers {
+class Im2colStep final : public PlainParamsStep {
  public:
-  const Network& net;
-  std::int64_t batch_;
-  Sgd sgd_;
   bool own_convs;  // make_own_train_step: every conv on the own direct kernel
   Gemm gemm_lib;   // the GEMMs' library (Eigen's for the own step's fc layers)
   int threads = omp_get_max_threads();
-  std::vector<TrainParam> params_;
-  TrainFlow flow;  // the walk's analysis of the network: logits, readers, first writers
-  TrainWalk walk;  // the calls, made once by the constructor
-  std::vector<std::vector<float>> p, g, v;  // per parameter
   struct PerLayer {
     int weight = -1, bias = -1, gamma = -1, beta = -1;  // parameter indices
     std::vector<float> out;             // [batch, out_size]: what backward reads (ReLU masks, next layer's input)
@@ -300,9 +292,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
     bool add_to_residual = false;    // the same for the residual
   };
   std::vector<PerLayer> layers;
-  std::size_t logits_layer = 0;  // the last layer before log-softmax
   std::vector<int> readers;      // per layer: how many layers read its output (input or residual)
-  std::vector<float> log_probs_;  // [batch, classes]
   std::vector<std::vector<float>> gbuf;  // backward's gradient buffers, shared by layers whose gradients do not overlap in time
   std::vector<std::vector<float>> col, dcol, zbuf, partial, dout;  // per thread
   std::vector<std::vector<double>> stats;                    // per thread: batch-norm's per-channel sums
@@ -319,32 +309,23 @@ class Im2colStep final : public TrainStep, TrainLayers {
   std::vector<std::unique_ptr<OwnConv>> own;  // per layer, null but for convs
   std::vector<float> own_dz, own_w_rot;
   const float* x = nullptr;
-  const std::uint8_t* labels = nullptr;
-  double loss_value = 0;
-  bool forward_done = false, backward_done = false;
 
   Im2colStep(const Network& n, std::int64_t b, Sgd s, bool own, Gemm gemm)
-      : net(n), batch_(b), sgd_(s), own_convs(own), gemm_lib(gemm), params_(trainable_params(n)), flow(train_flow(n)) {
+      : PlainParamsStep(n, b, s, "training step"), own_convs(own), gemm_lib(gemm) {
 #if !DLB_HAVE_ONEDNN
     if (gemm_lib != Gemm::eigen) throw Unsupported("training step: this build has no oneDNN");
 #endif
-    DLB_REQUIRE(batch_ >= 1, "training step: batch " + std::to_string(batch_) + " is not positive");
-    const auto& ls = net.layers;
-    logits_layer = flow.logits;
+    const auto& ls = net_.layers;
     layers.resize(ls.size());
     readers.assign(ls.size(), 0);
-    std::copy(flow.readers.begin(), flow.readers.end(), readers.begin());
+    std::copy(flow_.readers.begin(), flow_.readers.end(), readers.begin());
     for (std::size_t j = 0; j < params_.size(); ++j) {
-      const auto values = param_values(net, params_[j]);
-      p.emplace_back(values.begin(), values.end());
-      g.emplace_back(values.size(), 0.0f);
-      v.emplace_back(values.size(), 0.0f);
       PerLayer& pl = layers[params_[j].layer];
       (params_[j].bn ? (params_[j].bias ? pl.beta : pl.gamma) : (params_[j].bias ? pl.bias : pl.weight)) =
           static_cast<int>(j);
     }
     std::int64_t col_floats = 0, z_floats = 0, partial_floats = 0, out_floats = 0, max_k = 1;
-    for (std::size_t i = 0; i <= logits_layer; ++i) {
+    for (std::size_t i = 0; i <= flow_.logits; ++i) {
       const Layer& l = ls[i];
       PerLayer& s = layers[i];
       s.out.assign(static_cast<std::size_t>(batch_ * l.out_size()), 0.0f);
@@ -369,7 +350,6 @@ class Im2colStep final : public TrainStep, TrainLayers {
     if (own_convs) col_floats = z_floats = partial_floats = out_floats = 0;  // the im2col step's
     assign_gradient_buffers();
     if (own_convs) prepare_own();
-    log_probs_.assign(static_cast<std::size_t>(batch_ * ls[logits_layer].out_size()), 0.0f);
     for (int t = 0; t < threads; ++t) {
       col.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
       dcol.emplace_back(static_cast<std::size_t>(col_floats), 0.0f);
@@ -378,7 +358,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
       dout.emplace_back(static_cast<std::size_t>(out_floats), 0.0f);
       stats.emplace_back(static_cast<std::size_t>(2 * max_k), 0.0);
     }
-    walk = walk_train(net, flow, *this);
+    walk();
   }
 
   // Backward's buffers: the gradient of layer j's output is written first
@@ -388,9 +368,9 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // backward order). A pooled conv's own output gradient lives per image in
   // `dout`. The first writer overwrites, later ones add (add_to_*).
   void assign_gradient_buffers() {
-    const auto& ls = net.layers;
-    const auto n = static_cast<int>(logits_layer) + 1;
-    const std::vector<int>& first_write = flow.first_write;
+    const auto& ls = net_.layers;
+    const auto n = static_cast<int>(flow_.logits) + 1;
+    const std::vector<int>& first_write = flow_.first_write;
     for (int i = 0; i < n; ++i) {
       const Layer& l = ls[static_cast<std::size_t>(i)];
       PerLayer& s = layers[static_cast<std::size_t>(i)];
@@ -421,13 +401,13 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // convolution of the gradient needs stride 1), a pad above window - 1, an
   // output that two layers read.
   void prepare_own() {
-    const auto& ls = net.layers;
+    const auto& ls = net_.layers;
     const auto refuse = [&](const Layer& l, const std::string& what) {
-      throw Unsupported("training step cpu_own: " + net.name + " layer " + l.name + ": " + what +
+      throw Unsupported("training step cpu_own: " + net_.name + " layer " + l.name + ": " + what +
                         " is not supported (chains of stride-1 convolutions only)");
     };
     std::int64_t out = 0, wsize = 0;
-    for (std::size_t i = 0; i <= logits_layer; ++i) {
+    for (std::size_t i = 0; i <= flow_.logits; ++i) {
       const Layer& l = ls[i];
       if (l.kind != LayerKind::conv) continue;
       if (layers[i].gamma >= 0) refuse(l, "batch-norm");
@@ -441,14 +421,14 @@ class Im2colStep final : public TrainStep, TrainLayers {
     own_w_rot.assign(static_cast<std::size_t>(wsize), 0.0f);
     own.resize(ls.size());
     const Exec exec;
-    for (std::size_t i = 0; i <= logits_layer; ++i) {
+    for (std::size_t i = 0; i <= flow_.logits; ++i) {
       const Layer& l = ls[i];
       if (l.kind != LayerKind::conv) continue;
       auto o = std::make_unique<OwnConv>();
       const std::int64_t r = l.window;
       // y [n, k, oh, ow] = conv(x [n, c, h, w], W [k, c, r, r]), pad p.
       o->forward = {ConvShape{batch_, l.c, l.h, l.w, l.k, r, r, 1, l.pad}, nullptr,
-                    p[static_cast<std::size_t>(layers[i].weight)].data(), layers[i].out.data()};
+                    p(layers[i].weight), layers[i].out.data()};
       // dx [n, c, h, w] = conv(dz [n, k, oh, ow], W rotated [c, k, r, r]),
       // pad r - 1 - p: (oh + 2 (r - 1 - p) - r + 1) = h.
       o->data = {ConvShape{batch_, l.k, l.oh, l.ow, l.c, r, r, 1, r - 1 - l.pad}, own_dz.data(), own_w_rot.data(),
@@ -474,8 +454,21 @@ class Im2colStep final : public TrainStep, TrainLayers {
     return std::clamp<std::int64_t>((kColumns + plane - 1) / plane, 1, (batch_ + threads - 1) / threads);
   }
 
+  // body(t, n0, cnt) for every chunk of chunk_of(l) images from n0, on
+  // the step's threads (t: the thread, whose buffers the body uses).
+  template <class Body>
+  void for_chunks(const Layer& l, Body&& body) {
+#pragma omp parallel num_threads(threads)
+    {
+      const auto t = static_cast<std::size_t>(omp_get_thread_num());
+      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
+#pragma omp for schedule(static)
+      for (std::int64_t ch = 0; ch < chunks; ++ch) body(t, ch * chunk, std::min(chunk, batch_ - ch * chunk));
+    }
+  }
+
   const float* input_of(std::size_t i) const {
-    const int in = net.layers[i].input;
+    const int in = net_.layers[i].input;
     return in < 0 ? x : layers[static_cast<std::size_t>(in)].out.data();
   }
 
@@ -484,9 +477,9 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // loop over the images, on each image's output while it is in cache, and
   // its backward inside the conv's backward.
   bool pooled(std::size_t i) const {
-    return net.layers[i].kind == LayerKind::conv && layers[i].gamma < 0 && net.layers[i].residual < 0 &&
-           i + 1 <= logits_layer && net.layers[i + 1].kind == LayerKind::max_pool &&
-           net.layers[i + 1].input == static_cast<int>(i) && readers[i] == 1;
+    return net_.layers[i].kind == LayerKind::conv && layers[i].gamma < 0 && net_.layers[i].residual < 0 &&
+           i + 1 <= flow_.logits && net_.layers[i + 1].kind == LayerKind::max_pool &&
+           net_.layers[i + 1].input == static_cast<int>(i) && readers[i] == 1;
   }
 
   // A conv layer, its state, and the max pool its loops run (pooled) with
@@ -499,7 +492,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
   };
   ConvParts conv_parts(std::size_t i) {
     const bool fused = pooled(i);
-    return {net.layers[i], layers[i], fused ? &net.layers[i + 1] : nullptr, fused ? &layers[i + 1] : nullptr};
+    return {net_.layers[i], layers[i], fused ? &net_.layers[i + 1] : nullptr, fused ? &layers[i + 1] : nullptr};
   }
 
   // out = relu(in + bias + residual) on one image [k, plane], any part absent.
@@ -523,20 +516,15 @@ class Im2colStep final : public TrainStep, TrainLayers {
     const bool bn = s.gamma >= 0;
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
     const float* in = input_of(i);
-    const float* w = p[static_cast<std::size_t>(s.weight)].data();
-    const float* bias = s.bias >= 0 ? p[static_cast<std::size_t>(s.bias)].data() : nullptr;
+    const float* w = p(s.weight);
+    const float* bias = s.bias >= 0 ? p(s.bias) : nullptr;
     const float* res = l.residual >= 0 ? layers[static_cast<std::size_t>(l.residual)].out.data() : nullptr;
     float* y = bn ? s.z.data() : s.out.data();
     if (bn)
       for (auto& st : stats) std::fill(st.begin(), st.begin() + 2 * l.k, 0.0);
-#pragma omp parallel num_threads(threads)
-    {
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
-      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
-#pragma omp for schedule(static)
-      for (std::int64_t ch = 0; ch < chunks; ++ch) {
+    for_chunks(l, [&](std::size_t t, std::int64_t n0, std::int64_t cnt) {
       // The chunk's patches side by side, [crr, cnt * plane], one GEMM.
-      const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch_ - n0), cols = cnt * plane;
+      const std::int64_t cols = cnt * plane;
       float* cb = col[t].data();
       float* yb = zbuf[t].data();
       for (std::int64_t j = 0; j < cnt; ++j) im2col(l, in + (n0 + j) * l.in_size(), cb + j * plane, cols);
@@ -561,8 +549,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
                      pool_state->argmax.data() + n * pool->out_size());
         }
       }
-      }
-    }
+    });
     if (bn) batch_norm_forward(i);
   }
 
@@ -571,7 +558,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
   void conv_forward_own(std::size_t i) {
     const auto [l, s, pool, pool_state] = conv_parts(i);
     OwnConv& o = *own[i];
-    const float* bias = s.bias >= 0 ? p[static_cast<std::size_t>(s.bias)].data() : nullptr;
+    const float* bias = s.bias >= 0 ? p(s.bias) : nullptr;
     o.forward.x = input_of(i);  // the network's input moves between calls
     o.run_forward();
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -587,12 +574,12 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // The batch's statistics from the threads' sums (in thread order), the
   // running statistics' update, then y = relu(z scale + shift + residual).
   void batch_norm_forward(std::size_t i) {
-    const Layer& l = net.layers[i];
+    const Layer& l = net_.layers[i];
     PerLayer& s = layers[i];
     const std::int64_t plane = l.oh * l.ow;
     const double m = static_cast<double>(batch_ * plane), mo = l.raw.bn_momentum;
-    const float* gamma = p[static_cast<std::size_t>(s.gamma)].data();
-    const float* beta = p[static_cast<std::size_t>(s.beta)].data();
+    const float* gamma = p(s.gamma);
+    const float* beta = p(s.beta);
     for (std::int64_t k = 0; k < l.k; ++k) {
       double sum = 0, sum2 = 0;
       for (int t = 0; t < threads; ++t) sum += stats[static_cast<std::size_t>(t)][static_cast<std::size_t>(k)],
@@ -630,9 +617,9 @@ class Im2colStep final : public TrainStep, TrainLayers {
 
   void fc_forward(const Layer& l, const PerLayer& s, const float* in, float* y) {
     Map out(y, batch_, l.k);
-    gemm(gemm_lib, false, true, batch_, l.k, l.in_size(), in, l.in_size(), p[static_cast<std::size_t>(s.weight)].data(),
+    gemm(gemm_lib, false, true, batch_, l.k, l.in_size(), in, l.in_size(), p(s.weight),
          l.in_size(), false, y, l.k);
-    out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(p[static_cast<std::size_t>(s.bias)].data(), l.k);
+    out.rowwise() += Eigen::Map<const Eigen::RowVectorXf>(p(s.bias), l.k);
     if (l.relu) out = out.cwiseMax(0.0f);
   }
 
@@ -642,16 +629,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
       pool_image(l, in + n * l.in_size(), y + n * l.out_size(), s.argmax.data() + n * l.out_size());
   }
 
-  double forward(const float* input, const std::uint8_t* label) {
-    DLB_REQUIRE(input != nullptr && label != nullptr, "training step: no input or no labels");
-    check_labels(net, label, batch_);
-    x = input;
-    labels = label;
-    walk.forward();
-    forward_done = true;
-    backward_done = false;
-    return loss_value;
-  }
+  void set_input(const float* input) override { x = input; }
 
   // The walk's functions, one per layer kind (train_walk.h): each layer's
   // calls in both directions. A conv runs the max pool that reads it
@@ -670,17 +648,9 @@ class Im2colStep final : public TrainStep, TrainLayers {
     c.backward = [this, i] { conv_backward(i); };
     return c;
   }
-  // A layer's calls: the backward data only where its input's gradient is needed.
-  static TrainCalls calls(const TrainIo& io, Run forward, Run backward_data, Run backward_weights = {}) {
-    TrainCalls c;
-    c.forward = std::move(forward);
-    c.backward_weights = std::move(backward_weights);
-    if (io.need_dx) c.backward_data = std::move(backward_data);
-    return c;
-  }
   TrainCalls fc(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
-    return calls(
+    return layer_calls(
         io, [this, &l, i] { fc_forward(l, layers[i], input_of(i), layers[i].out.data()); },
         [this, &l, i] { fc_backward_data(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); },
         [this, &l, i] { fc_backward_weights(l, layers[i], input_of(i), grad_of(static_cast<int>(i))); });
@@ -688,26 +658,21 @@ class Im2colStep final : public TrainStep, TrainLayers {
   TrainCalls max_pool(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
     if (i > 0 && pooled(i - 1)) return {};  // its conv's
-    return calls(
+    return layer_calls(
         io, [this, &l, i] { max_pool_forward(l, layers[i], input_of(i), layers[i].out.data()); },
         [this, &l, i] { max_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); });
   }
   TrainCalls global_avg_pool(const Layer& l, const TrainIo& io) override {
     const std::size_t i = io.index;
-    return calls(
+    return layer_calls(
         io, [this, &l, i] { global_avg_pool_nchw(l, batch_, input_of(i), layers[i].out.data()); },
         [this, &l, i] { global_avg_pool_backward(l, layers[i], grad_of(static_cast<int>(i)), grad_of(l.input)); });
   }
   TrainCalls loss(const TrainIo& io) override {
     const std::size_t i = io.index;
-    const std::int64_t classes = net.layers[i].out_size();
     TrainCalls c;
-    c.forward = [this, i, classes] {
-      loss_value = log_softmax_nll(layers[i].out.data(), labels, batch_, classes, log_probs_.data());
-    };
-    c.backward_data = [this, i, classes] {
-      nll_gradient(log_probs_.data(), labels, batch_, classes, grad_of(static_cast<int>(i)));
-    };
+    c.forward = [this, i] { loss_forward(layers[i].out.data()); };
+    c.backward_data = [this, i] { loss_backward(grad_of(static_cast<int>(i))); };
     return c;
   }
 
@@ -734,7 +699,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // double, per thread, summed in thread order), and the means a, b that
   // the conv's loop turns dy into dz with.
   void batch_norm_backward(std::size_t i, float* dy, float* dres) {
-    const Layer& l = net.layers[i];
+    const Layer& l = net_.layers[i];
     PerLayer& s = layers[i];
     const std::int64_t plane = l.oh * l.ow;
     for (auto& st : stats) std::fill(st.begin(), st.begin() + 2 * l.k, 0.0);
@@ -750,8 +715,8 @@ class Im2colStep final : public TrainStep, TrainLayers {
                        s.inv_std[static_cast<std::size_t>(k)], plane, st[k], st[l.k + k]);
       }
     }
-    float* dgamma = g[static_cast<std::size_t>(s.gamma)].data();
-    float* dbeta = g[static_cast<std::size_t>(s.beta)].data();
+    float* dgamma = g(s.gamma);
+    float* dbeta = g(s.beta);
     const double m = static_cast<double>(batch_ * plane);
     for (std::int64_t k = 0; k < l.k; ++k) {
       double sum = 0, sum_x = 0;
@@ -774,59 +739,53 @@ class Im2colStep final : public TrainStep, TrainLayers {
     float* dres = l.residual >= 0 ? grad_of(l.residual) : nullptr;
     if (bn) batch_norm_backward(i, dy, dres);
     const std::int64_t crr = l.c * l.window * l.window, plane = l.oh * l.ow;
-    const float* w = p[static_cast<std::size_t>(s.weight)].data();
+    const float* w = p(s.weight);
     const bool has_bias = s.bias >= 0;
     const float* in = input_of(i);
     // Every thread's partial sums zeroed here, not in the region: OpenMP may
     // run it on fewer threads than asked, and reduce() reads them all.
     for (auto& part : partial) std::fill(part.begin(), part.begin() + l.k * crr + l.k, 0.0f);
-#pragma omp parallel num_threads(threads)
-    {
-      const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    for_chunks(l, [&](std::size_t t, std::int64_t n0, std::int64_t cnt) {
       Map dw(partial[t].data(), l.k, crr);
       Eigen::Map<Vector> db(partial[t].data() + l.k * crr, l.k);
-      const std::int64_t chunk = chunk_of(l), chunks = (batch_ + chunk - 1) / chunk;
-#pragma omp for schedule(static)
-      for (std::int64_t ch = 0; ch < chunks; ++ch) {
-        // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
-        // side by side: one GEMM for dW, one for the patches' gradients.
-        const std::int64_t n0 = ch * chunk, cnt = std::min(chunk, batch_ - n0), cols = cnt * plane;
-        float* zb = zbuf[t].data();
-        float* cb = col[t].data();
-        for (std::int64_t n = n0; n < n0 + cnt; ++n) {
-          float* dn = dy + n * l.k * plane;
-          if (pool != nullptr) {
-            dn = dout[t].data();
-            unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
-          }
-          float* to = zb + (n - n0) * plane;
-          if (bn) {
-            // dz = scale (dy - mean(dy) - xhat mean(dy xhat)).
-            const float* z = s.z.data() + n * l.out_size();
-            for (std::int64_t k = 0; k < l.k; ++k) {
-              const auto u = static_cast<std::size_t>(k);
-              const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
-              const float* d = dn + k * plane;
-              const float* zk = z + k * plane;
-              float* o = to + k * cols;
-              for (std::int64_t q = 0; q < plane; ++q) o[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
-            }
-          } else {
-            mask_and_join(l, s, n, dn, dres);
-            for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, to + k * cols);
-          }
-          im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
+      // The chunk's dz [k, cnt * plane] and patches [crr, cnt * plane]
+      // side by side: one GEMM for dW, one for the patches' gradients.
+      const std::int64_t cols = cnt * plane;
+      float* zb = zbuf[t].data();
+      float* cb = col[t].data();
+      for (std::int64_t n = n0; n < n0 + cnt; ++n) {
+        float* dn = dy + n * l.k * plane;
+        if (pool != nullptr) {
+          dn = dout[t].data();
+          unpool_image(*pool, pool_state->argmax.data() + n * pool->out_size(), dy + n * pool->out_size(), dn);
         }
-        gemm(gemm_lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
-        if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
-        if (dx != nullptr) {
-          float* dcb = dcol[t].data();
-          gemm(gemm_lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
-          for (std::int64_t n = n0; n < n0 + cnt; ++n)
-            col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
+        float* to = zb + (n - n0) * plane;
+        if (bn) {
+          // dz = scale (dy - mean(dy) - xhat mean(dy xhat)).
+          const float* z = s.z.data() + n * l.out_size();
+          for (std::int64_t k = 0; k < l.k; ++k) {
+            const auto u = static_cast<std::size_t>(k);
+            const float mean = s.mean[u], inv_std = s.inv_std[u], sc = s.scale[u], a = s.a[u], b = s.b[u];
+            const float* d = dn + k * plane;
+            const float* zk = z + k * plane;
+            float* o = to + k * cols;
+            for (std::int64_t q = 0; q < plane; ++q) o[q] = sc * (d[q] - a - (zk[q] - mean) * inv_std * b);
+          }
+        } else {
+          mask_and_join(l, s, n, dn, dres);
+          for (std::int64_t k = 0; k < l.k; ++k) std::copy(dn + k * plane, dn + (k + 1) * plane, to + k * cols);
         }
+        im2col(l, in + n * l.in_size(), cb + (n - n0) * plane, cols);
       }
-    }
+      gemm(gemm_lib, false, true, l.k, crr, cols, zb, cols, cb, cols, true, dw.data(), crr);
+      if (has_bias) db += ConstMap(zb, l.k, cols).rowwise().sum();
+      if (dx != nullptr) {
+        float* dcb = dcol[t].data();
+        gemm(gemm_lib, true, false, crr, cols, l.k, w, crr, zb, cols, false, dcb, cols);
+        for (std::int64_t n = n0; n < n0 + cnt; ++n)
+          col2im(l, dcb + (n - n0) * plane, cols, dx + n * l.in_size(), s.add_to_input);
+      }
+    });
     reduce(s.weight, l.k * crr, 0);
     if (has_bias) reduce(s.bias, l.k, l.k * crr);
   }
@@ -852,10 +811,10 @@ class Im2colStep final : public TrainStep, TrainLayers {
       }
       mask_and_join(l, s, n, dn, nullptr);
     }
-    (*o.weights)(in, dz, g[static_cast<std::size_t>(s.weight)].data());
+    (*o.weights)(in, dz, g(s.weight));
     if (s.bias >= 0) {
       // Per image, then over the batch: batch * plane terms, as the bound counts.
-      Eigen::Map<Vector> db(g[static_cast<std::size_t>(s.bias)].data(), l.k);
+      Eigen::Map<Vector> db(g(s.bias), l.k);
       db.setZero();
       for (std::int64_t n = 0; n < batch_; ++n) db += ConstMap(dz + n * l.out_size(), l.k, plane).rowwise().sum();
     }
@@ -864,10 +823,10 @@ class Im2colStep final : public TrainStep, TrainLayers {
   // Its backward data: dx from the own kernel on dz (the weights' call
   // left it) and the rotated weights.
   void conv_backward_own_data(std::size_t i) {
-    const Layer& l = net.layers[i];
+    const Layer& l = net_.layers[i];
     const PerLayer& s = layers[i];
     const std::int64_t r = l.window;
-    const float* w = p[static_cast<std::size_t>(s.weight)].data();
+    const float* w = p(s.weight);
     for (std::int64_t c = 0; c < l.c; ++c)
       for (std::int64_t k = 0; k < l.k; ++k)
         for (std::int64_t a = 0; a < r; ++a)
@@ -879,7 +838,7 @@ class Im2colStep final : public TrainStep, TrainLayers {
 
   // g[param] = the sum of the threads' partial sums at `offset`, in thread order.
   void reduce(int param, std::int64_t size, std::int64_t offset) {
-    float* out = g[static_cast<std::size_t>(param)].data();
+    float* out = g(param);
     std::copy(partial[0].data() + offset, partial[0].data() + offset + size, out);
     for (int t = 1; t < threads; ++t) {
       const float* part = partial[static_cast<std::size_t>(t)].data() + offset;
@@ -893,11 +852,11 @@ class Im2colStep final : public TrainStep, TrainLayers {
     Map d(dy, batch_, l.k);
     if (l.relu) d = (ConstMap(s.out.data(), batch_, l.k).array() > 0.0f).select(d, 0.0f);
     gemm(gemm_lib, true, false, l.k, l.in_size(), batch_, dy, l.k, in, l.in_size(), false,
-         g[static_cast<std::size_t>(s.weight)].data(), l.in_size());
-    Eigen::Map<Eigen::RowVectorXf>(g[static_cast<std::size_t>(s.bias)].data(), l.k) = d.colwise().sum();
+         g(s.weight), l.in_size());
+    Eigen::Map<Eigen::RowVectorXf>(g(s.bias), l.k) = d.colwise().sum();
   }
   void fc_backward_data(const Layer& l, const PerLayer& s, const float* dy, float* dx) {
-    gemm(gemm_lib, false, false, batch_, l.in_size(), l.k, dy, l.k, p[static_cast<std::size_t>(s.weight)].data(),
+    gemm(gemm_lib, false, false, batch_, l.in_size(), l.k, dy, l.k, p(s.weight),
          l.in_size(), s.add_to_input, dx, l.in_size());
   }
 
@@ -920,23 +879,10 @@ class Im2colStep final : public TrainStep, TrainLayers {
     }
   }
 
-  void backward() override {
-    DLB_REQUIRE(forward_done, "training step: backward without a forward");
-    walk.backward();
-    backward_done = true;
-  }
-
-  void update() override {
-    DLB_REQUIRE(backward_done, "training step: update without a backward");
-    for (std::size_t j = 0; j < p.size(); ++j)
-      sgd_update(p[j].data(), g[j].data(), v[j].data(), static_cast<std::int64_t>(p[j].size()), sgd_);
-    backward_done = false;
-  }
-
   TrainMemory memory() const override {
     TrainMemory m;
     const auto bytes = [](const auto& vec) { return static_cast<std::int64_t>(vec.size() * sizeof(vec[0])); };
-    for (std::size_t j = 0; j < p.size(); ++j) m.weights += bytes(p[j]), m.gradients += bytes(g[j]), m.optimizer += bytes(v[j]);
+    count_params(m);
     for (const auto& s : layers) {
       m.activations += bytes(s.out) + bytes(s.argmax) + bytes(s.z);
       for (const auto* vec : {&s.mean, &s.inv_std, &s.scale, &s.shift, &s.running_mean, &s.running_var, &s.a, &s.b})
@@ -954,23 +900,6 @@ class Im2colStep final : public TrainStep, TrainLayers {
     return m;
   }
 
-  std::vector<std::pair<std::string, double>> profile(const float* input, const std::uint8_t* label,
-                                                      int steps) override {
-    forward(input, label);  // checks the labels, sets x
-    auto counters = profile_walk(walk, steps, [this] { backward_done = true, update(); });
-    forward_done = true;  // the last profiled forward's
-    backward_done = false;
-    return counters;
-  }
-
-  std::int64_t batch() const override { return batch_; }
-  const Sgd& sgd() const override { return sgd_; }
-  const std::vector<TrainParam>& params() const override { return params_; }
-  std::span<const float> param(std::size_t i) const override { return p.at(i); }
-  std::span<float> param(std::size_t i) override { return p.at(i); }
-  std::span<const float> grad(std::size_t i) const override { return g.at(i); }
-  std::span<const float> velocity(std::size_t i) const override { return v.at(i); }
-  std::span<const float> log_probs() const override { return log_probs_; }
   std::span<const float> running_mean(std::size_t layer) const override { return layers.at(layer).running_mean; }
   std::span<const float> running_var(std::size_t layer) const override { return layers.at(layer).running_var; }
 };

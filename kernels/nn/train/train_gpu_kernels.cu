@@ -11,25 +11,13 @@ namespace {
 
 constexpr unsigned kBlock = 256;
 
-// One thread per element i < count: f(p, i).
-#define DLB_TG_EACH_KERNEL(name, Params, function)                                \
-  __global__ void name(Params p, std::int64_t count) {                            \
-    const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; \
-    if (i < count) function(p, i);                                                \
-  }
-DLB_TG_EACH_KERNEL(bias_act_kernel, BiasAct, bias_act)
-DLB_TG_EACH_KERNEL(max_pool_kernel, MaxPool, max_pool)
-DLB_TG_EACH_KERNEL(max_pool_back_kernel, MaxPoolBack, max_pool_back)
-DLB_TG_EACH_KERNEL(relu_back_kernel, ReluBack, relu_back)
-DLB_TG_EACH_KERNEL(avg_pool_kernel, AvgPool, avg_pool)
-DLB_TG_EACH_KERNEL(avg_pool_back_kernel, AvgPoolBack, avg_pool_back)
-DLB_TG_EACH_KERNEL(log_softmax_nll_kernel, LogSoftmaxNll, log_softmax_nll)
-DLB_TG_EACH_KERNEL(nll_grad_kernel, NllGrad, nll_grad)
-DLB_TG_EACH_KERNEL(sgd_kernel, Sgd, sgd)
-DLB_TG_EACH_KERNEL(bn_apply_kernel, BnApply, bn_apply)
-DLB_TG_EACH_KERNEL(bn_back_data_kernel, BnBackData, bn_back_data)
-DLB_TG_EACH_KERNEL(add_grad_kernel, AddGrad, add_grad)
-#undef DLB_TG_EACH_KERNEL
+// One thread per element i < count: function(p, i) (the element
+// functions of train_gpu_math.h, which the host twin runs over every i).
+template <class Params, void (*function)(const Params&, std::int64_t)>
+__global__ void each_kernel(Params p, std::int64_t count) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) function(p, i);
+}
 
 // One block per channel: each thread's partial sum, then the halving tree
 // (train_gpu_math.h spells out both, for the host twin).
@@ -105,27 +93,29 @@ void bn_sums(const Params& p, CUstream_st* stream) {
   DLB_CUDA_CHECK_LAUNCH();
 }
 
-template <class Kernel, class Params>
-void each(Kernel kernel, const Params& p, std::int64_t count, CUstream_st* stream) {
+template <class Params, void (*function)(const Params&, std::int64_t)>
+void each(const Params& p, std::int64_t count, CUstream_st* stream) {
   if (count <= 0) return;
-  kernel<<<blocks_for(static_cast<std::size_t>(count), kBlock), kBlock, 0, stream>>>(p, count);
+  each_kernel<Params, function><<<blocks_for(static_cast<std::size_t>(count), kBlock), kBlock, 0, stream>>>(p, count);
   DLB_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
-void launch(const BiasAct& p, CUstream_st* stream) { each(bias_act_kernel, p, p.count, stream); }
-void launch(const MaxPool& p, CUstream_st* stream) { each(max_pool_kernel, p, p.count(), stream); }
-void launch(const MaxPoolBack& p, CUstream_st* stream) { each(max_pool_back_kernel, p, p.count(), stream); }
-void launch(const ReluBack& p, CUstream_st* stream) { each(relu_back_kernel, p, p.count, stream); }
-void launch(const AvgPool& p, CUstream_st* stream) { each(avg_pool_kernel, p, p.planes, stream); }
-void launch(const AvgPoolBack& p, CUstream_st* stream) { each(avg_pool_back_kernel, p, p.planes * p.plane, stream); }
-void launch(const LogSoftmaxNll& p, CUstream_st* stream) { each(log_softmax_nll_kernel, p, p.rows, stream); }
-void launch(const NllGrad& p, CUstream_st* stream) { each(nll_grad_kernel, p, p.rows * p.classes, stream); }
-void launch(const Sgd& p, CUstream_st* stream) { each(sgd_kernel, p, p.count, stream); }
-void launch(const BnApply& p, CUstream_st* stream) { each(bn_apply_kernel, p, p.count, stream); }
-void launch(const BnBackData& p, CUstream_st* stream) { each(bn_back_data_kernel, p, p.count, stream); }
-void launch(const AddGrad& p, CUstream_st* stream) { each(add_grad_kernel, p, p.count, stream); }
+void launch(const BiasAct& p, CUstream_st* stream) { each<BiasAct, bias_act>(p, p.count, stream); }
+void launch(const MaxPool& p, CUstream_st* stream) { each<MaxPool, max_pool>(p, p.count(), stream); }
+void launch(const MaxPoolBack& p, CUstream_st* stream) { each<MaxPoolBack, max_pool_back>(p, p.count(), stream); }
+void launch(const ReluBack& p, CUstream_st* stream) { each<ReluBack, relu_back>(p, p.count, stream); }
+void launch(const AvgPool& p, CUstream_st* stream) { each<AvgPool, avg_pool>(p, p.planes, stream); }
+void launch(const AvgPoolBack& p, CUstream_st* stream) {
+  each<AvgPoolBack, avg_pool_back>(p, p.planes * p.plane, stream);
+}
+void launch(const LogSoftmaxNll& p, CUstream_st* stream) { each<LogSoftmaxNll, log_softmax_nll>(p, p.rows, stream); }
+void launch(const NllGrad& p, CUstream_st* stream) { each<NllGrad, nll_grad>(p, p.rows * p.classes, stream); }
+void launch(const Sgd& p, CUstream_st* stream) { each<Sgd, sgd>(p, p.count, stream); }
+void launch(const BnApply& p, CUstream_st* stream) { each<BnApply, bn_apply>(p, p.count, stream); }
+void launch(const BnBackData& p, CUstream_st* stream) { each<BnBackData, bn_back_data>(p, p.count, stream); }
+void launch(const AddGrad& p, CUstream_st* stream) { each<AddGrad, add_grad>(p, p.count, stream); }
 void launch(const BnStats& p, CUstream_st* stream) { bn_sums<BnStats, bn_stats_partial, bn_stats_finish>(p, stream); }
 void launch(const BnBackStats& p, CUstream_st* stream) {
   bn_sums<BnBackStats, bn_back_stats_partial, bn_back_stats_finish>(p, stream);

@@ -96,7 +96,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
 #include "kernels/nn/train/train.h"
-#include "kernels/nn/train/train_walk.h"
+#include "kernels/nn/train/walked_step.h"
 
 namespace dlb::nn {
 namespace {
@@ -147,11 +147,10 @@ bool is_reference(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).substr(0, 3) == "ref";
 }
 
-class OnednnTrainStep final : public TrainStep, TrainLayers {
+class OnednnTrainStep final : public WalkedStep {
  public:
   OnednnTrainStep(const Network& n, std::int64_t b, Sgd s)
-      : net_(n), batch_(b), sgd_(s), params_(trainable_params(n)), flow_(train_flow(n)) {
-    DLB_REQUIRE(batch_ >= 1, "training step: batch " + std::to_string(batch_) + " is not positive");
+      : WalkedStep(n, b, s, "training step") {
     logits_layer_ = flow_.logits;
     try {
       build();
@@ -161,58 +160,26 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
     }
   }
 
-  double forward(const float* x, const std::uint8_t* labels) override {
-    DLB_REQUIRE(x != nullptr && labels != nullptr, "training step: no input or no labels");
-    require_not_nested();
-    check_labels(net_, labels, batch_);
-    write_back_params();
+  // The step's hooks (walked_step.h).
+  void set_input(const float* x) override {
     // Read only (the forward's and backward_weights' source); oneDNN's
     // handles are not const.
     x_user_.set_data_handle(const_cast<float*>(x));
-    labels_ = labels;
-    walk_.forward();
-    forward_done_ = true;
-    backward_done_ = false;
-    return loss_;
   }
-
-  void backward() override {
-    DLB_REQUIRE(forward_done_, "training step: backward without a forward");
+  void before_call() override {
     require_not_nested();
     write_back_params();
-    walk_.backward();
-    std::fill(g_fresh_.begin(), g_fresh_.end(), false);
-    backward_done_ = true;
   }
-
-  void update() override {
-    DLB_REQUIRE(backward_done_, "training step: update without a backward");
-    write_back_params();
-    sgd_update();
-    backward_done_ = false;
-  }
-
-  std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
-                                                      int steps) override {
-    forward(x, labels);  // checks the labels, sets the input
-    auto counters = profile_walk(walk_, steps, [this] { sgd_update(); });
-    std::fill(g_fresh_.begin(), g_fresh_.end(), false);
-    backward_done_ = false;
-    return counters;
-  }
+  void gradients_changed() override { std::fill(g_fresh_.begin(), g_fresh_.end(), false); }
 
   // SGD over every parameter in one loop.
-  void sgd_update() {
+  void apply_sgd() override {
     // Every parameter in one loop: the three buffers share their layout, and
     // the padding (zero in p, g and v) stays zero.
     nn::sgd_update(p_.data(), g_.data(), v_.data(), static_cast<std::int64_t>(p_.size()), sgd_);
     std::fill(p_fresh_.begin(), p_fresh_.end(), false);
     std::fill(v_fresh_.begin(), v_fresh_.end(), false);
   }
-
-  std::int64_t batch() const override { return batch_; }
-  const Sgd& sgd() const override { return sgd_; }
-  const std::vector<TrainParam>& params() const override { return params_; }
 
   std::span<const float> param(std::size_t j) const override { return plain(p_mem_, p_plain_, p_fresh_, j); }
   std::span<float> param(std::size_t j) override {
@@ -222,7 +189,6 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
   }
   std::span<const float> grad(std::size_t j) const override { return plain(g_mem_, g_plain_, g_fresh_, j); }
   std::span<const float> velocity(std::size_t j) const override { return plain(v_mem_, v_plain_, v_fresh_, j); }
-  std::span<const float> log_probs() const override { return log_probs_; }
   std::span<const float> running_mean(std::size_t layer) const override {
     for (const auto& b : bn_)
       if (b.layer == layer) return b.running_mean;
@@ -250,12 +216,7 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
   }
 
  private:
-  const Network& net_;
-  std::int64_t batch_;
-  Sgd sgd_;
-  std::vector<TrainParam> params_;
   std::size_t logits_layer_ = 0;
-  std::int64_t classes_ = 0;
   dnnl::engine& eng_ = onednn_engine();
   dnnl::stream& stream_ = onednn_stream();
 
@@ -277,7 +238,6 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
   std::vector<Mem> kept_;   // what forward keeps: outputs, pool workspaces, plain logits
   std::vector<Mem> work_;   // backward's own: weights in backward_data's layout, plain logit gradients
   Mem logits_plain_, dlogits_plain_;
-  std::vector<float> log_probs_;
   // Backward's gradients of the activations: layer j's output gradient in
   // gbuf_[gbuf_of_[j]] (shared by layers whose gradients are not live at
   // once, see assign_gradient_buffers), written first by its last reader
@@ -308,13 +268,8 @@ class OnednnTrainStep final : public TrainStep, TrainLayers {
   std::vector<std::pair<std::size_t, std::size_t>> forward_at_;
   std::vector<std::vector<Exec>> bwd_w_, bwd_d_;
   std::vector<Exec> loss_forward_, loss_backward_;  // the logits' reorders, where they are blocked
-  TrainFlow flow_;
-  TrainWalk walk_;
-  double loss_ = 0;
   std::size_t building_ = 0;  // the layer build is at, for its errors
   std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: for a debugger
-  const std::uint8_t* labels_ = nullptr;
-  bool forward_done_ = false, backward_done_ = false;
 
   // Memories made before their buffers (bound by build's end): k >= 0:
   // gbuf_[k], kScratch: scratch_, kAddend: addend_.
@@ -586,7 +541,7 @@ void OnednnTrainStep::build() {
   x_user_ = Mem(plain_desc({batch_, net_.c, net_.h, net_.w}), eng_, DNNL_MEMORY_NONE);
   out_.resize(logits_layer_ + 1);
   bwd_w_.resize(logits_layer_ + 1), bwd_d_.resize(logits_layer_ + 1);
-  walk_ = walk_train(net_, flow_, *this);
+  walk();
 
   // The buffers: parameters (each aligned to 64 bytes), activation
   // gradients, scratchpad.
@@ -755,8 +710,6 @@ TrainCalls OnednnTrainStep::pool(const Layer& l, const TrainIo& io) {
 TrainCalls OnednnTrainStep::loss(const TrainIo& io) {
   building_ = io.index;
   const Mem& logits = out_[logits_layer_];
-  classes_ = static_cast<std::int64_t>(floats_of(plain_desc(logits.get_desc().dims()))) / batch_;
-  log_probs_.assign(static_cast<std::size_t>(batch_ * classes_), 0.0f);
   const Mem dlogits = grad_of(logits_layer_);
   const Mem::desc plain_logits = plain_desc(logits.get_desc().dims());
   if (logits.get_desc() == plain_logits) {
@@ -774,11 +727,10 @@ TrainCalls OnednnTrainStep::loss(const TrainIo& io) {
   c.forward = [this] {
     run(loss_forward_);
     update_running_stats();
-    loss_ = log_softmax_nll(static_cast<const float*>(logits_plain_.get_data_handle()), labels_, batch_, classes_,
-                            log_probs_.data());
+    loss_forward(static_cast<const float*>(logits_plain_.get_data_handle()));
   };
   c.backward_data = [this] {
-    nll_gradient(log_probs_.data(), labels_, batch_, classes_, static_cast<float*>(dlogits_plain_.get_data_handle()));
+    loss_backward(static_cast<float*>(dlogits_plain_.get_data_handle()));
     run(loss_backward_);
   };
   return c;

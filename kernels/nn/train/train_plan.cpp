@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/common/error.h"
+#include "kernels/nn/train/plain_loops.h"
 #include "kernels/nn/train/train_walk.h"
 
 namespace dlb::nn {
@@ -361,7 +362,7 @@ std::vector<std::pair<std::string, double>> train_profile_counters(std::span<con
 
 namespace {
 
-// The library calls as plain fp32 loops, the own kernels as their element
+// The library calls as plain fp32 loops (plain_loops.h), the own kernels as their element
 // functions over every element (bias_grad: the block's partial sums and
 // combining tree, as the kernel runs them).
 class HostOps final : public TrainOps {
@@ -378,88 +379,26 @@ class HostOps final : public TrainOps {
   }
 
   void conv_forward(std::size_t, const Layer& l, const float* x, const float* w, float* y) override {
-    for (std::int64_t n = 0; n < n_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k)
-        for (std::int64_t i = 0; i < l.oh; ++i)
-          for (std::int64_t j = 0; j < l.ow; ++j) {
-            float sum = 0.0f;
-            for (std::int64_t c = 0; c < l.c; ++c)
-              for (std::int64_t a = 0; a < l.window; ++a)
-                for (std::int64_t b = 0; b < l.window; ++b) {
-                  const std::int64_t sy = i * l.stride + a - l.pad, sx = j * l.stride + b - l.pad;
-                  if (sy < 0 || sy >= l.h || sx < 0 || sx >= l.w) continue;
-                  sum += w[((k * l.c + c) * l.window + a) * l.window + b] * x[((n * l.c + c) * l.h + sy) * l.w + sx];
-                }
-            y[((n * l.k + k) * l.oh + i) * l.ow + j] = sum;
-          }
+    plain::conv_forward(l, n_, x, w, y);
   }
   void conv_backward_filter(std::size_t, const Layer& l, const float* x, const float* dy, float* dw) override {
-    for (std::int64_t k = 0; k < l.k; ++k)
-      for (std::int64_t c = 0; c < l.c; ++c)
-        for (std::int64_t a = 0; a < l.window; ++a)
-          for (std::int64_t b = 0; b < l.window; ++b) {
-            float sum = 0.0f;
-            for (std::int64_t n = 0; n < n_; ++n)
-              for (std::int64_t i = 0; i < l.oh; ++i)
-                for (std::int64_t j = 0; j < l.ow; ++j) {
-                  const std::int64_t sy = i * l.stride + a - l.pad, sx = j * l.stride + b - l.pad;
-                  if (sy < 0 || sy >= l.h || sx < 0 || sx >= l.w) continue;
-                  sum += dy[((n * l.k + k) * l.oh + i) * l.ow + j] * x[((n * l.c + c) * l.h + sy) * l.w + sx];
-                }
-            dw[((k * l.c + c) * l.window + a) * l.window + b] = sum;
-          }
+    plain::conv_backward_weights(l, n_, x, dy, dw);
   }
   // accumulate: the gradient into a buffer of its own, then added (as the
   // library's beta = 1: one more rounding where a fork's gradients meet).
   void conv_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* out,
                           bool accumulate) override {
-    const std::int64_t size = n_ * l.in_size();
-    if (accumulate) scratch_.resize(static_cast<std::size_t>(size));
-    float* dx = accumulate ? scratch_.data() : out;
-    std::fill(dx, dx + size, 0.0f);
-    for (std::int64_t n = 0; n < n_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k)
-        for (std::int64_t i = 0; i < l.oh; ++i)
-          for (std::int64_t j = 0; j < l.ow; ++j) {
-            const float d = dy[((n * l.k + k) * l.oh + i) * l.ow + j];
-            for (std::int64_t c = 0; c < l.c; ++c)
-              for (std::int64_t a = 0; a < l.window; ++a)
-                for (std::int64_t b = 0; b < l.window; ++b) {
-                  const std::int64_t sy = i * l.stride + a - l.pad, sx = j * l.stride + b - l.pad;
-                  if (sy < 0 || sy >= l.h || sx < 0 || sx >= l.w) continue;
-                  dx[((n * l.c + c) * l.h + sy) * l.w + sx] += w[((k * l.c + c) * l.window + a) * l.window + b] * d;
-                }
-          }
-    if (accumulate)
-      for (std::int64_t e = 0; e < size; ++e) out[e] += dx[e];
+    plain::conv_backward_data(l, n_, w, dy, out, accumulate, scratch_);
   }
   void fc_forward(std::size_t, const Layer& l, const float* x, const float* w, float* y) override {
-    const std::int64_t in = l.in_size();
-    for (std::int64_t n = 0; n < n_; ++n)
-      for (std::int64_t k = 0; k < l.k; ++k) {
-        float sum = 0.0f;
-        for (std::int64_t i = 0; i < in; ++i) sum += x[n * in + i] * w[k * in + i];
-        y[n * l.k + k] = sum;
-      }
+    plain::fc_forward(l, n_, x, w, y);
   }
   void fc_backward_weights(std::size_t, const Layer& l, const float* x, const float* dy, float* dw) override {
-    const std::int64_t in = l.in_size();
-    for (std::int64_t k = 0; k < l.k; ++k)
-      for (std::int64_t i = 0; i < in; ++i) {
-        float sum = 0.0f;
-        for (std::int64_t n = 0; n < n_; ++n) sum += dy[n * l.k + k] * x[n * in + i];
-        dw[k * in + i] = sum;
-      }
+    plain::fc_backward_weights(l, n_, x, dy, dw);
   }
   void fc_backward_data(std::size_t, const Layer& l, const float* w, const float* dy, float* dx,
                         bool accumulate) override {
-    const std::int64_t in = l.in_size();
-    for (std::int64_t n = 0; n < n_; ++n)
-      for (std::int64_t i = 0; i < in; ++i) {
-        float sum = 0.0f;
-        for (std::int64_t k = 0; k < l.k; ++k) sum += dy[n * l.k + k] * w[k * in + i];
-        dx[n * in + i] = accumulate ? dx[n * in + i] + sum : sum;
-      }
+    plain::fc_backward_data(l, n_, w, dy, dx, accumulate);
   }
 
   void run(const tg::BiasAct& p) override { each(p.count, [&](std::int64_t i) { tg::bias_act(p, i); }); }

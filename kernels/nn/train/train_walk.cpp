@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "kernels/common/error.h"
 
@@ -74,6 +75,14 @@ void sgd_update(float* p, const float* g, float* v, std::int64_t n, const Sgd& s
     v[i] = mu * v[i] + grad;
     p[i] -= lr * v[i];
   }
+}
+
+TrainCalls layer_calls(const TrainIo& io, Run forward, Run backward_data, Run backward_weights) {
+  TrainCalls c;
+  c.forward = std::move(forward);
+  c.backward_weights = std::move(backward_weights);
+  if (io.need_dx) c.backward_data = std::move(backward_data);
+  return c;
 }
 
 TrainFlow train_flow(const Network& net) {

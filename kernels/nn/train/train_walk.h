@@ -73,6 +73,10 @@ struct TrainCalls {
   Run backward_data;     // bwd_d: the input's gradient (and the residual's)
 };
 
+// A layer's calls in the three directions, its backward data kept only
+// where io says its input's gradient is needed.
+TrainCalls layer_calls(const TrainIo& io, Run forward, Run backward_data, Run backward_weights = {});
+
 // A training backend: one function per layer kind, called once per layer
 // of that kind in network order at prepare time, and the loss. log_softmax
 // is never asked of it: a network's log_softmax is its last layer, and the

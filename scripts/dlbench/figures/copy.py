@@ -20,6 +20,7 @@ import math
 from collections import defaultdict
 
 from dlbench.figures._common import GB, label_for, many_machines, note_errors, plain_numbers, series
+from dlbench.names import words_of
 from dlbench.results import Case, Results
 
 import matplotlib.pyplot as plt  # noqa: E402  (after _common has chosen the backend)
@@ -31,7 +32,7 @@ TABLE_BYTES = 256 << 20
 
 def single_copy(variant: str) -> tuple[str, str, str] | None:
     """'gpu_h2d_pinned_sync' -> ('h2d', 'pinned', 'sync'); None for the other cases."""
-    parts = variant.split("_")
+    parts = words_of(variant)
     if len(parts) == 4 and parts[0] == "gpu" and parts[1] in DIRECTIONS:
         return parts[1], parts[2], parts[3]
     return None

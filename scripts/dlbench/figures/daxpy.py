@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dlbench.figures._common import (GB, ceiling, fraction_of_ceiling, label_for, many_machines, new_figure,
                                      noisy_mark, note_errors, plain_numbers, series)
-from dlbench.names import split_name
+from dlbench.names import device_of, split_name
 from dlbench.results import Results
 
 FAMILY = "daxpy"
@@ -57,7 +57,7 @@ def table(results: Results) -> str:
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     gpu_text = gpu_summary(results, by_variant)
     triad = ceiling(results, "roofline/cpu_triad", "bytes_per_second")
-    big = {v: by_variant[v].get(1 << 25) for v in by_variant if v.startswith("cpu_") and by_variant[v].get(1 << 25)}
+    big = {v: by_variant[v].get(1 << 25) for v in by_variant if device_of(v) == "cpu" and by_variant[v].get(1 << 25)}
     if not big:
         return "\n".join(lines + ([""] + gpu_text if gpu_text else []))
     best = max(big, key=big.get)
@@ -80,7 +80,7 @@ def gpu_summary(results: Results, by_variant: dict[str, dict[int, float]]) -> li
     """The best GPU daxpy at n = 2^26 against both GPU memory ceilings of the
     run: the triad (two reads to one write, as daxpy) and the copy."""
     n = 1 << 26
-    big = {v: by_variant[v][n] for v in by_variant if v.startswith("gpu_") and by_variant[v].get(n)}
+    big = {v: by_variant[v][n] for v in by_variant if device_of(v) == "gpu" and by_variant[v].get(n)}
     if not big:
         return []
     best = max(big, key=big.get)

@@ -16,13 +16,13 @@ mnist_lenet,
               row: at least 1.3x, with an accuracy drop of at most 0.005
 
 A PyTorch mode is a GPU peer of scripts/peers (peer_torch_*, on CUDA); the
-precision is the variant's suffix (dlbench.isa.precision_of). A target whose
-sides are not both in the run says so instead of a verdict."""
+precision is dlbench.names.precision_of's (fp32, tf32, fp16, bf16, int8).
+A target whose sides are not both in the run says so instead of a verdict."""
 
 from __future__ import annotations
 
 from dlbench.figures._common import tables_with_note
-from dlbench.isa import precision_of
+from dlbench.names import precision_of
 from dlbench.results import Case, Results
 
 FAMILY = "gpu_targets"
@@ -78,29 +78,29 @@ def rows(results: Results, network: str) -> list[str]:
         return []
     out = []
     # Batch 1: latency, absolute bound and against PyTorch's best.
-    ours = best(cases, 1, False, ("f32",), "latency_p50_us", lowest=True)
-    theirs = best(cases, 1, True, ("f32",), "latency_p50_us", lowest=True)
+    ours = best(cases, 1, False, ("fp32",), "latency_p50_us", lowest=True)
+    theirs = best(cases, 1, True, ("fp32",), "latency_p50_us", lowest=True)
     bound = LATENCY_US[network]
     met = None if ours is None else ours[0] <= bound
     ratio = f"{theirs[0] / ours[0]:.2f}x faster" if ours and theirs else "-"
     out.append(_row(f"batch 1 p50 <= {bound:.0f} us", _side(ours, "us"), _side(theirs, "us"), ratio, met))
-    ours = best(cases, 1, False, ("f16", "bf16"), "latency_p50_us", lowest=True)
-    theirs = best(cases, 1, True, ("f16",), "latency_p50_us", lowest=True)
+    ours = best(cases, 1, False, ("fp16", "bf16"), "latency_p50_us", lowest=True)
+    theirs = best(cases, 1, True, ("fp16",), "latency_p50_us", lowest=True)
     ratio = theirs[0] / ours[0] if ours and theirs else None
     out.append(_row(f"fp16/bf16 batch 1 >= {HALF_RATIO}x PyTorch", _side(ours, "us"), _side(theirs, "us"),
                     "-" if ratio is None else f"{ratio:.2f}x faster", None if ratio is None else ratio >= HALF_RATIO))
     for batch in (64, 1024):
-        for label, mine, peers, need in (("fp32", ("f32",), ("f32",), FP32_RATIO),
+        for label, mine, peers, need in (("fp32", ("fp32",), ("fp32",), FP32_RATIO),
                                          ("tf32", ("tf32",), ("tf32",), TF32_RATIO),
-                                         ("fp16/bf16", ("f16", "bf16"), ("f16",), HALF_RATIO)):
+                                         ("fp16/bf16", ("fp16", "bf16"), ("fp16",), HALF_RATIO)):
             ours = best(cases, batch, False, mine)
             theirs = best(cases, batch, True, peers)
             ratio = ours[0] / theirs[0] if ours and theirs else None
             out.append(_row(f"{label} batch {batch} >= {need}x PyTorch", _side(ours, "img/s"),
                             _side(theirs, "img/s"), "-" if ratio is None else f"{ratio:.2f}x",
                             None if ratio is None else ratio >= need))
-    ours = best(cases, 1024, False, ("s8",))
-    half = best(cases, 1024, False, ("f16", "bf16"))
+    ours = best(cases, 1024, False, ("int8",))
+    half = best(cases, 1024, False, ("fp16", "bf16"))
     ratio = ours[0] / half[0] if ours and half else None
     drop = ours[1].median("accuracy_drop") if ours else None
     met = None if ratio is None else (ratio >= INT8_RATIO and drop is not None and drop <= INT8_MAX_DROP)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 
 from dlbench.figures._common import ceiling, note_errors, tables_with_note
+from dlbench.names import device_of
 from dlbench.results import Case, Results
 
 FAMILY = "layers"  # the README block; the cases are <net>_layer
@@ -109,7 +110,7 @@ def roofline_table(results: Results, network: str, variant: str, batch: int) -> 
     layers = layers_of(results, network, variant, batch)
     if not layers:
         return ""
-    gpu = variant.startswith("gpu_")
+    gpu = device_of(variant) == "gpu"
     fma = ceiling(results, "roofline/gpu_fma" if gpu else "roofline/cpu_fma", "flops")
     if gpu:  # the GPU memory ceiling (gpu_memory, the fastest of its parts; older runs: copy or triad)
         found = [v for v in (ceiling(results, n, "bytes_per_second")

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 
 from dlbench.figures._common import (label_for, many_machines, note_errors, plain_numbers, series,
                                       tables_with_note)
-from dlbench.isa import is_fp32
+from dlbench.names import device_of, is_fp32
 from dlbench.results import Case, Results
 
 FAMILY = "networks"  # the README block; the cases are the three ops below
@@ -31,7 +31,7 @@ def figures(results_list: list[Results]):
     for ax, network in zip(axes[0], present):
         for r in results_list:
             for variant, (xs, ys) in series(cases_of(r, network), "batch", "items_per_second").items():
-                style = "--" if variant.startswith("peer_") else "-"
+                style = "--" if device_of(variant) == "peer" else "-"
                 ax.plot(xs, ys, style, marker="o", markersize=3, label=label_for(r, variant, many))
         ax.set_title(f"{network}: images/s against batch size")
         ax.set_xscale("log", base=2)
@@ -93,7 +93,7 @@ def table(results: Results) -> str:
         if not cases:
             continue
         batches = sorted({c.args["batch"] for c in cases})
-        variants = sorted({c.variant for c in cases}, key=lambda v: (v.startswith("peer_"), v))
+        variants = sorted({c.variant for c in cases}, key=lambda v: (device_of(v) == "peer", v))
         by = {(c.variant, c.args["batch"]): c for c in cases}
         lines = [f"**{network}**", "",
                  "| backend | " + " | ".join(f"batch {b}" for b in batches) +
@@ -106,7 +106,7 @@ def table(results: Results) -> str:
                 c = by.get((v, b))
                 rate = c.median("items_per_second") if c is not None and c.error is None else None
                 cells.append(_fmt(rate, ",.0f"))
-                if rate and not v.startswith("peer_") and rate > best.get(b, (0, ""))[0]:
+                if rate and device_of(v) != "peer" and rate > best.get(b, (0, ""))[0]:
                     best[b] = (rate, v)
             one = by.get((v, 1))
             latency = one.median("latency_p50_us") if one is not None and one.error is None else None

@@ -7,9 +7,10 @@ them per family (from one file: scripts/bench --peers, or scripts/peers
 the files given to plot.py that come from the same machine.
 
 What meets what: the same op and shape (softmax and log_softmax apart), the
-same precision (a gemm variant's last word: f32 with f32, bf16 with bf16;
-a network row's from its name's last word, fp32 where it has none:
-gpu_cudnn_f16 meets peer_torch_cuda_graph_f16, not an fp32 peer; the 16-bit
+same precision (dlbench.names.precision_of: a gemm variant's last word,
+cpu_onednn_f32 fp32 with peer_torch_f32, bf16 with bf16; a network row's
+the same way, fp32 where its name has no precision word: gpu_cudnn_f16
+(fp16) meets peer_torch_cuda_graph_f16, not an fp32 peer; the 16-bit
 and int8 rows are also set against fp32 in the precision table), the same
 device (a peer's device from its name, Case.runs_on). The rates are the families' own: GB/s (daxpy, softmax),
 GFLOP/s by the direct count (conv, gemm), images/s (networks)."""
@@ -22,7 +23,7 @@ import matplotlib.pyplot as plt
 
 from dlbench.figures import conv, daxpy, gemm, networks, softmax
 from dlbench.figures._common import GB, GFLOP, plain_numbers, tables_with_note
-from dlbench.isa import precision_of
+from dlbench.names import precision_of
 from dlbench.results import Case, Results
 
 FAMILY = "peers"  # the README block; the cases are the families'
@@ -45,8 +46,8 @@ def _conv(c: Case):
 
 
 def _gemm(c: Case):
-    precision = c.variant.rsplit("_", 1)[1]
-    return (precision != "f32", precision, c.args["m"], c.args["n"], c.args["k"]), f"{gemm.shape_label(c)} {precision}"
+    precision = precision_of(c.variant)
+    return (precision != "fp32", precision, c.args["m"], c.args["n"], c.args["k"]), f"{gemm.shape_label(c)} {precision}"
 
 
 def _network(c: Case):
@@ -54,8 +55,8 @@ def _network(c: Case):
     if b not in NETWORK_BATCHES or "fakequant" in c.variant:  # fp32 arithmetic simulating int8: no peer's kind
         return None
     precision = precision_of(c.variant)
-    label = f"{c.op}, batch {b}" + ("" if precision == "f32" else f" {precision}")
-    return (precision != "f32", precision, networks.NETWORKS.index(c.op), b), label
+    label = f"{c.op}, batch {b}" + ("" if precision == "fp32" else f" {precision}")
+    return (precision != "fp32", precision, networks.NETWORKS.index(c.op), b), label
 
 
 # family -> (ops, metric, scale, unit, shape_of)
@@ -114,8 +115,8 @@ def table(results: Results) -> str:
 
 def _block(family: str, device: str, scale: float, unit: str, found: list) -> str:
     """One family's table on one device (for the networks, in one precision)."""
-    precision = precision_of(found[0][1][1]) if family == "networks" else "f32"
-    kind = "" if precision == "f32" else f", {precision}"
+    precision = precision_of(found[0][1][1]) if family == "networks" else "fp32"
+    kind = "" if precision == "fp32" else f", {precision}"
     ratios = [ours[0] / theirs[0] for _, ours, theirs in found]
     lines = [f"**{family}** ({device.upper()}{kind}, {unit}; dlbench / peer: geometric mean "
              f"{_geomean(ratios):.2f}, {sum(r >= 1 for r in ratios)} of {len(ratios)} shapes >= 1)", "",

@@ -1,5 +1,6 @@
 """What reduced precision buys and costs on the networks: for every int8 and
-bf16 row of the network table (variants named *_s8, *_bf16, *_f16), its
+bf16 row of the network table (variants named *_s8, *_bf16, *_f16; their
+precision, int8, bf16, fp16, is dlbench.names.precision_of's), its
 images/s at batch 64 over the best fp32 backend of the same device in the
 same run (a peer's, such as peer_openvino_bf16, over the best fp32 peer),
 against its accuracy drop on the 10,000 test images (PyTorch's fp32
@@ -17,7 +18,8 @@ import math
 import matplotlib.pyplot as plt
 
 from dlbench.figures._common import tables_with_note
-from dlbench.isa import REDUCED, is_fp32, isa_of, precision_of
+from dlbench.isa import isa_of
+from dlbench.names import is_fp32, precision_of
 from dlbench.results import Case, Results
 
 FAMILY = "precision"  # the README block; the cases are the networks'
@@ -34,7 +36,7 @@ def rows(results: Results, network: str) -> list[dict]:
     at = {c.variant: c for c in results.family(network) if c.args.get("batch") == BATCH}
     out = []
     for variant, c in sorted(at.items()):
-        if not REDUCED.search(variant):
+        if precision_of(variant) == "fp32":
             continue
         # dlbench rows against dlbench's fp32 backends of the device, a peer
         # (peer_openvino_bf16) against the fp32 peers of the device it runs on
@@ -64,7 +66,7 @@ def figures(results_list: list[Results]):
         for row in rows(r, network):
             if row["speedup"] is None or row["drop_points"] is None:
                 continue
-            marker = {"s8": "o", "bf16": "s", "f16": "^"}[row["precision"]]
+            marker = {"int8": "o", "bf16": "s", "fp16": "^", "tf32": "D"}[row["precision"]]
             ax.plot(row["drop_points"], row["speedup"], marker, markersize=7, label=row["variant"])
             ax.annotate(row["variant"], (row["drop_points"], row["speedup"]), fontsize=7,
                         xytext=(4, 4), textcoords="offset points")

@@ -74,7 +74,7 @@ CPU_BATCHES = (1, 16, 64, 256)
 GPU_BATCHES = CPU_BATCHES + (1024,)
 # kernels/nn/infer/nn.cpp kNetworkTolerance, kBf16Tolerance; bench/cases/nn/infer/nn_case.h kMaxDisagreements and
 # max_disagreement_fraction (reduced precision: 1% of the images)
-TOLERANCE = {"f32": 1e-5, "bf16": 1e-2}
+TOLERANCE = {"fp32": 1e-5, "bf16": 1e-2}
 MAX_DISAGREEMENTS = 5
 MAX_DISAGREEMENT_FRACTION = 0.01
 # The layers of each network as kernels/nn/model/network.cpp builds it (a conv with
@@ -140,7 +140,7 @@ def tolerance_for(precision: str, network: str) -> float:
     mnist_lenet 3.7e-3, all under the 1e-2 that a wrong layer exceeds. As
     for the 16-bit rows, top-1 on the test images (at most 1% differing)
     holds the row. Unmeasured on hardware until the next device run."""
-    if precision == "f16":
+    if precision == "fp16":
         return sixteen_bit_tolerance(F16_ROUNDINGS_PER_LAYER, F16_SIGNIFICANT_BITS, LAYERS[network])
     if precision == "tf32":
         return sixteen_bit_tolerance(TF32_ROUNDINGS_PER_LAYER, TF32_SIGNIFICANT_BITS, LAYERS[network])
@@ -267,7 +267,7 @@ def _make_openvino(precision: str, hint: str = "LATENCY"):
             raise PeerUnavailable(f"openvino not installed ({e})") from None
         core = ov.Core()
         config = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": hint}
-        if precision == "f32":
+        if precision == "fp32":
             config["INFERENCE_PRECISION_HINT"] = "f32"
         compiled = core.compile_model(core.read_model(_onnx_bytes(model, example)), "CPU", config)
         ran = compiled.get_property("INFERENCE_PRECISION_HINT").get_type_name()
@@ -279,7 +279,7 @@ def _make_openvino(precision: str, hint: str = "LATENCY"):
         def predict(x):
             return request.infer({0: x})[compiled.output(0)].copy()
 
-        how = "INFERENCE_PRECISION_HINT f32" if precision == "f32" else "its default precision (no hint)"
+        how = "INFERENCE_PRECISION_HINT f32" if precision == "fp32" else "its default precision (no hint)"
         label = f"openvino {ov.__version__.split('-')[0]} CPU, {how}: {ran}, {hint} hint"
         if hint != "THROUGHPUT":
             return Peer(predict, f"{label}; {openvino_primitives(compiled)}")
@@ -303,7 +303,7 @@ def _make_openvino(precision: str, hint: str = "LATENCY"):
     return make
 
 
-def _cuda_torch(torch, precision: str = "f32") -> str:
+def _cuda_torch(torch, precision: str = "fp32") -> str:
     """Strict fp32 (TF32 off, as bench's GPU rows) except in the tf32 modes
     (PyTorch's defaults); fp16 products accumulate in fp32 throughout, as
     bench's 16-bit rows (set_fp32_math)."""
@@ -343,13 +343,13 @@ def _device_input(torch, x: np.ndarray, channels_last: bool = False):
 
 
 def _precision_words(precision: str, channels_last: bool = False, math: str = "TF32 off") -> str:
-    words = {"f16": "fp16 (fp32 in and out, fp32 accumulation)", "f32": f"{math}, fp32",
+    words = {"fp16": "fp16 (fp32 in and out, fp32 accumulation)", "fp32": f"{math}, fp32",
              "tf32": f"fp32 with {math}"}[precision]
     return words + (", channels_last" if channels_last else "")
 
 
-def _make_torch_cuda(benchmark: bool, precision: str = "f32", channels_last: bool = False):
-    f16 = precision == "f16"
+def _make_torch_cuda(benchmark: bool, precision: str = "fp32", channels_last: bool = False):
+    f16 = precision == "fp16"
 
     def make(model, example, threads):
         import torch
@@ -376,8 +376,8 @@ def _make_torch_cuda(benchmark: bool, precision: str = "f32", channels_last: boo
     return make
 
 
-def _make_torch_cuda_graph(precision: str = "f32", channels_last: bool = False):
-    f16 = precision == "f16"
+def _make_torch_cuda_graph(precision: str = "fp32", channels_last: bool = False):
+    f16 = precision == "fp16"
 
     def make(model, example, threads):
         """The eager pass captured once per batch size into a CUDA graph (static
@@ -429,8 +429,8 @@ def _make_torch_cuda_graph(precision: str = "f32", channels_last: bool = False):
 COMPILE_WARMUP_CALLS = 3
 
 
-def _make_torch_cuda_compile(precision: str = "f32", channels_last: bool = False):
-    f16 = precision == "f16"
+def _make_torch_cuda_compile(precision: str = "fp32", channels_last: bool = False):
+    f16 = precision == "fp16"
 
     def make(model, example, threads):
         """torch.compile(mode="reduce-overhead"): inductor's fused kernels
@@ -479,29 +479,30 @@ def _make_torch_cuda_compile(precision: str = "f32", channels_last: bool = False
     return make
 
 
-# peer -> (gpu, precision, make); the order is the order they run in (the
-# GPU's cheap modes first, the autotuner's and ONNX Runtime's after them,
+# peer -> (gpu, precision, make), the precision in dlbench.names' words (what
+# precision_of reads off the name: a test holds the two together); the order
+# is the order they run in (the GPU's cheap modes first, the autotuner's and ONNX Runtime's after them,
 # the compiled ones last: see _run_order)
 PEERS = {
-    "peer_torch": (False, "f32", make_torch),
-    "peer_torchscript": (False, "f32", make_torchscript),
-    "peer_torch_compile": (False, "f32", make_torch_compile),
-    "peer_ort": (False, "f32", make_ort),
-    "peer_openvino": (False, "f32", _make_openvino("f32")),
-    "peer_openvino_tput": (False, "f32", _make_openvino("f32", "THROUGHPUT")),
+    "peer_torch": (False, "fp32", make_torch),
+    "peer_torchscript": (False, "fp32", make_torchscript),
+    "peer_torch_compile": (False, "fp32", make_torch_compile),
+    "peer_ort": (False, "fp32", make_ort),
+    "peer_openvino": (False, "fp32", _make_openvino("fp32")),
+    "peer_openvino_tput": (False, "fp32", _make_openvino("fp32", "THROUGHPUT")),
     "peer_openvino_bf16": (False, "bf16", _make_openvino("bf16")),
-    "peer_torch_cuda": (True, "f32", _make_torch_cuda(False)),
-    "peer_torch_cudnn_benchmark": (True, "f32", _make_torch_cuda(True)),
-    "peer_torch_cuda_graph": (True, "f32", _make_torch_cuda_graph()),
+    "peer_torch_cuda": (True, "fp32", _make_torch_cuda(False)),
+    "peer_torch_cudnn_benchmark": (True, "fp32", _make_torch_cuda(True)),
+    "peer_torch_cuda_graph": (True, "fp32", _make_torch_cuda_graph()),
     "peer_torch_cuda_graph_tf32": (True, "tf32", _make_torch_cuda_graph("tf32")),
-    "peer_torch_cuda_f16": (True, "f16", _make_torch_cuda(False, "f16")),
-    "peer_torch_cuda_f16_cl": (True, "f16", _make_torch_cuda(False, "f16", channels_last=True)),
-    "peer_torch_cuda_graph_f16": (True, "f16", _make_torch_cuda_graph("f16")),
-    "peer_torch_cuda_graph_f16_cl": (True, "f16", _make_torch_cuda_graph("f16", channels_last=True)),
-    "peer_ort_cuda": (True, "f32", lambda m, e, t: make_ort(m, e, t, "CUDAExecutionProvider")),
-    "peer_torch_cuda_compile": (True, "f32", _make_torch_cuda_compile()),
-    "peer_torch_cuda_compile_f16": (True, "f16", _make_torch_cuda_compile("f16")),
-    "peer_torch_cuda_compile_f16_cl": (True, "f16", _make_torch_cuda_compile("f16", channels_last=True)),
+    "peer_torch_cuda_f16": (True, "fp16", _make_torch_cuda(False, "fp16")),
+    "peer_torch_cuda_f16_cl": (True, "fp16", _make_torch_cuda(False, "fp16", channels_last=True)),
+    "peer_torch_cuda_graph_f16": (True, "fp16", _make_torch_cuda_graph("fp16")),
+    "peer_torch_cuda_graph_f16_cl": (True, "fp16", _make_torch_cuda_graph("fp16", channels_last=True)),
+    "peer_ort_cuda": (True, "fp32", lambda m, e, t: make_ort(m, e, t, "CUDAExecutionProvider")),
+    "peer_torch_cuda_compile": (True, "fp32", _make_torch_cuda_compile()),
+    "peer_torch_cuda_compile_f16": (True, "fp16", _make_torch_cuda_compile("fp16")),
+    "peer_torch_cuda_compile_f16_cl": (True, "fp16", _make_torch_cuda_compile("fp16", channels_last=True)),
 }
 
 
@@ -552,7 +553,7 @@ def _validate(peer: Peer, precision: str, test_x, labels, ref_logits, ref_predic
     err = float(np.abs(out - ref_logits).max() / np.abs(ref_logits).max())
     accuracy = float((predictions == labels).mean())
     disagreements = int((predictions != ref_predictions).sum())
-    allowed = (MAX_DISAGREEMENTS if precision == "f32"
+    allowed = (MAX_DISAGREEMENTS if precision == "fp32"
                else max(MAX_DISAGREEMENTS, math.ceil(MAX_DISAGREEMENT_FRACTION * len(test_x))))
     counters = {"accuracy": accuracy, "accuracy_drop": float((ref_predictions == labels).mean()) - accuracy,
                 "max_rel_err": err, "torch_disagreements": float(disagreements)}

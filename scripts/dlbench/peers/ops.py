@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlbench import seeded
+from dlbench.names import precision_of
 from dlbench.peers.harness import PeerUnavailable, Prepared, Session, l2_flusher
 
 # ---- frameworks -------------------------------------------------------------------------------------------
@@ -382,7 +383,7 @@ GEMM_SHAPES = (  # bench/gemm.cpp kShapes
     (1, 128, 9216), (64, 128, 9216), (1, 10, 64), (64, 10, 64),
     (700, 5124, 2048), (700, 35, 2048), (1, 7680, 2560), (1500, 3072, 1024),
 )
-GEMM_TOLERANCE = {"f32": 1e-5, "tf32": 1e-3, "bf16": 1e-2}
+GEMM_TOLERANCE = {"fp32": 1e-5, "tf32": 1e-3, "bf16": 1e-2}  # by names.precision_of
 
 
 def round_bf16(a: np.ndarray) -> np.ndarray:
@@ -412,7 +413,7 @@ def _gemm_torch(device: str):
             _sync(torch, device)
             return c.float().cpu().numpy()
 
-        what = {"f32": "fp32", "tf32": "fp32 in and out, TF32 on", "bf16": "bf16 A and B, bf16 C"}[precision]
+        what = {"fp32": "fp32", "tf32": "fp32 in and out, TF32 on", "bf16": "bf16 A and B, bf16 C"}[precision]
         return Prepared(lambda: torch.matmul(at, bt, out=c), result,
                         _torch_label(torch, f"torch.matmul(A, B, out=C), {what}", device, session.threads))
     return make
@@ -440,7 +441,7 @@ def gemm(session: Session) -> None:
         bf16 = None
         for peer, (gpu, make) in wanted.items():
             name = f"gemm/{peer}/m:{m}/n:{n}/k:{k}"
-            precision = peer.rsplit("_", 1)[1]
+            precision = precision_of(peer)
             expected = fp32
             if precision == "bf16":
                 if bf16 is None:
@@ -452,7 +453,7 @@ def gemm(session: Session) -> None:
             checked = session.check(name, prepared, expected, GEMM_TOLERANCE[precision], gpu=gpu)
             if checked:
                 counters = {"max_rel_err": checked.max_rel_err}
-                if precision != "f32":
+                if precision != "fp32":
                     counters["err_vs_f32"] = compare_err(prepared.result(), fp32)
                 session.measure(name, prepared, gpu=gpu, flops_per_call=2.0 * m * n * k, counters=counters)
 

@@ -102,7 +102,7 @@ The loaded cases (mnist_cnn, as bench/nn/train/train_loaded.cpp's): a
 torch.utils.data.DataLoader over the Fashion-MNIST training set in the
 order of bench's (nn::epoch_order(20261126), scripts/dlbench/epoch.py),
 each image normalized, cropped from the image zero-padded by 4 and flipped
-as kernels/nn/data/loader.cpp's augment_of says (the same pure function of seed
+as kernels/nn/data/augment.cpp's augment_of says (the same pure function of seed
 and index), batch_size b, drop_last, num_workers n (0: in the calling
 thread), prefetch_factor 2, persistent workers. Counters: items_per_second,
 load_us (the time the step waited for its batch), forward_us (with the
@@ -134,7 +134,7 @@ LOSS_TOLERANCE = 1e-5  # the forward's fp32 bound (kernels/nn/infer/nn.cpp, kNet
 
 
 def chain_length(model, shape, batch: int, fp32_batch_stats: bool = False) -> int:
-    """kernels/nn/train/train_params.cpp's gradient_chain_length from the modules;
+    """kernels/nn/train/train_bound.cpp's gradient_chain_length from the modules;
     with fp32_batch_stats, its onednn_gradient_chain_length(net, batch):
     batch-norm's four per-channel sums (the forward's
     mean and variance, the backward's sum dy and sum dy xhat) in fp32, up to
