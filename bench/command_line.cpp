@@ -140,7 +140,7 @@ void print_help() {
       "usage: bench [dlbench's flags] [Google Benchmark's flags]\n"
       "\n"
       "Without flags bench runs the full suite: every case of every family on this machine (bench "
-      "--list_families\nlists them), about an hour on 2 cores. scripts/bench runs --suite=default and keeps the "
+      "--list_families\nlists them; the longest run). scripts/bench runs --suite=default and keeps the "
       "results.\n"
       "\ndlbench's own flags:\n");
   std::vector<const FlagHelp*> flags;
@@ -347,7 +347,7 @@ void note_full_suite() {
   const std::string filter = benchmark::GetBenchmarkFilter();
   if (!(filter.empty() || filter == "." || filter == ".*" || filter == "all")) return;
   std::fprintf(stderr,
-               "bench: the full suite: %s cases, about an hour on 2 cores; scripts/bench runs the default suite "
+               "bench: the full suite: %s cases; scripts/bench runs the default suite "
                "(--suite=default; --benchmark_filter=REGEX narrows either)\n",
                with_commas(registered_cases().size()).c_str());
 }

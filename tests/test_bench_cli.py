@@ -170,7 +170,7 @@ class FullSuiteNote(unittest.TestCase):
             proc.stderr.close()
         self.assertIsNotNone(note)
         self.assertEqual(note.strip(),
-                         f"bench: the full suite: {len(names):,} cases, about an hour on 2 cores; scripts/bench runs "
+                         f"bench: the full suite: {len(names):,} cases; scripts/bench runs "
                          "the default suite (--suite=default; --benchmark_filter=REGEX narrows either)")
 
     def test_no_note_with_a_filter(self):
