@@ -48,7 +48,7 @@ BASE = ROOT / "results/intel-xeon-processor-2c/20261122T083446Z.json.gz"
 NEW = ROOT / "results/intel-xeon-processor-2c/20261122T091132Z.json.gz"
 COMMITTED = [BASE, NEW,
              ROOT / "results/amd-epyc-2c/20261125T081823Z.json.gz",  # peers
-             ROOT / "results/amd-epyc-zen4-2c/20261128T095750Z.json.gz",  # the default suite, profiles
+             ROOT / "results/amd-epyc-zen4-2c/20261128T105426Z.json.gz",  # the default suite, profiles
              *sorted((ROOT / "results/nvidia-h100-80gb-hbm3").glob("*.json.gz"))]  # one file per family
 
 

@@ -24,7 +24,7 @@ class PlotFixture(unittest.TestCase):
         # A real default-suite run (layer cases at batch 1 only): every figure
         # is drawn; the top-ops figure once failed on its empty batches
         # ("Data cannot be log-scaled"), ending scripts/bench in a traceback.
-        run = ROOT / "results" / "amd-epyc-zen4-2c" / "20261128T095750Z.json.gz"
+        run = ROOT / "results" / "amd-epyc-zen4-2c" / "20261128T105426Z.json.gz"
         with tempfile.TemporaryDirectory() as d:
             p = run_plot(run, "--out-dir", d)
             self.assertEqual(p.returncode, 0, p.stderr[-2000:])
