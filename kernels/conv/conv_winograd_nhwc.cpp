@@ -60,14 +60,22 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   const std::int64_t y0 = 4 * ty - g.pad, x0 = 4 * tx - g.pad;
   const float* img = x + image * g.h * g.w * g.c;
+  // A tile wholly inside the image (most of them) loads without checks.
+  const bool inside = y0 >= 0 && y0 + 6 <= g.h && x0 >= 0 && x0 + 6 <= g.w;
   for (std::int64_t cb = 0; cb < g.c; cb += kLanes) {
     vfloat rows[6][6];
     for (int i = 0; i < 6; ++i) {
       const std::int64_t row = y0 + i;
       vfloat d[6];
-      for (int j = 0; j < 6; ++j) {
-        const std::int64_t col = x0 + j;
-        d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(img + (row * g.w + col) * g.c + cb) : vfloat{};
+      if (inside) {
+        const float* p = img + (row * g.w + x0) * g.c + cb;
+        for (int j = 0; j < 6; ++j) d[j] = load(p + j * g.c);
+      } else {
+        for (int j = 0; j < 6; ++j) {
+          const std::int64_t col = x0 + j;
+          d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(img + (row * g.w + col) * g.c + cb)
+                                                                 : vfloat{};
+        }
       }
       input_transform6(d, rows[i]);
     }
