@@ -1,8 +1,9 @@
 """Every row of the training table (kernels/nn/train/train_variants.h) is
 reachable: bench registers its cases (CPU rows on the networks they take,
 GPU rows listed by --list_families without a device, the --net descriptor
-for every CPU row), and train_epoch --impl takes every CPU row and refuses
-the rest, naming the rows. The rows come from train_epoch --list_impls,
+for every CPU row), and train_epoch --impl takes every row (a GPU row
+without a device exits 2 saying so) and refuses any other name, naming the
+rows. The rows come from train_epoch --list_impls,
 which prints the table. DLB_BENCH and DLB_TRAIN_EPOCH are the binaries (set
 by ctest)."""
 
@@ -93,21 +94,31 @@ class TrainTableReachable(unittest.TestCase):
                if split_name(n).op == "mnist_cnn_train" and split_name(n).args.get("batch") == 3}
         self.assertEqual(got, set(self.cpu))
 
-    def test_train_epoch_takes_every_cpu_row_and_names_them(self):
-        for impl in self.cpu:
+    def test_train_epoch_takes_every_row_and_names_them(self):
+        for impl in self.cpu + self.gpu:
             with self.subTest(impl=impl):
                 # --impl is checked before --window: a taken row gets to the window's error.
                 p = run(TRAIN_EPOCH, f"--impl={impl}", "--window=0")
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
                 self.assertIn("--window needs at least 1 step", p.stderr)
-        listing = ", ".join(self.cpu[:-1]) + " or " + self.cpu[-1] if len(self.cpu) > 1 else self.cpu[0]
-        for impl in ["blas"] + self.gpu:
-            with self.subTest(impl=impl):
-                p = run(TRAIN_EPOCH, f"--impl={impl}")
-                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
-                self.assertIn(f"--impl is {listing}, not '{impl}'", p.stderr)
+        names = self.cpu + self.gpu
+        listing = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+        p = run(TRAIN_EPOCH, "--impl=blas")
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn(f"--impl is {listing}, not 'blas'", p.stderr)
         p = run(TRAIN_EPOCH, "--help")
-        self.assertIn("--impl=" + "|".join(self.cpu) + "]", p.stdout)
+        self.assertIn("--impl=" + "|".join(names) + "]", p.stdout)
+
+    def test_a_gpu_row_without_a_device_says_so(self):
+        if not self.gpu:
+            self.skipTest("this build has no GPU rows")
+        if "no CUDA device visible" not in run(BENCH, "--list_families").stdout:
+            self.skipTest("a CUDA device is visible: the kit runs the GPU epoch")
+        for impl in self.gpu:
+            with self.subTest(impl=impl):
+                p = run(TRAIN_EPOCH, f"--impl={impl}", "--steps=1", "--network=mnist_lenet")
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertIn(f"--impl={impl} runs on a GPU, and this machine has no CUDA device", p.stderr)
 
     def test_the_listing_parser_sees_the_families(self):
         listing = ("\ntrain: one step\n  names   {a_train|b_train}/<variant>/batch:<batch>\n"

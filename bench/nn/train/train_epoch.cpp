@@ -3,23 +3,26 @@
 // (scripts/train.py --epoch-reference), its loss curve beside PyTorch's,
 // window by window, and the test accuracy after it. Issue 35.
 //
-//   build/train_epoch [--network=mnist_cnn] [--impl=cpu_eigen|cpu_onednn_sgemm|cpu_onednn|cpu_own] [--workers=N]
+//   build/train_epoch [--network=mnist_cnn] [--impl=cpu_eigen|...|gpu_cudnn_graph] [--workers=N]
 //                     [--window=50]
 //                     [--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]
 //   build/train_epoch --list_impls
 //
-// --impl takes the CPU rows of the training table
-// (kernels/nn/train/train_variants.h) this build has; --list_impls prints
-// every row of it, CPU and GPU, one a line: the name and the device.
+// --impl takes the rows of the training table
+// (kernels/nn/train/train_variants.h) this build has, CPU and GPU (a GPU row
+// needs a CUDA device; without one the error says so); --list_impls prints
+// every row, one a line: the name and the device.
 //
 // The configuration is the reference's (batch 64, SGD lr 0.01 momentum 0.9,
 // seed 35, no augmentation); --steps runs the first N steps only (N >= 1;
 // without --steps the whole epoch runs), --augment
 // crops (padding 4) and flips as the loader can (then no PyTorch column: the
 // reference has no augmentation), as do --lr and --momentum other than the
-// reference's (to see what the comparison detects). --workers: loader threads preparing
+// reference's (to see what the comparison detects), and a training set
+// other than the reference's (DLB_FASHION_MNIST_DIR holding fewer images, as
+// the GPU kit's). --workers: loader threads preparing
 // batches ahead (0: in the calling thread). --losses writes every step's
-// loss and the accuracy as JSON. --network takes the networks that have a
+// loss, the test accuracy and loss, the seconds and images/s as JSON. --network takes the networks that have a
 // PyTorch epoch reference in the models folder (scripts/train.py
 // --epoch-reference writes mnist_cnn's and mnist_lenet's). Exit 0 on
 // success, 2 on bad arguments or input files (with a message).
@@ -33,6 +36,7 @@
 
 #include "bench/cli.h"
 #include "kernels/common/error.h"
+#include "kernels/common/gpu.h"
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/epoch.h"
 #include "kernels/nn/model/network.h"
@@ -42,14 +46,13 @@ namespace {
 
 std::string usage() {
   std::string impls;
-  for (const auto& row : dlb::nn::train_variants())
-    if (row.device == dlb::Device::cpu) impls.append(impls.empty() ? "" : "|").append(row.name);
+  for (const auto& row : dlb::nn::train_variants()) impls.append(impls.empty() ? "" : "|").append(row.name);
   return "usage: train_epoch [--network=mnist_cnn|mnist_lenet] [--impl=" + impls + "] [--workers=N] "
          "[--window=N] "
          "[--steps=N] [--augment] [--lr=X] [--momentum=X] [--losses=FILE.json]\n"
          "       train_epoch --list_impls\n"
          "  --steps=N     the first N steps (N >= 1); without it, the whole epoch\n"
-         "  --list_impls  every row of the training table, one a line: name and device (--impl takes the cpu ones)";
+         "  --list_impls  every row of the training table, one a line: name and device (a gpu row needs a CUDA device)";
 }
 
 // The networks train_epoch runs: those with a PyTorch epoch reference to
@@ -123,8 +126,10 @@ int run(int argc, char** argv) {
       std::printf("%s %s\n", std::string(row.name).c_str(), std::string(dlb::device_name(row.device)).c_str());
     return 0;
   }
-  const dlb::nn::TrainVariant& row = dlb::nn::train_variant(impl, dlb::Device::cpu, "--impl");
+  const dlb::nn::TrainVariant& row = dlb::nn::train_variant(impl, "--impl");
   if (window < 1) throw dlb::Error("--window needs at least 1 step");
+  if (row.device == dlb::Device::gpu && dlb::gpu_count() == 0)
+    throw dlb::Error("--impl=" + impl + " runs on a GPU, and this machine has no CUDA device");
   if (workers > 64) throw dlb::Error("--workers: " + std::to_string(workers) + " loader threads is too many (64 at most)");
   require_network(network);
   const dlb::nn::Network& net = dlb::nn::network(network);
@@ -143,7 +148,15 @@ int run(int argc, char** argv) {
   if (momentum >= 0) config.sgd.momentum = momentum;
   const auto& train = dlb::nn::fashion_mnist_train();
   const auto& test = dlb::nn::fashion_mnist_test();
-  const bool compare = !augment && config.sgd.lr == ref.config.sgd.lr && config.sgd.momentum == ref.config.sgd.momentum;
+  // PyTorch's column only where its epoch is this one: the same
+  // hyperparameters and the same training set (the order is a permutation
+  // of its images: the GPU kit carries only the first of them).
+  const bool same_data = train.n == ref.train_images;
+  const bool compare = !augment && same_data && config.sgd.lr == ref.config.sgd.lr &&
+                       config.sgd.momentum == ref.config.sgd.momentum;
+  if (!same_data)
+    std::printf("no PyTorch column: its epoch ran over %lld training images, this one over %lld\n",
+                static_cast<long long>(ref.train_images), static_cast<long long>(train.n));
   std::printf("train_epoch: %s, %s, batch %lld, SGD lr %g momentum %g, seed %llu, %s, %d loader workers\n",
               network.c_str(), impl.c_str(), static_cast<long long>(config.batch), config.sgd.lr,
               config.sgd.momentum, static_cast<unsigned long long>(config.init_seed),
@@ -185,15 +198,21 @@ int run(int argc, char** argv) {
   else
     std::printf("test accuracy: %.4f; test loss: %.4f\n", r.test_accuracy, r.test_loss);
   const double images = static_cast<double>(r.losses.size() * static_cast<std::size_t>(config.batch));
-  std::printf("time: %.1f s for %zu steps (%.0f images/s): load %.2f s, forward %.1f s, backward %.1f s, "
-              "optimizer %.2f s\n",
-              r.seconds, r.losses.size(), images / r.seconds, r.load_seconds, r.forward_seconds,
-              r.backward_seconds, r.optimizer_seconds);
+  if (r.gpu)
+    std::printf("time: %.2f s for %zu steps (%.0f images/s): load %.2f s (host), H2D %.3f s (copy stream, beside "
+                "the steps), GPU steps %.3f s\n",
+                r.seconds, r.losses.size(), images / r.seconds, r.load_seconds, r.h2d_seconds, r.step_seconds);
+  else
+    std::printf("time: %.1f s for %zu steps (%.0f images/s): load %.2f s, forward %.1f s, backward %.1f s, "
+                "optimizer %.2f s\n",
+                r.seconds, r.losses.size(), images / r.seconds, r.load_seconds, r.forward_seconds,
+                r.backward_seconds, r.optimizer_seconds);
   if (!losses_path.empty()) {
     std::ofstream out(losses_path);
     if (!out) throw dlb::Error("cannot write '" + losses_path + "'");
     out << "{\"network\": \"" << network << "\", \"impl\": \"" << impl << "\", \"augment\": " << (augment ? "true" : "false")
-        << ", \"test_accuracy\": " << r.test_accuracy << ", \"test_loss\": " << r.test_loss << ", \"losses\": [";
+        << ", \"test_accuracy\": " << r.test_accuracy << ", \"test_loss\": " << r.test_loss
+        << ", \"seconds\": " << r.seconds << ", \"images_per_second\": " << images / r.seconds << ", \"losses\": [";
     char buf[32];
     for (std::size_t i = 0; i < r.losses.size(); ++i) {
       std::snprintf(buf, sizeof buf, "%.9g", r.losses[i]);

@@ -11,6 +11,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/nn/data/batch_loader.h"
+#include "kernels/nn/train/epoch_parts.h"
 #include "kernels/nn/train/train_variants.h"
 
 namespace dlb::nn {
@@ -31,12 +32,18 @@ std::int64_t fan_in(const Network& net, const TrainParam& p) {
   return l.kind == LayerKind::conv ? l.c * l.window * l.window : l.in_size();
 }
 
+std::vector<float> fresh_values(const Network& net, const TrainParam& p, std::uint64_t seed, std::size_t j) {
+  const std::int64_t fan = fan_in(net, p);
+  std::vector<float> values(static_cast<std::size_t>(p.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = init_value(seed, j, i, fan);
+  return values;
+}
+
 void init_params(TrainStep& step, const Network& net, std::uint64_t seed) {
   const auto& params = step.params();
   for (std::size_t j = 0; j < params.size(); ++j) {
-    const std::int64_t fan = fan_in(net, params[j]);
-    std::span<float> values = step.param(j);
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = init_value(seed, j, i, fan);
+    const std::vector<float> values = fresh_values(net, params[j], seed, j);
+    std::ranges::copy(values, step.param(j).begin());
   }
 }
 
@@ -53,16 +60,48 @@ std::vector<std::int64_t> epoch_order(std::uint64_t seed, std::int64_t n) {
   return order;
 }
 
-EpochResult train_epoch(const Network& net, const Dataset& train, const Dataset& test, const EpochConfig& config,
-                        const std::function<void(std::int64_t, double)>& on_step) {
+std::int64_t epoch_steps(const Dataset& train, const EpochConfig& config) {
   DLB_REQUIRE(config.batch >= 1 && config.batch <= train.n,
               "epoch: batch " + std::to_string(config.batch) + " is not in 1.." + std::to_string(train.n));
   const std::int64_t per_epoch = train.n / config.batch;
   DLB_REQUIRE(config.steps >= 0 && config.steps <= per_epoch,
               "epoch: " + std::to_string(config.steps) + " steps, an epoch of batch " + std::to_string(config.batch) +
                   " has " + std::to_string(per_epoch));
-  const std::int64_t steps = config.steps == 0 ? per_epoch : config.steps;
-  const TrainVariant& row = train_variant(config.impl, Device::cpu, "the epoch's implementation");
+  return config.steps == 0 ? per_epoch : config.steps;
+}
+
+void evaluate_test(const Network& net, const Dataset& test, const std::function<EvalStep(std::int64_t count)>& make,
+                   EpochResult& r) {
+  const std::int64_t eval_batch = std::min<std::int64_t>(500, test.n), full = test.n / eval_batch;
+  std::vector<float> x;
+  std::int64_t correct = 0;
+  double loss_sum = 0;
+  const auto evaluate = [&](std::int64_t first, std::int64_t count, std::int64_t batches) {
+    const EvalStep eval = make(count);
+    x.resize(static_cast<std::size_t>(count * net.in_size()));
+    for (std::int64_t k = 0; k < batches; ++k) {
+      const std::int64_t at = first + k * count;
+      network_input(test, at, count, net.input_mean, net.input_std, net.c, net.h, net.w, x.data());
+      const std::uint8_t* labels = test.labels.data() + at;
+      const Evaluated e = eval(x.data(), labels);
+      loss_sum += e.loss * static_cast<double>(count);
+      for (std::int64_t n = 0; n < count; ++n) {
+        const float* row = e.log_probs.data() + n * net.classes;
+        correct += std::max_element(row, row + net.classes) - row == labels[n];
+      }
+    }
+  };
+  evaluate(0, eval_batch, full);
+  if (full * eval_batch < test.n) evaluate(full * eval_batch, test.n - full * eval_batch, 1);
+  r.test_accuracy = static_cast<double>(correct) / static_cast<double>(test.n);
+  r.test_loss = loss_sum / static_cast<double>(test.n);
+}
+
+EpochResult train_epoch(const Network& net, const Dataset& train, const Dataset& test, const EpochConfig& config,
+                        const std::function<void(std::int64_t, double)>& on_step) {
+  const std::int64_t steps = epoch_steps(train, config);
+  const TrainVariant& row = train_variant(config.impl, "the epoch's implementation");
+  if (row.device == Device::gpu) return train_epoch_gpu(row, net, train, test, config, steps, on_step);
   const std::unique_ptr<TrainStep> made = row.make(net, config.batch, config.sgd);
   TrainStep& step = *made;
   init_params(step, net, config.init_seed);
@@ -89,37 +128,29 @@ EpochResult train_epoch(const Network& net, const Dataset& train, const Dataset&
   }
   r.seconds = now() - start;
   if (!config.evaluate) return r;
-
-  // The test set through the same forward, in batches of up to 500 (and one
-  // step for the remainder), with the trained parameters.
-  const std::int64_t eval_batch = std::min<std::int64_t>(500, test.n), full = test.n / eval_batch;
-  std::vector<float> x;
-  std::int64_t correct = 0;
-  double loss_sum = 0;
-  const auto evaluate = [&](std::int64_t first, std::int64_t count, std::int64_t batches) {
-    const std::unique_ptr<TrainStep> made_eval = row.make(net, count, config.sgd);
-    TrainStep& eval = *made_eval;
+  // The test set through the same forward with the trained parameters.
+  std::unique_ptr<TrainStep> eval;
+  evaluate_test(net, test, [&](std::int64_t count) -> EvalStep {
+    eval = row.make(net, count, config.sgd);
     for (std::size_t j = 0; j < step.params().size(); ++j)
-      std::ranges::copy(std::as_const(step).param(j), eval.param(j).begin());
-    x.resize(static_cast<std::size_t>(count * net.in_size()));
-    for (std::int64_t k = 0; k < batches; ++k) {
-      const std::int64_t at = first + k * count;
-      network_input(test, at, count, net.input_mean, net.input_std, net.c, net.h, net.w, x.data());
-      const std::uint8_t* labels = test.labels.data() + at;
-      loss_sum += eval.forward(x.data(), labels) * static_cast<double>(count);
-      const auto lp = eval.log_probs();
-      for (std::int64_t n = 0; n < count; ++n) {
-        const float* row = lp.data() + n * net.classes;
-        correct += std::max_element(row, row + net.classes) - row == labels[n];
-      }
-    }
-  };
-  evaluate(0, eval_batch, full);
-  if (full * eval_batch < test.n) evaluate(full * eval_batch, test.n - full * eval_batch, 1);
-  r.test_accuracy = static_cast<double>(correct) / static_cast<double>(test.n);
-  r.test_loss = loss_sum / static_cast<double>(test.n);
+      std::ranges::copy(std::as_const(step).param(j), eval->param(j).begin());
+    return [&](const float* x, const std::uint8_t* labels) {
+      Evaluated e;
+      e.loss = eval->forward(x, labels);
+      const std::span<const float> lp = eval->log_probs();
+      e.log_probs.assign(lp.begin(), lp.end());
+      return e;
+    };
+  }, r);
   return r;
 }
+
+#if !DLB_HAVE_CUDNN
+EpochResult train_epoch_gpu(const TrainVariant& row, const Network&, const Dataset&, const Dataset&,
+                            const EpochConfig&, std::int64_t, const std::function<void(std::int64_t, double)>&) {
+  throw Error("epoch: " + std::string(row.name) + " is a GPU row, and this build has no CUDA");
+}
+#endif
 
 std::string epoch_reference_path(std::string_view network) {
   return models_dir() + "/" + std::string(network) + ".epoch-reference.json";

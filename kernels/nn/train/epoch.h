@@ -58,7 +58,8 @@ struct EpochConfig {
   Augment augment{0, false};      // none: the comparison with PyTorch is without augmentation
   std::uint64_t augment_seed = 35;
   int workers = 0;                // loader threads (BatchLoader); 0: in the calling thread
-  // The CPU row of the training table (train_variants.h) whose step runs it.
+  // The row of the training table (train_variants.h) whose step runs it: a
+  // CPU row, or in a CUDA build a GPU row (on device 0; see train_epoch).
   std::string impl = "cpu_eigen";
   // Steps to run: 0 runs the whole epoch, n / batch steps (the last partial
   // batch dropped, as DataLoader's drop_last=True).
@@ -71,14 +72,27 @@ struct EpochResult {
   double test_accuracy = 0;       // top-1 over the test set, in [0, 1]
   double test_loss = 0;           // mean over the test set
   double seconds = 0;             // the steps' wall time (not the evaluation)
+  // The host's wall time in the loader; a CPU row's in each phase of its steps.
   double load_seconds = 0, forward_seconds = 0, backward_seconds = 0, optimizer_seconds = 0;
+  // A GPU row's: the batches' copies to the device (CUDA events on the copy
+  // stream, beside the steps) and the steps (events on the step's stream).
+  bool gpu = false;
+  double h2d_seconds = 0, step_seconds = 0;
 };
 
 // Trains a fresh `net` (init_params) for one epoch of `train` in
-// epoch_order(order_seed) with TrainStep, then evaluates it on `test`.
-// on_step(step, loss) is called after each step. Throws dlb::Error for a
-// batch below 1 or above the training set, steps beyond the epoch, or what
-// TrainStep and load_batch reject.
+// epoch_order(order_seed) with the row's step, then evaluates it on `test`.
+// on_step(step, loss) is called after each step (a GPU row: after the last
+// step, for each in order: the GPU keeps the losses until then, so the host
+// never waits for a step). Throws dlb::Error for a batch below 1 or above
+// the training set, steps beyond the epoch, a GPU row without a device, or
+// what the step and load_batch reject.
+//
+// A GPU row (GpuTrainStep; gpu_cudnn_graph: one CUDA graph per step) gets
+// its batches from the same loader, each copied into page-locked memory and
+// from there to the device on a second stream, into one of two device
+// buffers: batch s+1's copy runs beside step s, and a buffer is reused once
+// the step that read it (its backward reads the input too) has finished.
 EpochResult train_epoch(const Network& net, const Dataset& train, const Dataset& test, const EpochConfig& config,
                         const std::function<void(std::int64_t, double)>& on_step = {});
 

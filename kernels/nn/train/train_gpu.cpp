@@ -399,7 +399,8 @@ struct GpuTrainStep::Impl final : TrainOps {
   const float* x = nullptr;
   const std::uint8_t* labels = nullptr;
   bool forward_done = false, backward_done = false;
-  PhaseGraphs forward_graphs, backward_graphs, update_graphs;  // GpuLaunch::graph
+  PhaseGraphs forward_graphs, backward_graphs, update_graphs;  // GpuLaunch::graph, phases called apart
+  PhaseGraphs step_graphs;                                      // GpuLaunch::graph, step()
   bool profiling = false;
   std::vector<Event> mark_events;
   std::vector<TrainStamp> marks;
@@ -438,6 +439,29 @@ void GpuTrainStep::update() {
   else record();
   m.backward_done = false;
 }
+
+void GpuTrainStep::step(const float* x, const std::uint8_t* labels) {
+  Impl& m = *impl_;
+  if (m.launch != GpuLaunch::graph) {
+    forward(x, labels);
+    backward();
+    update();
+    return;
+  }
+  DLB_REQUIRE(x != nullptr && labels != nullptr, "GPU training step: no input or no labels");
+  m.x = x;
+  m.labels = labels;
+  const auto record = [&m, x, labels] {
+    m.plan.forward(m, m.arenas, x, labels);
+    m.plan.backward(m, m.arenas, x, labels);
+    m.plan.update(m, m.arenas, m.sgd);
+  };
+  m.step_graphs.run(m.stream, x, labels, record);
+  m.forward_done = true;
+  m.backward_done = false;
+}
+
+GpuLaunch GpuTrainStep::launch() const { return impl_->launch; }
 
 std::vector<std::pair<std::string, double>> GpuTrainStep::profile(const float* x, const std::uint8_t* labels,
                                                                   int steps) {
@@ -486,6 +510,22 @@ double GpuTrainStep::loss() const {
   return sum / static_cast<double>(rows.size());
 }
 
+void GpuTrainStep::copy_loss_rows(double* host) const {
+  DLB_REQUIRE(impl_->forward_done, "GPU training step: no forward has run");
+  DLB_CUDA_CHECK(cudaMemcpyAsync(host, impl_->loss_rows.data(), impl_->loss_rows.bytes(), cudaMemcpyDeviceToHost,
+                                 impl_->stream));
+}
+
+void GpuTrainStep::set_param(std::size_t i, std::span<const float> values) {
+  const TrainPlan& plan = impl_->plan;
+  const auto size = static_cast<std::size_t>(plan.params().at(i).size());
+  DLB_REQUIRE(values.size() == size, "GPU training step: tensor " + std::to_string(i) + " has " +
+                                         std::to_string(size) + " values, not " + std::to_string(values.size()));
+  DLB_CUDA_CHECK(cudaMemcpyAsync(impl_->params.data() + plan.param_offset(i), values.data(), size * sizeof(float),
+                                 cudaMemcpyHostToDevice, impl_->stream));
+  DLB_CUDA_CHECK(cudaStreamSynchronize(impl_->stream));
+}
+
 std::int64_t GpuTrainStep::batch() const { return impl_->plan.batch(); }
 CUstream_st* GpuTrainStep::stream() const { return impl_->stream; }
 const std::vector<TrainParam>& GpuTrainStep::params() const { return impl_->plan.params(); }
@@ -513,7 +553,8 @@ TrainMemory GpuTrainStep::memory() const {
 
 std::int64_t GpuTrainStep::measured_bytes() const { return impl_->measured; }
 std::string GpuTrainStep::algorithms() const {
-  return impl_->algorithm_names + (impl_->launch == GpuLaunch::graph ? "; a CUDA graph per phase" : "");
+  return impl_->algorithm_names +
+         (impl_->launch == GpuLaunch::graph ? "; step() one CUDA graph, phases called apart one each" : "");
 }
 
 }  // namespace dlb::nn

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,12 +48,12 @@ struct CUstream_st;
 namespace dlb::nn {
 
 // How a step's work reaches the GPU: every call launched one by one
-// (eager), or each phase (forward, backward, update) captured once into a
-// CUDA graph and replayed, one launch per phase: the same calls on the same
-// buffers, without the host's per-launch cost. A phase's first call for
-// each input (x, labels) it is given runs eagerly and waits, then captures
-// the graph the later calls launch (two inputs for double buffering: two
-// forward and two backward graphs).
+// (eager), or captured once into CUDA graphs and replayed without the
+// host's per-launch cost: step() as one graph (forward, backward and update
+// in one launch), forward(), backward() and update() called apart as one
+// graph per phase. A graph is made per input (x, labels) it is given (two
+// inputs for double buffering: two graphs): the first call for an input runs
+// eagerly and waits, then captures the graph the later calls launch.
 enum class GpuLaunch { eager, graph };
 
 class GpuTrainStep {
@@ -74,13 +75,19 @@ class GpuTrainStep {
   void forward(const float* x, const std::uint8_t* labels);
   void backward();  // throws if no forward came before
   void update();    // throws if no backward came before
-  void step(const float* x, const std::uint8_t* labels) {
-    forward(x, labels);
-    backward();
-    update();
-  }
+  // forward, backward and update; with GpuLaunch::graph one graph launch.
+  void step(const float* x, const std::uint8_t* labels);
+  GpuLaunch launch() const;
   // The mean loss of the last forward (waits for the stream).
   double loss() const;
+  // Enqueues a copy of the last forward's loss per row ([batch] doubles;
+  // their mean, summed in row order, is loss()) into `host`, which must
+  // stay valid until the stream has run it (page-locked, for the copy not
+  // to wait). Does not wait: an epoch keeps every step's losses this way.
+  void copy_loss_rows(double* host) const;
+  // Overwrites trainable tensor i (params() order) with `values`, which
+  // must have its size (waits). The momentum buffers are left as they are.
+  void set_param(std::size_t i, std::span<const float> values);
   // Where the step's time goes, for outside any timed loop: `steps` whole
   // steps on x and labels (they change the parameters, as steps do), each
   // launched call by call whatever the GpuLaunch (a graph has no marks),

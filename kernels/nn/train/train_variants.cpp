@@ -62,16 +62,31 @@ bool TrainVariant::refuses(std::string_view network) const {
   return !accepts(*net);
 }
 
-const TrainVariant& train_variant(std::string_view name, Device device, std::string_view what) {
-  std::vector<const TrainVariant*> rows;
-  for (const auto& v : kTrainVariants)
-    if (v.device == device) rows.push_back(&v);
+namespace {
+
+const TrainVariant& named_row(std::string_view name, const std::vector<const TrainVariant*>& rows,
+                              std::string_view what) {
   for (const auto* v : rows)
     if (v->name == name) return *v;
   std::string list;
   for (std::size_t i = 0; i < rows.size(); ++i)
     list.append(i == 0 ? "" : i + 1 == rows.size() ? " or " : ", ").append(rows[i]->name);
   throw Error(std::string(what) + " is " + list + ", not '" + std::string(name) + "'");
+}
+
+}  // namespace
+
+const TrainVariant& train_variant(std::string_view name, Device device, std::string_view what) {
+  std::vector<const TrainVariant*> rows;
+  for (const auto& v : kTrainVariants)
+    if (v.device == device) rows.push_back(&v);
+  return named_row(name, rows, what);
+}
+
+const TrainVariant& train_variant(std::string_view name, std::string_view what) {
+  std::vector<const TrainVariant*> rows;
+  for (const auto& v : kTrainVariants) rows.push_back(&v);
+  return named_row(name, rows, what);
 }
 
 bool stride1_conv_chain(const Network& net) {

@@ -59,6 +59,9 @@ TrainVariantTable train_variants();
 // The row named `name` on `device`; throws dlb::Error naming the rows there
 // are ("--impl is cpu_eigen, ... or cpu_own, not 'x'" with `what` "--impl").
 const TrainVariant& train_variant(std::string_view name, Device device, std::string_view what);
+// The row named `name` on any device (train_epoch's --impl); the error
+// names every row.
+const TrainVariant& train_variant(std::string_view name, std::string_view what);
 
 // cpu_own's need: every conv of stride 1, without batch-norm or a residual join.
 bool stride1_conv_chain(const Network& net);

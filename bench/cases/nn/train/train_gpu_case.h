@@ -1,5 +1,5 @@
 // One network's GPU training step at one batch size (kernels/nn/train/train_gpu.h;
-// its launches one by one, or a CUDA graph per phase: nn::GpuLaunch), with
+// its launches one by one, or the whole step as one CUDA graph: nn::GpuLaunch), with
 // the batch copied from the host each step in one of three ways:
 //   pageable  cudaMemcpyAsync from pageable host memory on the step's
 //             stream, before the step (the driver stages it: the call
@@ -52,6 +52,9 @@ class GpuTrainCase {
   struct Times {
     double h2d = 0;          // the copy itself (overlap: on the second stream)
     double h2d_exposed = 0;  // the step's stream from its start to the batch being there
+    // Each phase's events; none where the step is one graph launch (the
+    // profile's counters split it).
+    bool phases = true;
     double forward = 0, backward = 0, optimizer = 0;
     double total = 0;        // the step's stream, start to end
   };
