@@ -344,6 +344,40 @@ class Comparison(unittest.TestCase):
         self.assertAlmostEqual(r["ratio"], 13646.4 / 21314.0)
 
 
+class Epoch(unittest.TestCase):
+    def write(self, folder, **fields):
+        doc = {"network": "mnist_cnn", "impl": "gpu_cudnn_graph", "test_accuracy": 0.71, "test_loss": 0.8,
+               "seconds": 0.02, "images_per_second": 64000.0, "losses": [2.3, 1.9, 1.2]}
+        doc.update(fields)
+        path = Path(folder) / "epoch-mnist_cnn.json"
+        path.write_text(json.dumps(doc))
+        return path
+
+    def test_an_epoch_states_its_figures(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertEqual(kit.epoch_verdict(self.write(tmp)),
+                             "epoch mnist_cnn gpu_cudnn_graph: 3 steps, 64,000 images/s, loss 2.3000 at the first "
+                             "step and 1.2000 at the last, test accuracy 0.7100")
+
+    def test_a_broken_epoch_fails_naming_what(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = {"step 1's loss is nan": dict(losses=[2.3, float("nan")]),
+                     "no step": dict(losses=[]),
+                     "test accuracy 1.5": dict(test_accuracy=1.5),
+                     "'images_per_second'": dict(images_per_second=None)}
+            for reason, fields in cases.items():
+                with self.subTest(reason=reason):
+                    doc = self.write(tmp, **fields)
+                    if fields.get("images_per_second", 1) is None:
+                        d = json.loads(doc.read_text())
+                        del d["images_per_second"]
+                        doc.write_text(json.dumps(d))
+                    verdict = kit.epoch_verdict(doc)
+                    self.assertTrue(verdict.startswith("FAIL: epoch"), verdict)
+                    self.assertIn(reason, verdict)
+            self.assertTrue(kit.epoch_verdict(Path(tmp) / "absent.json").startswith("FAIL: epoch: absent.json"))
+
+
 class TraceAndSize(unittest.TestCase):
     def trace(self, stream_events):
         events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "resnet20/gpu_cudnn"}},

@@ -579,6 +579,31 @@ def trace_verdict(path: Path) -> str:
     return f"trace: {len(on_gpu)} events on the GPU track '{track}', {host} elsewhere"
 
 
+# ----------------------------------------------------------------- epoch
+
+def epoch_verdict(path: Path) -> str:
+    """One GPU epoch's line from train_epoch --losses (its steps, images/s,
+    the last step's loss, the test accuracy after the epoch); FAIL where
+    the file is missing or unreadable, has no step, or a loss or the
+    accuracy is not a finite number in range."""
+    try:
+        doc = json.loads(path.read_text())
+        losses = [float(x) for x in doc["losses"]]
+        accuracy, per_second = float(doc["test_accuracy"]), float(doc["images_per_second"])
+        what = f"{doc['network']} {doc['impl']}"
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"FAIL: epoch: {path.name}: {e}"
+    if not losses:
+        return f"FAIL: epoch {what}: no step"
+    bad = [i for i, x in enumerate(losses) if not math.isfinite(x) or x < 0]
+    if bad:
+        return f"FAIL: epoch {what}: step {bad[0]}'s loss is {losses[bad[0]]}"
+    if not (0 <= accuracy <= 1 and math.isfinite(per_second) and per_second > 0):
+        return f"FAIL: epoch {what}: test accuracy {accuracy}, {per_second} images/s"
+    return (f"epoch {what}: {len(losses)} steps, {per_second:,.0f} images/s, loss {losses[0]:.4f} at the first "
+            f"step and {losses[-1]:.4f} at the last, test accuracy {accuracy:.4f}")
+
+
 # ----------------------------------------------------------------- profile
 
 def ncu_summary(csv_text: str) -> list[str]:
@@ -661,6 +686,8 @@ def main(argv=None) -> int:
     t.add_argument("json", type=Path)
     n = sub.add_parser("ncu", help="summarise Nsight Compute CSV")
     n.add_argument("csv", type=Path)
+    e = sub.add_parser("epoch", help="one GPU epoch's losses, images/s and accuracy (train_epoch --losses)")
+    e.add_argument("json", type=Path)
     z = sub.add_parser("size", help="tracked tree + kit archive within the budget")
     z.add_argument("root", type=Path)
     z.add_argument("archive", type=Path)
@@ -699,6 +726,8 @@ def main(argv=None) -> int:
     elif a.cmd == "ncu":
         lines = ncu_summary(a.csv.read_text(errors="replace")) if a.csv.exists() else []
         _print(lines or ["FAIL: profile: no kernel metrics in the Nsight Compute output"])
+    elif a.cmd == "epoch":
+        _print(epoch_verdict(a.json))
     elif a.cmd == "size":
         size = a.archive.stat().st_size if a.archive.exists() else 0
         _print(size_verdict(tracked_bytes(a.root), size))
