@@ -95,5 +95,49 @@ class OursAgainstPyTorchs(unittest.TestCase):
         self.assertGreater(a.difference, 10 * a.tolerance)
 
 
+class EpochPeerValidation(unittest.TestCase):
+    """scripts/dlbench/peers/epoch.py's check of a whole epoch (NumPy only:
+    the peer itself needs a GPU): PyTorch's other rounding of the same epoch
+    (the reference's run on 1 thread) passes; a curve or an accuracy off
+    does not."""
+
+    def test_the_other_rounding_passes_and_planted_errors_do_not(self):
+        from dlbench.peers import epoch as peer
+
+        for net in NETS:
+            with self.subTest(net=net):
+                ref = reference(net)
+                other = ref["other_runs"][0]
+                problem, share = peer.validate(other["losses"], other["test_accuracy"], ref)
+                self.assertIsNone(problem)
+                self.assertLessEqual(share, 1.0)
+                shifted = list(other["losses"])
+                shifted[500:600] = [v + 0.01 for v in shifted[500:600]]
+                problem, _ = peer.validate(shifted, other["test_accuracy"], ref)
+                self.assertRegex(problem, r"^steps 500..599: mean loss 0.0\d+ from PyTorch's CPU epoch's \(bound 0.0065\)$")
+                problem, _ = peer.validate(other["losses"], other["test_accuracy"] - 0.01, ref)
+                self.assertRegex(problem, r"^test accuracy \S+% against PyTorch's CPU epoch's \S+% \(bound 0.5 point")
+                first = list(other["losses"])
+                first[5] *= 1.001
+                problem, share = peer.validate(first, other["test_accuracy"], ref)
+                self.assertRegex(problem, r"^the first 20 steps' losses .*OUTSIDE the bound.* step 5,")
+                self.assertGreater(share, 1.0)
+                problem, _ = peer.validate(other["losses"][:900], other["test_accuracy"], ref)
+                self.assertEqual(problem, "900 steps, the reference has 937")
+
+    def test_the_counters(self):
+        from dlbench.peers import epoch as peer
+
+        losses = reference("mnist_lenet")["losses"]
+        c = peer.counters_of(losses, 0.8, 0.5, 0.1)
+        self.assertEqual(c["last_loss"], losses[936])
+        self.assertAlmostEqual(c["last_window_loss"], sum(losses[900:]) / 37)
+        self.assertEqual([c[f"loss_{s}"] for s in range(20)], losses[:20])
+        self.assertNotIn("loss_20", c)
+        self.assertEqual((c["test_accuracy"], c["test_loss"], c["steps"]), (0.8, 0.5, 937.0))
+        self.assertEqual(peer.case_names(), [("mnist_cnn", "mnist_cnn_epoch/peer_torch_cuda_graph/batch:64"),
+                                             ("mnist_lenet", "mnist_lenet_epoch/peer_torch_cuda_graph/batch:64")])
+
+
 if __name__ == "__main__":
     unittest.main()

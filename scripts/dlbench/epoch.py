@@ -21,6 +21,14 @@ from typing import NamedTuple
 import numpy as np
 
 MASK = (1 << 64) - 1
+# The configuration of the epoch (kernels/nn/train/epoch.h's EpochConfig):
+# the networks with a PyTorch epoch reference, the seed of the init and of
+# the order, the batch (drop_last), SGD's learning rate and momentum.
+EPOCH_NETS = ("mnist_cnn", "mnist_lenet")
+EPOCH_SEED = 35
+EPOCH_BATCH = 64
+EPOCH_LR = 0.01
+EPOCH_MOMENTUM = 0.9
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:

@@ -13,13 +13,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dlbench.epoch import epoch_order, init_values
-
-EPOCH_NETS = ("mnist_cnn", "mnist_lenet")
-EPOCH_SEED = 35  # init and order (kernels/nn/train/epoch.h's EpochConfig)
-EPOCH_BATCH = 64
-EPOCH_LR = 0.01
-EPOCH_MOMENTUM = 0.9
+from dlbench.epoch import (EPOCH_BATCH, EPOCH_LR, EPOCH_MOMENTUM, EPOCH_NETS, EPOCH_SEED,  # noqa: F401
+                           epoch_order, init_values)
 EVAL_CHUNK = 500  # test images per forward pass in evaluate()
 
 
