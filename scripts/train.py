@@ -90,8 +90,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-from dlbench.epoch import epoch_order, init_values  # noqa: E402
 from dlbench.nets import FASHION_MEAN, FASHION_STD, NETWORKS, load_fashion, network_input  # noqa: E402
+from dlbench import torch_epoch  # noqa: E402
+from dlbench.torch_epoch import EPOCH_BATCH, EPOCH_LR, EPOCH_MOMENTUM, EPOCH_NETS, EPOCH_SEED  # noqa: E402
 
 REFERENCE_IMAGES = 256
 TRAIN_REFERENCE_BATCH = 64
@@ -103,11 +104,6 @@ TRAIN_REFERENCE_STEP2_SKIP = {"mnist_cnn": lambda p: p == "fc1.weight",
                               "resnet20": lambda p: p.startswith("stage3.") and ".conv" in p}
 DEFAULT_EPOCHS = {"resnet20": 4, "mnist_cnn": 2, "mnist_lenet": 2}
 SEED = 20261123
-EPOCH_NETS = ("mnist_cnn", "mnist_lenet")
-EPOCH_SEED = 35  # init and order (kernels/nn/train/epoch.h's EpochConfig)
-EPOCH_BATCH = 64
-EPOCH_LR = 0.01
-EPOCH_MOMENTUM = 0.9
 
 
 def make_optimizer(name: str, model, steps: int, epochs: int):
@@ -233,54 +229,33 @@ def write_train_reference(name: str, model, train_images, train_labels, out: Pat
     return first_loss
 
 
-def fresh_init(model, seed: int) -> dict:
-    """Every parameter from the shared generator (scripts/dlbench/epoch.py);
-    returns, per tensor, its first 4 values and its sum (in double)."""
-    modules = dict(model.named_modules())
-    check = {}
-    with torch.no_grad():
-        for j, (pname, p) in enumerate(model.named_parameters()):
-            module = modules[pname.rsplit(".", 1)[0]]
-            fan_in = module.weight[0].numel()  # Conv2d: c r r; Linear: in_features
-            p.copy_(torch.from_numpy(init_values(seed, j, p.numel(), fan_in).reshape(p.shape)))
-            flat = p.detach().flatten()
-            check[pname] = {"first": [float(v) for v in flat[:4]], "sum": float(flat.double().sum())}
-    return check
-
-
 def run_epoch(name, train_images, train_labels, test_images, test_labels, threads: int) -> dict:
     """One epoch of SGD from the fresh start on `threads` threads: every
     step's loss, the test accuracy and loss after it."""
     torch.set_num_threads(threads)
     shape = NETWORKS[name].input_shape
-    model = NETWORKS[name]()
-    check = fresh_init(model, EPOCH_SEED)
-    model.eval()  # dropout off, as the C++ step
-    order = epoch_order(EPOCH_SEED, len(train_images))
+    model, check = torch_epoch.fresh_model(name)  # dropout off, as the C++ step
+    order = torch_epoch.order(len(train_images))
     train_x = network_input(train_images, shape)
     train_y = torch.from_numpy(train_labels.astype(np.int64))
-    opt = torch.optim.SGD(model.parameters(), lr=EPOCH_LR, momentum=EPOCH_MOMENTUM)
-    steps = len(order) // EPOCH_BATCH
+    opt = torch_epoch.optimizer(model)
+    steps = torch_epoch.steps_of(len(order))
     losses = []
     start = time.time()
     for s in range(steps):
-        idx = torch.from_numpy(order[s * EPOCH_BATCH : (s + 1) * EPOCH_BATCH])
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.nll_loss(model(train_x[idx]), train_y[idx])
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+        idx = torch.from_numpy(torch_epoch.batch_indices(order, s))
+        losses.append(float(torch_epoch.eager_step(model, opt, train_x[idx], train_y[idx])))
     seconds = time.time() - start
-    outputs = evaluate(model, network_input(test_images, shape))
+    outputs = torch_epoch.evaluate(model, network_input(test_images, shape))
     test_y = torch.from_numpy(test_labels.astype(np.int64))
-    accuracy = float((outputs.argmax(1) == test_y).double().mean())
+    accuracy, test_loss = torch_epoch.accuracy_and_loss(outputs, test_y)
     print(f"train: {name}: epoch on {threads} threads, {steps} steps in {seconds:.0f} s, first loss "
           f"{losses[0]:.6f}, last {losses[-1]:.4f}, test accuracy {accuracy:.4f}", flush=True)
     return {
         "threads": threads,
         "losses": [float(f"{v:.9g}") for v in losses],
         "test_accuracy": accuracy,
-        "test_loss": float(torch.nn.functional.nll_loss(outputs.double(), test_y)),
+        "test_loss": test_loss,
         "init_check": check,
         "order_head": [int(i) for i in order[:16]],
         "train_images": len(order),

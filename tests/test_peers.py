@@ -9,6 +9,7 @@ where .venv-peers exists."""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -279,6 +280,21 @@ class GpuTrainingPeers(unittest.TestCase):
         self.assertEqual(listed[0], "resnet20_train/peer_torch_cuda/batch:64/manual_time")
         self.assertEqual({split_name(n).variant for n in listed}, set(self.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
+
+
+class GpuEpochPeers(unittest.TestCase):
+    """The epoch peer (scripts/dlbench/peers/epoch.py, issue 46): listed for
+    a GPU by the kit's filter, registered nowhere without one."""
+
+    def test_listed_by_the_kits_filter_without_a_gpu_with_list_gpu(self):
+        kit = re.search(r"^peers_filter='(.*)'$", (ROOT / "scripts" / "gpu-kit").read_text(), re.M)[1]
+        p = peers("--benchmark_list_tests", "--list_gpu", f"--benchmark_filter={kit}", venv="system")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        epochs = [n for n in p.stdout.split() if "_epoch/" in n]
+        self.assertEqual(epochs, ["mnist_cnn_epoch/peer_torch_cuda_graph/batch:64/manual_time",
+                                  "mnist_lenet_epoch/peer_torch_cuda_graph/batch:64/manual_time"])
+        p = peers("--benchmark_list_tests", "--benchmark_filter=_epoch/")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered
 
 
@@ -899,8 +915,8 @@ class CommandLine(unittest.TestCase):
         self.assertEqual(listed[-1], "mnist_lenet/peer_torch_cuda_compile_f16_cl/batch:1024/manual_time")
         self.assertIn("resnet20/peer_torch_cuda_graph_tf32/batch:64/manual_time", listed)
         self.assertIn("mnist_cnn/peer_torch_cuda_graph_f16_cl/batch:1024/manual_time", listed)
-        kit_script = (ROOT / "scripts" / "gpu-kit").read_text()  # the kit's count: these and the training step's 18
-        self.assertIn(f"peers_cases={len(listed) + 18}\n", kit_script)
+        kit_script = (ROOT / "scripts" / "gpu-kit").read_text()  # the kit's count: these, the training step's 18
+        self.assertIn(f"peers_cases={len(listed) + 18 + 2}\n", kit_script)  # and the 2 epochs
         self.assertEqual({split_name(n).variant for n in listed}, set(GpuNetworkPeers.MODES))
         p = peers("--benchmark_list_tests", f"--benchmark_filter={kit}")
         self.assertEqual((p.returncode, p.stdout.strip()), (0, ""))  # no GPU here: none registered

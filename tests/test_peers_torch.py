@@ -23,7 +23,10 @@ not, as in CI: scripts/test does not install the few GB it takes.
   its loop; and a mode whose gradients are off is refused;
 - resnet20's channels_last step held to our cpu_onednn step's allowance for
   batch norm's fp32 statistics (kernels/nn/train/train.h), timed at batch 64,
-  refused past it, the eager NCHW step not given it."""
+  refused past it, the eager NCHW step not given it;
+- the epoch peer's runner eagerly on the CPU: its first 20 losses are the
+  committed reference's within dlbench.epoch.losses_agree's bound (the
+  same start and order), and a shifted order fails it."""
 
 import json
 import os
@@ -203,7 +206,40 @@ for scale in (1e-4, 1e-3):
 """
 
 
+# Runs in .venv-peers: the epoch peer's runner (scripts/dlbench/peers/epoch.py)
+# eagerly on the CPU for 20 steps of mnist_lenet, twice (the second from the
+# in-place reset), against the committed reference's first losses within
+# losses_agree's bound; then with the order shifted by one batch (another
+# start's batches), which must fail it.
+EPOCH_CPU = r"""
+import sys
+sys.path.append(sys.argv[1])
+import torch
+from dlbench import epoch as shared
+from dlbench.nets import load_fashion
+from dlbench.peers import epoch as peer
+tr, tl = load_fashion(peer.DATA, "train")
+te, tel = load_fashion(peer.DATA, "test")
+runner = peer.EpochRunner("mnist_lenet", tr, tl, te, tel, torch, device="cpu", graph=False)
+ref = peer.reference("mnist_lenet")
+print("steps:", runner.steps)
+for attempt in range(2):
+    print("same start:", shared.losses_agree(runner.run(20)[0], ref["losses"]).holds)
+runner.order = torch.roll(runner.order, 64)
+print("shifted:", shared.losses_agree(runner.run(20)[0], ref["losses"]).holds)
+"""
+
+
 class TorchPeers(unittest.TestCase):
+    def test_the_epoch_peers_start_and_order_are_the_references(self):
+        # The CUDA graph itself needs a GPU (unverified here); this is its
+        # start, order, staging and reset, eagerly.
+        p = subprocess.run([str(PEERS_PYTHON), "-c", EPOCH_CPU, str(ROOT / "scripts")], capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.splitlines(), ["steps: 937", "same start: True", "same start: True",
+                                                 "shifted: False"])
+
     def test_peers_validate_and_agree_with_the_reference(self):
         with tempfile.TemporaryDirectory() as d:
             out = Path(d) / "p.json"

@@ -451,6 +451,28 @@ class Session:
             shown.append(e)
         print(f"{name:58s} {_headline(shown)}  {prepared.label}", flush=True)
 
+    def record(self, name: str, label: str, runs: list[tuple[float, dict]], *, gpu: bool = False,
+               items_per_call: float | None = None) -> None:
+        """Adds a case the caller ran and timed itself, one call per
+        repetition (a whole epoch: its wall time, each from the same start),
+        each repetition with its own counters: runs = [(seconds, counters)].
+        Validated by the caller before it records; no warm-up call here."""
+        parsed = split_name(name)
+        self.labels[f"{parsed.op}/{parsed.variant}"] = label
+        full = f"{name}/{self.suffix(gpu)}"
+        shown = []
+        for index, (seconds, counters) in enumerate(runs):
+            e = {"name": full, "run_name": full, "run_type": "iteration", "repetitions": len(runs),
+                 "repetition_index": index, "threads": 1, "iterations": 1,
+                 "real_time": seconds * 1e9, "cpu_time": seconds * 1e9, "time_unit": "ns"}
+            if items_per_call is not None:
+                e["items_per_second"] = items_per_call / seconds
+            e.update(counters)
+            e["label"] = label
+            self.entries.append(e)
+            shown.append(e)
+        print(f"{name:58s} {_headline(shown)}  {label}", flush=True)
+
 
 def _headline(entries: list[dict]) -> str:
     for key, scale, unit in (("items_per_second", 1, "items/s"), ("flops", 1e9, "GFLOP/s"),
