@@ -378,6 +378,49 @@ class Epoch(unittest.TestCase):
             self.assertTrue(kit.epoch_verdict(Path(tmp) / "absent.json").startswith("FAIL: epoch: absent.json"))
 
 
+class EpochAgainstPeer(unittest.TestCase):
+    OURS = [2.302, 2.251, 2.180, 2.090]
+
+    def peers(self, losses=None, error=None):
+        entry = {"name": "mnist_cnn_epoch/peer_torch_cuda_graph/batch:64/manual_time", "run_type": "iteration",
+                 "items_per_second": 50000.0}
+        if error:
+            entry.update(error_occurred=True, error_message=error)
+        else:
+            entry.update({f"loss_{s}": x for s, x in enumerate(losses)})
+        return {"benchmarks": [entry]}
+
+    def ours(self, folder):
+        path = Path(folder) / "epoch-mnist_cnn.json"
+        path.write_text(json.dumps({"network": "mnist_cnn", "impl": "gpu_cudnn_graph", "test_accuracy": 0.7,
+                                    "test_loss": 0.8, "seconds": 0.01, "images_per_second": 100000.0,
+                                    "losses": self.OURS}))
+        return path
+
+    def test_the_same_curve_agrees_and_gives_the_ratio(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            theirs = [x * (1 + 1e-6) for x in self.OURS]
+            [line] = kit.epoch_against_peer(self.ours(tmp), self.peers(theirs))
+            self.assertTrue(line.startswith("epoch mnist_cnn: gpu_cudnn_graph 100,000 images/s against PyTorch's "
+                                            "CUDA graph 50,000 (2.00x); the first 4 losses agree"), line)
+
+    def test_a_curve_off_by_a_percent_fails(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            theirs = list(self.OURS)
+            theirs[2] *= 1.01
+            [line] = kit.epoch_against_peer(self.ours(tmp), self.peers(theirs))
+            self.assertTrue(line.startswith("FAIL: epoch mnist_cnn"), line)
+            self.assertIn("DISAGREE: worst step 2", line)
+
+    def test_a_refused_or_absent_peer_is_said(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            [line] = kit.epoch_against_peer(self.ours(tmp), self.peers(error="WRONG RESULT: x"))
+            self.assertIn("no PyTorch epoch to set beside ours", line)
+            self.assertIn("WRONG RESULT: x", line)
+            [line] = kit.epoch_against_peer(self.ours(tmp), None)
+            self.assertIn("not in this run", line)
+
+
 class TraceAndSize(unittest.TestCase):
     def trace(self, stream_events):
         events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "resnet20/gpu_cudnn"}},

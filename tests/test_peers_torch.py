@@ -43,6 +43,7 @@ from dlbench.names import case_name  # noqa: E402  (standard library only)
 
 PEERS_PYTHON = venv.PEERS_VENV / "bin" / "python"
 BENCH = os.environ.get("DLB_BENCH", str(ROOT / "build" / "bench"))
+TRAIN_EPOCH = os.environ.get("DLB_TRAIN_EPOCH", str(ROOT / "build" / "train_epoch"))
 SKIP = 77
 
 FILTER = ("^daxpy/peer_torch/n:1024$|^softmax/peer_torch(_naive|_script)?/rows:128/cols:1024$"
@@ -230,7 +231,66 @@ print("shifted:", shared.losses_agree(runner.run(20)[0], ref["losses"]).holds)
 """
 
 
+# PyTorch's epoch over the first 1,280 training images (what the GPU kit
+# carries), eagerly on the CPU: its first 20 losses, one a line.
+EPOCH_FEW = r"""
+import sys
+sys.path.append(sys.argv[1])
+import torch
+from pathlib import Path
+from dlbench.nets import load_fashion
+from dlbench.peers import epoch as peer
+tr, tl = load_fashion(Path(sys.argv[2]), "train")
+te, tel = load_fashion(Path(sys.argv[2]), "test")
+runner = peer.EpochRunner(sys.argv[3], tr, tl, te, tel, torch, device="cpu", graph=False)
+for loss in runner.run(20)[0]:
+    print(repr(loss))
+"""
+
+
+def first_images(folder: Path, n: int) -> None:
+    """The Fashion-MNIST test set and the training set's first n images, as
+    scripts/gpu-kit packs them (the count in each header set to n)."""
+    import gzip
+    import shutil
+    import struct
+
+    source = Path(os.environ.get("DLB_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
+    for name, item, header in (("train-images-idx3-ubyte.gz", 784, 16), ("train-labels-idx1-ubyte.gz", 1, 8)):
+        with gzip.open(source / name, "rb") as f:
+            head, body = f.read(header), f.read(n * item)
+        with gzip.GzipFile(folder / name, "wb", mtime=0) as f:
+            f.write(head[:4] + struct.pack(">I", n) + head[8:] + body)
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        shutil.copy(source / name, folder / name)
+
+
 class TorchPeers(unittest.TestCase):
+    def test_over_the_kits_images_our_epoch_and_pytorchs_agree(self):
+        # What the GPU kit sets side by side (its epoch step and the epoch
+        # peer), here on the CPU: over 1,280 images both take the same start
+        # and the same permutation of 1,280, so their first 20 losses agree
+        # within the bound; our epoch with lr 0.011 does not.
+        from dlbench.epoch import losses_agree
+
+        with tempfile.TemporaryDirectory() as d:
+            first_images(Path(d), 1280)
+            env = dict(os.environ, DLB_FASHION_MNIST_DIR=d)
+            p = subprocess.run([str(PEERS_PYTHON), "-c", EPOCH_FEW, str(ROOT / "scripts"), d, "mnist_cnn"],
+                               capture_output=True, text=True, timeout=600, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            theirs = [float(x) for x in p.stdout.split()]
+            for extra, holds in (((), True), (("--lr=0.011",), False)):
+                out = Path(d) / "ours.json"
+                q = subprocess.run([TRAIN_EPOCH, "--network=mnist_cnn", "--impl=cpu_eigen", f"--losses={out}", *extra],
+                                   capture_output=True, text=True, timeout=600, env=env)
+                self.assertEqual(q.returncode, 0, q.stderr)
+                self.assertIn("no PyTorch column: its epoch ran over 60000 training images, this one over 1280",
+                              q.stdout)
+                ours = json.loads(out.read_text())["losses"]
+                self.assertEqual(len(ours), 20)
+                self.assertEqual(losses_agree(ours, theirs, steps=20).holds, holds, (extra, ours, theirs))
+
     def test_the_epoch_peers_start_and_order_are_the_references(self):
         # The CUDA graph itself needs a GPU (unverified here); this is its
         # start, order, staging and reset, eagerly.

@@ -604,6 +604,39 @@ def epoch_verdict(path: Path) -> str:
             f"step and {losses[-1]:.4f} at the last, test accuracy {accuracy:.4f}")
 
 
+def epoch_against_peer(path: Path, peers: dict | None) -> list[str]:
+    """Our GPU epoch (train_epoch --losses) beside PyTorch's on the same
+    images (<net>_epoch/peer_torch_cuda_graph/batch:64 in the peers' JSON):
+    the first steps' losses within dlbench.epoch.losses_agree's bound (the
+    analysis is there; 20 steps, or as many as both have), and images/s as
+    a ratio of ours to PyTorch's (the median of its repetitions)."""
+    from dlbench.epoch import FIRST_STEPS, losses_agree  # NumPy: there wherever PyTorch is
+
+    try:
+        ours = json.loads(path.read_text())
+        network, impl, losses = ours["network"], ours["impl"], [float(x) for x in ours["losses"]]
+        per_second = float(ours["images_per_second"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [f"FAIL: epoch against PyTorch: {path.name}: {e}"]
+    case = f"{network}_epoch/peer_torch_cuda_graph/batch:64"
+    entries = [b for b in (peers or {}).get("benchmarks", [])
+               if b.get("name", "").startswith(case) and b.get("run_type") != "aggregate"]
+    timed = [b for b in entries if not b.get("error_occurred") and "loss_0" in b]
+    if not timed:
+        why = entries[0].get("error_message", "refused") if entries else "not in this run"
+        return [f"epoch {network}: no PyTorch epoch to set beside ours ({case}: {why})"]
+    theirs = [float(timed[0][f"loss_{s}"]) for s in range(FIRST_STEPS) if f"loss_{s}" in timed[0]]
+    steps = min(len(losses), len(theirs))
+    if steps == 0:
+        return [f"FAIL: epoch {network}: no step to compare"]
+    agree = losses_agree(losses, theirs, steps=steps)
+    rate = statistics.median(float(b["items_per_second"]) for b in timed)
+    line = (f"epoch {network}: {impl} {per_second:,.0f} images/s against PyTorch's CUDA graph {rate:,.0f} "
+            f"({per_second / rate:.2f}x); the first {steps} losses {'agree' if agree.holds else 'DISAGREE'}: "
+            f"worst step {agree.worst_step}, {agree.difference:.2g} relative, bound {agree.tolerance:.2g}")
+    return [line if agree.holds else "FAIL: " + line]
+
+
 # ----------------------------------------------------------------- profile
 
 def ncu_summary(csv_text: str) -> list[str]:
@@ -688,6 +721,7 @@ def main(argv=None) -> int:
     n.add_argument("csv", type=Path)
     e = sub.add_parser("epoch", help="one GPU epoch's losses, images/s and accuracy (train_epoch --losses)")
     e.add_argument("json", type=Path)
+    e.add_argument("--peers", type=Path, help="the peers' JSON: set PyTorch's epoch beside ours")
     z = sub.add_parser("size", help="tracked tree + kit archive within the budget")
     z.add_argument("root", type=Path)
     z.add_argument("archive", type=Path)
@@ -727,7 +761,7 @@ def main(argv=None) -> int:
         lines = ncu_summary(a.csv.read_text(errors="replace")) if a.csv.exists() else []
         _print(lines or ["FAIL: profile: no kernel metrics in the Nsight Compute output"])
     elif a.cmd == "epoch":
-        _print(epoch_verdict(a.json))
+        _print(epoch_against_peer(a.json, load(a.peers)) if a.peers else epoch_verdict(a.json))
     elif a.cmd == "size":
         size = a.archive.stat().st_size if a.archive.exists() else 0
         _print(size_verdict(tracked_bytes(a.root), size))
