@@ -83,8 +83,8 @@ struct ConvChoice {
   std::optional<dnnl::binary::primitive_desc> join;  // dst = relu(shortcut + conv), in place into the shortcut
 };
 
-// Where a step writes what it makes: a new memory, or (OnednnLayers::
-// output_buffer) one an earlier layer's output no longer needs.
+// Where a step writes what it makes: a new memory, or (OutputBuffers,
+// onednn_plan.h) one an earlier layer's output no longer needs.
 using MakeMemory = std::function<memory(const memory::desc&)>;
 memory new_memory(const memory::desc& desc) { return memory(desc, onednn_engine()); }
 
@@ -383,40 +383,12 @@ class OnednnLayers final : public GraphBackend<memory> {
     return [plans = plans_, i] { (*plans)[i].run(); };
   }
 
-  // Where layer `writer` (the layers run in index order) writes the output
-  // of layer `of` (itself, or the pool it runs) or a buffer of its own
-  // (its input reordered, a conv's output before its join): a buffer of the
-  // same descriptor that an earlier layer's output held, once every reader
-  // of that output has run, or a new one. An output some layer joins into
-  // (a residual) lives on as that layer's output and is never given back.
-  // Fewer buffers keep a pass's activations in cache: at batch 64 a
-  // ResNet20 stage-1 activation is 4 MB, and with a new buffer for every
-  // layer's output each conv without a residual sum wrote memory the pass
-  // had not touched since the pass before (resnet20 fp32 batch 64 on a Zen 4:
-  // those layers 0.86-0.89 ms against 0.68-0.72 with the buffers shared).
   memory output_buffer(std::size_t writer, std::size_t of, const memory::desc& desc) {
-    const auto& ls = net_.layers;
-    std::size_t last = of;
-    for (std::size_t j = of + 1; j < ls.size(); ++j) {
-      if (ls[j].residual == static_cast<int>(of)) return new_memory(desc);
-      if (ls[j].input == static_cast<int>(of)) last = j;
-    }
-    for (auto& b : buffers_)
-      if (b.free_after < writer && b.m.get_desc() == desc) {
-        b.free_after = last;
-        return b.m;
-      }
-    buffers_.push_back({new_memory(desc), last});
-    return buffers_.back().m;
+    return buffers_.take(writer, of, desc);
   }
   MakeMemory buffers_for(std::size_t i) {
     return [this, i](const memory::desc& desc) { return output_buffer(i, i, desc); };
   }
-  struct Buffer {
-    memory m;
-    std::size_t free_after;  // the last layer that reads what it holds
-  };
-  std::vector<Buffer> buffers_;
 
   const Network& net_;
   const std::int64_t n_;
@@ -428,6 +400,7 @@ class OnednnLayers final : public GraphBackend<memory> {
   std::shared_ptr<std::vector<LayerPlan>> plans_;
   std::set<std::string> kernels_;
   std::size_t folded_pool_ = static_cast<std::size_t>(-1);  // the pool layer a conv ran, if any
+  OutputBuffers buffers_{net_};
 };
 
 // The whole network in `act`: activations and weights in that data type

@@ -119,10 +119,10 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
     return s;
   }
 
-  // The input into the layout (and, for the network input, the u8 codes) the primitive takes.
-  static void take_src(LayerPlan& plan, Start& s, const memory::desc& want) {
+  // Layer i's input into the layout (and, for the network input, the u8 codes) the primitive takes.
+  void take_src(LayerPlan& plan, Start& s, const memory::desc& want, std::size_t i) {
     if (want == s.src.get_desc()) return;
-    memory converted(want, onednn_engine());
+    const memory converted = buffers_.take(i, i, want);
     dnnl::primitive_attr attr;
     if (s.first) {
       attr.set_output_scales(0, {1.0f / s.in_q.scale});
@@ -175,7 +175,7 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
       pd_src = pd.src_desc();
       weights = s8_weights(pd.weights_desc(), user_w, w.values);
       bias_mem = owned_copy(pd.bias_desc(), bias);
-      if (!dst) dst = memory(pd.dst_desc(), engine);
+      if (!dst) dst = buffers_.take(io.index, io.index, pd.dst_desc());
       kernels_.insert(pd.impl_info_str());
     };
     if (conv) {
@@ -228,7 +228,7 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
       adopt(pd, memory::desc(fc.dims, dt::s8, fc.user_tag));
       primitive = dnnl::inner_product_forward(pd);
     }
-    take_src(plan, s, pd_src);
+    take_src(plan, s, pd_src, io.index);
     plan.main = Step{primitive, conv_args(s, l, s.src, weights, bias_mem, *dst)};
     return {{*dst, s.out_q}, call(io.index)};
   }
@@ -274,8 +274,8 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
     LayerPlan& plan = (*plans_)[io.index];
     DLB_REQUIRE(!s.first && !s.logits, "cpu_onednn_s8: " + l.name + " cannot start or end the network");
     const auto pd = pool_pd(l, s.src_desc, memory::desc(s.dst_dims, dt::u8, tag::any));
-    take_src(plan, s, pd.src_desc());
-    memory y(pd.dst_desc(), onednn_engine());
+    take_src(plan, s, pd.src_desc(), io.index);
+    const memory y = buffers_.take(io.index, io.index, pd.dst_desc());
     plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, s.src}, {DNNL_ARG_DST, y}}};
     return {{y, s.out_q}, call(io.index)};
   }
@@ -291,6 +291,7 @@ class OnednnS8Layers final : public GraphBackend<S8Memory> {
   const memory user_y_;
   std::shared_ptr<std::vector<LayerPlan>> plans_;
   std::set<std::string> kernels_;
+  OutputBuffers buffers_{net_};
 };
 
 }  // namespace

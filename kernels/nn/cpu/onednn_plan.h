@@ -55,6 +55,48 @@ struct Step {
 void zero_activations(const std::vector<Step>& steps);
 void run_steps(const std::vector<Step>& steps);
 
+// Where a layer writes what it makes when it does not write into a
+// shortcut: a buffer of the same descriptor that an earlier layer's output
+// held, once every reader of that output has run, or a new one. The layers
+// run in index order. take(writer, of, desc): layer `writer` writes the
+// output of layer `of` (itself, or the pool after it that it runs) or a
+// buffer of its own (its input reordered, a conv's output before its join:
+// `of` = `writer`, held as long as its output would be). An output some
+// layer joins into (a residual) lives on as that layer's output and is never
+// given back. Fewer buffers keep a pass's activations in cache: at batch 64
+// a ResNet20 stage-1 activation is 4 MB in fp32, and with a new buffer for
+// every layer's output each conv without a residual sum wrote memory the
+// pass had not touched since the pass before (resnet20 fp32 batch 64 on a
+// Zen 4: those layers 0.86-0.89 ms against 0.68-0.72 with the buffers
+// shared).
+class OutputBuffers {
+ public:
+  explicit OutputBuffers(const Network& net) : net_(net) {}
+  dnnl::memory take(std::size_t writer, std::size_t of, const dnnl::memory::desc& desc) {
+    const auto& ls = net_.layers;
+    std::size_t last = of;
+    for (std::size_t j = of + 1; j < ls.size(); ++j) {
+      if (ls[j].residual == static_cast<int>(of)) return dnnl::memory(desc, onednn_engine());
+      if (ls[j].input == static_cast<int>(of)) last = j;
+    }
+    for (auto& b : buffers_)
+      if (b.free_after < writer && b.m.get_desc() == desc) {
+        b.free_after = last;
+        return b.m;
+      }
+    buffers_.push_back({dnnl::memory(desc, onednn_engine()), last});
+    return buffers_.back().m;
+  }
+
+ private:
+  const Network& net_;
+  struct Buffer {
+    dnnl::memory m;
+    std::size_t free_after;  // the last layer that reads what it holds
+  };
+  std::vector<Buffer> buffers_;
+};
+
 // One layer's work: an optional reorder before (the network input, or
 // into a Winograd layout), the primitive, an optional join (a residual sum
 // the primitive could not fuse), an optional reorder after (the network
