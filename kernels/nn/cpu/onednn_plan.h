@@ -79,11 +79,15 @@ class OutputBuffers {
       if (ls[j].residual == static_cast<int>(of)) return dnnl::memory(desc, onednn_engine());
       if (ls[j].input == static_cast<int>(of)) last = j;
     }
+    // Of the free ones, the one read last: the likeliest still in cache.
+    Buffer* warmest = nullptr;
     for (auto& b : buffers_)
-      if (b.free_after < writer && b.m.get_desc() == desc) {
-        b.free_after = last;
-        return b.m;
-      }
+      if (b.free_after < writer && b.m.get_desc() == desc && (warmest == nullptr || b.free_after > warmest->free_after))
+        warmest = &b;
+    if (warmest != nullptr) {
+      warmest->free_after = last;
+      return warmest->m;
+    }
     buffers_.push_back({dnnl::memory(desc, onednn_engine()), last});
     return buffers_.back().m;
   }
