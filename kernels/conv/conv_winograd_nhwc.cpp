@@ -107,6 +107,34 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
   }
 }
 
+// The same for output channel blocks kb and kb + 1 at once, into m and
+// m + kXi * kTiles * kLanes: each broadcast of V feeds two multiply-adds,
+// and V is read once for both (2T accumulators in registers).
+template <int T>
+void block_gemm2(const Geometry& g, const float* v, const float* u, std::int64_t kb, float* m) {
+  const std::int64_t kblocks = g.k / kLanes, c = g.c;
+  float* m1 = m + kXi * kTiles * kLanes;
+  for (int xi = 0; xi < kXi; ++xi) {
+    const float* vx = v + xi * kTiles * c;
+    const float* u0 = u + (xi * kblocks + kb) * c * kLanes;
+    const float* u1 = u0 + c * kLanes;
+    vfloat acc0[T] = {}, acc1[T] = {};
+    for (std::int64_t cc = 0; cc < c; ++cc) {
+      const vfloat f0 = load(u0 + cc * kLanes), f1 = load(u1 + cc * kLanes);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const vfloat x = splat(vx[t * c + cc]);
+        acc0[t] = fmadd(x, f0, acc0[t]);
+        acc1[t] = fmadd(x, f1, acc1[t]);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      store(m + (xi * kTiles + t) * kLanes, acc0[t]);
+      store(m1 + (xi * kTiles + t) * kLanes, acc1[t]);
+    }
+  }
+}
+
 // The 4x4 outputs of tile `tile` for output channels [16 kb, 16 kb + 16)
 // from M, with the epilogue, stored where they lie inside the output; with
 // pool, each 2x2 quad's maximum instead, where the quad lies inside the
@@ -191,7 +219,7 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
         }
     }
   }
-  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * (c + kLanes));
+  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * (c + 2 * kLanes));  // V, then M for two blocks
 }
 
 WinogradNhwc::~WinogradNhwc() = default;
@@ -217,13 +245,24 @@ void WinogradNhwc::operator()(const float* x, std::int64_t n, std::int64_t h, st
     const std::int64_t block = item / parts, part = item % parts, first = block * kTiles;
     const int present = static_cast<int>(std::min<std::int64_t>(kTiles, g.tiles() - first));
     for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
-    for (std::int64_t kb = kblocks * part / parts; kb < kblocks * (part + 1) / parts; ++kb) {
-      if (present <= 4) {
+    const std::int64_t end = kblocks * (part + 1) / parts;
+    for (std::int64_t kb = kblocks * part / parts; kb < end;) {
+      const std::int64_t count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
+      if (count == 2) {
+        if (present <= 4) {
+          block_gemm2<4>(g, v, u_.data(), kb, m);
+        } else {
+          block_gemm2<kTiles>(g, v, u_.data(), kb, m);
+        }
+      } else if (present <= 4) {
         block_gemm<4>(g, v, u_.data(), kb, m);
       } else {
         block_gemm<kTiles>(g, v, u_.data(), kb, m);
       }
-      for (int t = 0; t < present; ++t) transform_output(g, m, first + t, t, kb, bias, accumulate, relu, pool, y);
+      for (std::int64_t j = 0; j < count; ++j)
+        for (int t = 0; t < present; ++t)
+          transform_output(g, m + j * kXi * kTiles * kLanes, first + t, t, kb + j, bias, accumulate, relu, pool, y);
+      kb += count;
     }
   }
 }
