@@ -835,11 +835,12 @@ TEST(TrainGpuCudnn, MatchesTheReferenceOnTheMnistNets) {
   }
 }
 
-// GpuLaunch::graph: each phase's first call for an input runs eagerly and
+// GpuLaunch::graph: step()'s first call for an input runs eagerly and
 // captures, later calls replay. Four steps alternating between two device
-// copies of the batch (as double buffering does: a forward and a backward
-// graph for each), the parameters after each against the reference.
-TEST(TrainGpuCudnn, GraphStepsMatchTheReference) {
+// copies of the batch (as double buffering does: a graph for each), the
+// parameters after each against the reference. With `prepare`, the graphs
+// are made first by prepare(), which must leave the step at its start.
+void expect_graph_steps_match_the_reference(bool prepare) {
   ExecContext ctx(Device::gpu);
   const nn::Network& net = nn::network("mnist_lenet");
   constexpr std::int64_t kBatch = 16;
@@ -847,6 +848,8 @@ TEST(TrainGpuCudnn, GraphStepsMatchTheReference) {
   const DeviceBatch first(net, b), second(net, b);
   const nn::Sgd sgd{0.01, 0.9, 1e-3};
   nn::GpuTrainStep step(net, kBatch, sgd, ctx.exec().stream, nn::GpuLaunch::graph);
+  if (prepare)
+    for (const DeviceBatch* d : {&first, &second}) step.prepare(d->x.data(), d->labels.data());
   int calls = 0;
   expect_parameters_after_steps(net, kBatch, b, sgd, 4, step.params(), [&](std::size_t j) { return step.param(j); },
                                 [&] {
@@ -855,6 +858,9 @@ TEST(TrainGpuCudnn, GraphStepsMatchTheReference) {
                                 });
   EXPECT_NE(step.algorithms().find("CUDA graph"), std::string::npos);
 }
+
+TEST(TrainGpuCudnn, GraphStepsMatchTheReference) { expect_graph_steps_match_the_reference(false); }
+TEST(TrainGpuCudnn, PreparedGraphStepsMatchTheReference) { expect_graph_steps_match_the_reference(true); }
 
 // resnet20 at batch 64 on the first 64 training images (as
 // tests/test_train.cpp's ResNet20 tests hold the CPU step): the gradients

@@ -461,6 +461,25 @@ void GpuTrainStep::step(const float* x, const std::uint8_t* labels) {
   m.backward_done = false;
 }
 
+void GpuTrainStep::prepare(const float* x, const std::uint8_t* labels) {
+  Impl& m = *impl_;
+  if (m.launch != GpuLaunch::graph) return;
+  // What a step changes that outlives it, copied aside and back.
+  DeviceBuffer<float>* kept[] = {&m.params, &m.velocity, &m.running};
+  std::vector<DeviceBuffer<float>> saved;
+  for (DeviceBuffer<float>* b : kept) {
+    saved.emplace_back(b->size());
+    DLB_CUDA_CHECK(cudaMemcpyAsync(saved.back().data(), b->data(), b->bytes(), cudaMemcpyDeviceToDevice, m.stream));
+  }
+  step(x, labels);
+  for (std::size_t i = 0; i < saved.size(); ++i)
+    DLB_CUDA_CHECK(cudaMemcpyAsync(kept[i]->data(), saved[i].data(), saved[i].bytes(), cudaMemcpyDeviceToDevice,
+                                   m.stream));
+  DLB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.forward_done = false;
+  m.backward_done = false;
+}
+
 GpuLaunch GpuTrainStep::launch() const { return impl_->launch; }
 
 std::vector<std::pair<std::string, double>> GpuTrainStep::profile(const float* x, const std::uint8_t* labels,

@@ -77,6 +77,12 @@ class GpuTrainStep {
   void update();    // throws if no backward came before
   // forward, backward and update; with GpuLaunch::graph one graph launch.
   void step(const float* x, const std::uint8_t* labels);
+  // With GpuLaunch::graph: makes step()'s graph for this input now, so that
+  // a timed loop starts with it, and leaves the step as it was: the eager
+  // first call a capture needs trains, and the parameters, momentum and
+  // batch-norm running statistics it changed are put back (waits). x and
+  // labels as for forward(); their values do not matter. Eager: nothing.
+  void prepare(const float* x, const std::uint8_t* labels);
   GpuLaunch launch() const;
   // The mean loss of the last forward (waits for the stream).
   double loss() const;
