@@ -88,50 +88,34 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
   }
 }
 
-// M[xi][t][16] = sum_c V[xi][t][c] * U[xi][kb][c][16] for the first T
-// tiles of the block (8, or 4 where no more exist), their accumulators in
-// registers.
-template <int T>
+// Output channel blocks kb .. kb + B - 1 (B = 1 or 2) of the block's first T
+// tiles (8, or 4 where no more exist): M_j[xi][t][16] = sum_c V[xi][t][c] *
+// U[xi][kb + j][c][16], block j's M at m + j * kMBlock, the B x T
+// accumulators in registers. With two blocks each broadcast of V feeds two
+// multiply-adds and V is read once for both.
+constexpr std::int64_t kMBlock = kXi * kTiles * kLanes;  // one channel block's M
+template <int T, int B>
 void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, float* m) {
-  const std::int64_t kblocks = g.k / kLanes;
-  for (int xi = 0; xi < kXi; ++xi) {
-    const float* vx = v + xi * kTiles * g.c;
-    const float* ux = u + (xi * kblocks + kb) * g.c * kLanes;
-    vfloat acc[T] = {};
-    for (std::int64_t cc = 0; cc < g.c; ++cc) {
-      const vfloat filter = load(ux + cc * kLanes);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) acc[t] = fmadd(splat(vx[t * g.c + cc]), filter, acc[t]);
-    }
-    for (int t = 0; t < T; ++t) store(m + (xi * kTiles + t) * kLanes, acc[t]);
-  }
-}
-
-// The same for output channel blocks kb and kb + 1 at once, into m and
-// m + kXi * kTiles * kLanes: each broadcast of V feeds two multiply-adds,
-// and V is read once for both (2T accumulators in registers).
-template <int T>
-void block_gemm2(const Geometry& g, const float* v, const float* u, std::int64_t kb, float* m) {
   const std::int64_t kblocks = g.k / kLanes, c = g.c;
-  float* m1 = m + kXi * kTiles * kLanes;
   for (int xi = 0; xi < kXi; ++xi) {
     const float* vx = v + xi * kTiles * c;
-    const float* u0 = u + (xi * kblocks + kb) * c * kLanes;
-    const float* u1 = u0 + c * kLanes;
-    vfloat acc0[T] = {}, acc1[T] = {};
+    const float* ux = u + (xi * kblocks + kb) * c * kLanes;
+    vfloat acc[B][T] = {};
     for (std::int64_t cc = 0; cc < c; ++cc) {
-      const vfloat f0 = load(u0 + cc * kLanes), f1 = load(u1 + cc * kLanes);
+      vfloat filter[B];
+      for (int j = 0; j < B; ++j) filter[j] = load(ux + (j * c + cc) * kLanes);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const vfloat x = splat(vx[t * c + cc]);
-        acc0[t] = fmadd(x, f0, acc0[t]);
-        acc1[t] = fmadd(x, f1, acc1[t]);
+        if constexpr (B == 1) {
+          acc[0][t] = fmadd(splat(vx[t * c + cc]), filter[0], acc[0][t]);  // the broadcast folds into the FMA
+        } else {
+          const vfloat x = splat(vx[t * c + cc]);
+          for (int j = 0; j < B; ++j) acc[j][t] = fmadd(x, filter[j], acc[j][t]);
+        }
       }
     }
-    for (int t = 0; t < T; ++t) {
-      store(m + (xi * kTiles + t) * kLanes, acc0[t]);
-      store(m1 + (xi * kTiles + t) * kLanes, acc1[t]);
-    }
+    for (int j = 0; j < B; ++j)
+      for (int t = 0; t < T; ++t) store(m + j * kMBlock + (xi * kTiles + t) * kLanes, acc[j][t]);
   }
 }
 
@@ -219,7 +203,7 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
         }
     }
   }
-  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * (c + 2 * kLanes));  // V, then M for two blocks
+  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * c + 2 * kMBlock);  // V, then M for two blocks
 }
 
 WinogradNhwc::~WinogradNhwc() = default;
@@ -248,20 +232,13 @@ void WinogradNhwc::operator()(const float* x, std::int64_t n, std::int64_t h, st
     const std::int64_t end = kblocks * (part + 1) / parts;
     for (std::int64_t kb = kblocks * part / parts; kb < end;) {
       const std::int64_t count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
-      if (count == 2) {
-        if (present <= 4) {
-          block_gemm2<4>(g, v, u_.data(), kb, m);
-        } else {
-          block_gemm2<kTiles>(g, v, u_.data(), kb, m);
-        }
-      } else if (present <= 4) {
-        block_gemm<4>(g, v, u_.data(), kb, m);
-      } else {
-        block_gemm<kTiles>(g, v, u_.data(), kb, m);
-      }
+      using Gemm = void (*)(const Geometry&, const float*, const float*, std::int64_t, float*);
+      static constexpr Gemm gemms[2][2] = {{block_gemm<4, 1>, block_gemm<4, 2>},
+                                           {block_gemm<kTiles, 1>, block_gemm<kTiles, 2>}};
+      gemms[present > 4][count - 1](g, v, u_.data(), kb, m);
       for (std::int64_t j = 0; j < count; ++j)
         for (int t = 0; t < present; ++t)
-          transform_output(g, m + j * kXi * kTiles * kLanes, first + t, t, kb + j, bias, accumulate, relu, pool, y);
+          transform_output(g, m + j * kMBlock, first + t, t, kb + j, bias, accumulate, relu, pool, y);
       kb += count;
     }
   }
