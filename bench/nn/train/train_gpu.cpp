@@ -97,14 +97,14 @@ void register_train_gpu(Config& config) {
                 const GpuTrainCase::Times t = c->run();
                 state.SetIterationTime(t.total);
                 sum.h2d += t.h2d, sum.h2d_exposed += t.h2d_exposed, sum.forward += t.forward;
-                sum.backward += t.backward, sum.optimizer += t.optimizer;
+                sum.backward += t.backward, sum.optimizer += t.optimizer, sum.phases = t.phases;
               }
               const double steps = static_cast<double>(state.iterations());
               state.SetItemsProcessed(state.iterations() * batch);
               set_flops(state, c->flops_per_step());
               state.counters["h2d_us"] = sum.h2d / steps * 1e6;
               state.counters["h2d_exposed_us"] = sum.h2d_exposed / steps * 1e6;
-              if (c->step().launch() != nn::GpuLaunch::graph) {  // one graph: the profile splits it
+              if (sum.phases) {  // one graph launch has no phases to time: the profile splits it
                 state.counters["forward_us"] = sum.forward / steps * 1e6;
                 state.counters["backward_us"] = sum.backward / steps * 1e6;
                 state.counters["optimizer_us"] = sum.optimizer / steps * 1e6;
