@@ -191,7 +191,7 @@ class OnednnLayers final : public GraphBackend<memory> {
       // into), the two are timed on the same memories and the faster kept.
       const memory::desc nhwc_in(s.src_desc.dims(), f32, tag::nhwc), nhwc_out(s.dst_dims, f32, tag::nhwc);
       if (choice.pd.src_desc() == nhwc_in && src.get_desc() == nhwc_in && choice.pd.dst_desc() == nhwc_out) {
-        const memory y = dst ? *dst : output_buffer(io.index, io.index, nhwc_out);
+        const memory y = dst ? *dst : buffers_.take(io.index, io.index, nhwc_out);
         auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c);
         auto bias = std::make_shared<std::vector<float>>(l.bias);
         const std::int64_t h = l.h, w = l.w, pad = l.pad;
@@ -208,7 +208,7 @@ class OnednnLayers final : public GraphBackend<memory> {
             // transform: the conv writes the pool's output (NHWC), and the
             // pool layer has nothing left to do (its layer_us is ~0).
             const memory pooled =
-                output_buffer(io.index, io.index + 1, {output_dims(net_.layers[io.index + 1], n), f32, tag::nhwc});
+                buffers_.take(io.index, io.index + 1, {output_dims(net_.layers[io.index + 1], n), f32, tag::nhwc});
             plan.own = [kernel, bias, src, pooled, n, h, w, pad, relu] {
               (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), false, relu,
                         true, static_cast<float*>(pooled.get_data_handle()));
@@ -276,7 +276,7 @@ class OnednnLayers final : public GraphBackend<memory> {
     const FcWeights w = fc_weights(l, s.src);
     const auto pd = fc_pd(l, s.src_desc, w, s.type, s.any_dst, relu_attr(false, l.relu));
     take_src(plan, s.src, pd.src_desc(), io.index);
-    const memory y = output_buffer(io.index, io.index, pd.dst_desc());
+    const memory y = buffers_.take(io.index, io.index, pd.dst_desc());
     plan.main = Step{dnnl::inner_product_forward(pd),
                      {{DNNL_ARG_SRC, s.src},
                       {DNNL_ARG_WEIGHTS,
@@ -351,7 +351,7 @@ class OnednnLayers final : public GraphBackend<memory> {
     LayerPlan& plan = (*plans_)[io.index];
     const auto pd = pool_pd(l, s.src_desc, s.any_dst);
     take_src(plan, s.src, pd.src_desc(), io.index);
-    const memory y = output_buffer(io.index, io.index, pd.dst_desc());
+    const memory y = buffers_.take(io.index, io.index, pd.dst_desc());
     plan.main = Step{dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, s.src}, {DNNL_ARG_DST, y}}};
     return {y, call(io.index)};
   }
@@ -359,7 +359,7 @@ class OnednnLayers final : public GraphBackend<memory> {
   // The reorder of layer i's input into the layout its primitive takes, where that differs.
   void take_src(LayerPlan& plan, memory& src, const memory::desc& want, std::size_t i) {
     if (want == src.get_desc()) return;
-    const memory converted = output_buffer(i, i, want);
+    const memory converted = buffers_.take(i, i, want);
     plan.before = Step{dnnl::reorder(src, converted), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, converted}}};
     src = converted;
   }
@@ -383,11 +383,8 @@ class OnednnLayers final : public GraphBackend<memory> {
     return [plans = plans_, i] { (*plans)[i].run(); };
   }
 
-  memory output_buffer(std::size_t writer, std::size_t of, const memory::desc& desc) {
-    return buffers_.take(writer, of, desc);
-  }
   MakeMemory buffers_for(std::size_t i) {
-    return [this, i](const memory::desc& desc) { return output_buffer(i, i, desc); };
+    return [this, i](const memory::desc& desc) { return buffers_.take(i, i, desc); };
   }
 
   const Network& net_;
