@@ -51,7 +51,7 @@ const std::vector<Suite>& suite_list() {
            "^(resnet20|mnist_cnn|mnist_lenet)/cpu_[a-z0-9_]+/batch:(1|64)$",
            // Training steps (issue 35) at batch 64: a few seconds each, resnet20's
            // about ten (its double-precision validation).
-           "^(resnet20|mnist_cnn|mnist_lenet)_train/cpu_(eigen|onednn|onednn_sgemm|own)/batch:64$", "^mnist_cnn_load/cpu/batch:64/threads:[0-2]$",
+           "^(resnet20|mnist_cnn|mnist_lenet)_train/cpu_(eigen|onednn|onednn_sgemm|onednn_wino|own)/batch:64$", "^mnist_cnn_load/cpu/batch:64/threads:[0-2]$",
            // Layer profiles at batch 1 on three backends of ten: fp32 oneDNN (the
            // reference profile, against the fp32 ceilings) and the fastest
            // library and own ones (oneDNN s8, own VNNI s8). All ten cost 390

@@ -155,6 +155,9 @@ bool takes(std::string_view impl, const nn::Network& net) { return cpu_row(impl)
 
 std::string impl_name(std::string_view impl) { return std::string(cpu_row(impl).name); }
 
+// The rows that run oneDNN's training primitives (train_onednn.cpp).
+bool onednn_primitives(std::string_view impl) { return impl == "cpu_onednn" || impl == "cpu_onednn_wino"; }
+
 
 TEST(TrainStep, MatchesTheReferenceOnSmallNets) {
   int own_nets = 0;
@@ -210,7 +213,7 @@ TEST(TrainStep, CpuOwnRefusesByName) {
 TEST(TrainStep, SameGradientsOnFewerThreads) {
   for (const auto impl : chain_impls()) {
   SCOPED_TRACE(impl_name(impl));
-  if (impl == "cpu_onednn") continue;  // refuses (CpuOnednnRefusesANestedCall)
+  if (onednn_primitives(impl)) continue;  // refuses (CpuOnednnRefusesANestedCall)
   // cpu_own: the chain of stride-1 convolutions (its kernel's threads too).
   const nn::Network net = tiny_nets()[impl == "cpu_own" ? 2 : 0];
   const std::int64_t batch = 6;
@@ -379,6 +382,38 @@ struct CommittedNet : public ::testing::Test {
     EXPECT_NEAR(torch_loss, g->loss, 1e-5 * g->loss);
     return st;
   }
+  // oneDNN's step with Winograd wherever onednn_winograd_eligible takes a
+  // conv (OnednnConv::winograd, whatever a timing would pick): each such
+  // conv's three directions run jit_wino_4x3, and the gradients hold
+  // cpu_onednn_wino's bound (train.h); printed.
+  static void winograd_everywhere() {
+#if !DLB_HAVE_ONEDNN
+    GTEST_SKIP() << "built without oneDNN";
+#else
+    if (!nn::onednn_has_winograd()) GTEST_SKIP() << "oneDNN offers no Winograd training kernels on this CPU";
+    const auto made = nn::make_onednn_train_step(*net, kBatch, nn::Sgd{}, nn::OnednnConv::winograd);
+    const auto kernels = made->kernels();
+    int eligible = 0;
+    for (const auto& l : net->layers) {
+      if (!nn::onednn_winograd_eligible(l)) continue;
+      ++eligible;
+      for (const char* direction : {" forward: ", " backward_weights: ", " backward_data: "}) {
+        const std::string want = l.name + direction + "jit_wino_4x3";
+        EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) { return k.starts_with(want); }))
+            << want;
+      }
+    }
+    EXPECT_GT(eligible, 0);
+    const double loss = made->forward(b->x.data(), b->labels.data());
+    made->backward();
+    EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
+    const auto c = ref::compare_gradients(made->params(), grads_of(*made), *g,
+                                          nn::onednn_winograd_gradient_tolerance(*net, kBatch));
+    EXPECT_TRUE(c.ok) << c.summary();
+    std::printf("%s fp32 step (oneDNN, Winograd in every eligible conv) against the reference, batch %lld: %s\n",
+                Name, static_cast<long long>(kBatch), c.summary().c_str());
+#endif
+  }
   static constexpr std::int64_t kBatch = 64;
   static inline const nn::Network* net = nullptr;
   static inline Batch* b = nullptr;
@@ -391,10 +426,10 @@ struct MnistCnn : CommittedNet<kMnistCnn> {};
 TEST_F(MnistCnn, StepMatchesTheReference) {
   for (const auto impl : chain_impls()) {
     // The memory split: parameters, gradients and momentum of 1,199,882
-    // floats each (cpu_onednn: in oneDNN's blocked layouts, fc2's 10 outputs
-    // padded to 16: 768 floats more).
+    // floats each (oneDNN's primitives: in oneDNN's blocked layouts, fc2's 10
+    // outputs padded to 16: 768 floats more).
     const nn::TrainMemory m = step_matching(impl)->memory();
-    EXPECT_EQ(m.weights, (1199882 + (impl == "cpu_onednn" ? 768 : 0)) * 4);
+    EXPECT_EQ(m.weights, (1199882 + (onednn_primitives(impl) ? 768 : 0)) * 4);
     EXPECT_EQ(m.gradients, m.weights);
     EXPECT_EQ(m.optimizer, m.weights);
     EXPECT_GT(m.activations, kBatch * (32 * 26 * 26 + 64 * 24 * 24) * 4);
@@ -454,7 +489,20 @@ TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
       EXPECT_NE(c.summary().find(p.name + ":"), std::string::npos) << c.summary();
     }
   }
+#if DLB_HAVE_ONEDNN
+  // cpu_onednn_wino's bound, wider for its Winograd sums (train.h), catches
+  // it in fewer tensors (printed).
+  const auto c = missing_an_image(*net, kBatch, *b, *g, "cpu_onednn_wino");
+  EXPECT_FALSE(c.ok);
+  int failing = 0;
+  const auto params = nn::trainable_params(*net);
+  for (const auto& p : params) failing += c.summary().find(p.name + ":") != std::string::npos;
+  std::printf("a mnist_cnn step (cpu_onednn_wino) missing one image of 64 fails its bound in %d of %zu tensors\n",
+              failing, params.size());
+#endif
 }
+
+TEST_F(MnistCnn, WinogradEverywhereHoldsItsBound) { winograd_everywhere(); }
 
 // PyTorch's autograd on the same weights and batch (fp32), against our
 // double reference: PyTorch's sums have the same lengths as ours, so the
@@ -547,6 +595,8 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
   }
 }
 
+TEST_F(ResNet20, WinogradEverywhereHoldsItsBound) { winograd_everywhere(); }
+
 // PyTorch's autograd on the same weights and batch in model.train(), fp32,
 // against our double reference (the same bound: PyTorch's sums are as
 // long as ours, its batch-norm sums in double as ours); its running
@@ -634,6 +684,55 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
 
 // Two training-mode forwards at the same parameters update the running
 // statistics twice with the same batch statistics, as PyTorch's would.
+// The Winograd matrices the bound's magnitude factors come from
+// (train.h): built from their points, they compute the correlation exactly
+// (up to double's rounding) for F(4, 3) and F(3, 4); a point repeated is
+// refused. The factors of oneDNN's points (0, +-5/8, +-3/2) are the
+// bound's, and the more common points 0, +-1, +-2 would magnify 4 times
+// as much (256).
+TEST(TrainBound, WinogradMatricesComputeTheCorrelation) {
+  const std::vector<double> onednn = {0.0, 0.625, -0.625, 1.5, -1.5}, common = {0.0, 1.0, -1.0, 2.0, -2.0};
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  for (const auto& points : {onednn, common})
+    for (const auto& [m, r] : {std::pair{4, 3}, std::pair{3, 4}}) {
+      const nn::WinogradMatrices w = nn::winograd_matrices(m, r, points);
+      const int n = m + r - 1;
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<double> d(static_cast<std::size_t>(n)), g(static_cast<std::size_t>(r));
+        for (auto& v : d) v = dist(gen);
+        for (auto& v : g) v = dist(gen);
+        std::vector<double> product(static_cast<std::size_t>(n));
+        for (int k = 0; k < n; ++k) {
+          double gk = 0, bk = 0;
+          for (int j = 0; j < r; ++j) gk += w.g[static_cast<std::size_t>(k * r + j)] * g[static_cast<std::size_t>(j)];
+          for (int l = 0; l < n; ++l) bk += w.bt[static_cast<std::size_t>(k * n + l)] * d[static_cast<std::size_t>(l)];
+          product[static_cast<std::size_t>(k)] = gk * bk;
+        }
+        for (int i = 0; i < m; ++i) {
+          double y = 0, want = 0;
+          for (int k = 0; k < n; ++k) y += w.at[static_cast<std::size_t>(i * n + k)] * product[static_cast<std::size_t>(k)];
+          for (int j = 0; j < r; ++j) want += g[static_cast<std::size_t>(j)] * d[static_cast<std::size_t>(i + j)];
+          ASSERT_NEAR(y, want, 1e-12) << "F(" << m << ", " << r << ") output " << i;
+        }
+      }
+    }
+  EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(4, 3, onednn)), 62.650, 1e-3);
+  EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(3, 4, onednn)), 50.146, 1e-3);
+  EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(4, 3, common)), 256.0, 1e-9);
+  expect_error([] { nn::winograd_matrices(4, 3, {0.0, 1.0, 1.0, 2.0, -2.0}); }, "the points are not distinct");
+  expect_error([] { nn::winograd_matrices(4, 3, {0.0, 1.0}); }, "F(m, r) takes m + r - 2 finite points");
+  // The bound counts what it says (train.h): resnet20 at batch 64, 16
+  // eligible convs; mnist_cnn, conv2 alone.
+  int eligible = 0;
+  for (const auto& l : nn::network("resnet20").layers) eligible += nn::onednn_winograd_eligible(l);
+  EXPECT_EQ(eligible, 16);
+  const nn::Network& cnn = nn::network("mnist_cnn");
+  EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::onednn_winograd_eligible), 1);
+  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(nn::network("resnet20"), 64), 2.1e-3, 0.05e-3);
+  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(cnn, 64), 1.2e-3, 0.05e-3);
+}
+
 TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {
   const nn::Network net = tiny_resnet();
   const std::int64_t batch = 5;
@@ -671,6 +770,8 @@ TEST(TrainVariants, OneRowPerImplementation) {
       for (const std::int64_t batch : {1, 64}) {
         if (row.name == "cpu_onednn")
           EXPECT_EQ(row.tolerance(net, batch), nn::onednn_gradient_tolerance(net, batch));
+        else if (row.name == "cpu_onednn_wino")
+          EXPECT_EQ(row.tolerance(net, batch), nn::onednn_winograd_gradient_tolerance(net, batch));
         else
           EXPECT_EQ(row.tolerance(net, batch), nn::gradient_tolerance(net, batch));
       }
@@ -702,7 +803,7 @@ TEST(TrainVariants, OneRowPerImplementation) {
   EXPECT_FALSE(nn::train_variant("cpu_eigen", Device::cpu, "--impl").refuses("resnet20"));
 #if DLB_HAVE_ONEDNN
   expect_error([] { nn::train_variant("blas", Device::cpu, "--impl"); },
-               "--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn or cpu_own, not 'blas'");
+               "--impl is cpu_eigen, cpu_onednn_sgemm, cpu_onednn, cpu_onednn_wino or cpu_own, not 'blas'");
 #endif
   expect_error([] { nn::train_variant("cpu_eigen", Device::gpu, "--impl"); }, "not 'cpu_eigen'");
 }

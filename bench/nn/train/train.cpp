@@ -8,7 +8,9 @@
 // cpu_eigen (the im2col step's GEMMs by Eigen) and, in builds with oneDNN,
 // cpu_onednn_sgemm (the same step, its GEMMs by oneDNN's sgemm) and
 // cpu_onednn (oneDNN's training primitives for every layer:
-// kernels/nn/train/train_onednn.cpp); cpu_own (every convolution's forward,
+// kernels/nn/train/train_onednn.cpp), cpu_onednn_wino (the same, each 3x3
+// stride-1 conv's directions on oneDNN's Winograd where it times faster);
+// cpu_own (every convolution's forward,
 // backward-data and backward-weights on the own direct kernel, the fc GEMMs
 // on Eigen; chains of stride-1 convolutions: mnist_cnn and mnist_lenet), each
 // on the networks its row takes.
@@ -30,7 +32,8 @@
 // call of the training walk timed alone, layer_us.<i>.<direction>
 // (forward, backward, backward_weights, backward_data: train_walk.h; the
 // loss as the layer after the logits), update_us, profiled_us (their sum)
-// and profile_steps, the same names as the GPU rows'.
+// and profile_steps, the same names as the GPU rows'; for oneDNN's steps,
+// winograd_primitives (how many of its primitives run Winograd).
 //
 // With --net=<network>_train/batch:B (bench/user_shapes.h): the step at
 // batch B alone (with --suite given too: B and the suite's batches), every
@@ -113,6 +116,13 @@ void register_train(Config&) {
         // rows report theirs.
         for (const auto& [counter, value] : step.profile(c->x(), c->labels(), kProfileSteps))
           state.counters[counter] = value;
+        // Which of oneDNN's primitives run Winograd (cpu_onednn_wino picks
+        // per conv and direction): their count.
+        if (const auto kernels = step.kernels(); !kernels.empty()) {
+          int winograd = 0;
+          for (const auto& k : kernels) winograd += k.find("wino") != std::string::npos;
+          state.counters["winograd_primitives"] = winograd;
+        }
         state.SetLabel(std::string(row.label));
       });
     }

@@ -157,6 +157,56 @@ struct TrainMemory {
 std::int64_t onednn_gradient_chain_length(const Network& net, std::int64_t batch);
 double onednn_gradient_tolerance(const Network& net, std::int64_t batch);
 
+// Winograd's minimal filtering F(m, r) of a 1-D correlation,
+// y_i = sum_j g_j d_(i+j) (i < m, j < r), from m + r - 1 points (Toom-Cook:
+// the last one the point at infinity): y = A^T ((G g) . (B^T d)), with
+// A^T [m x n], G [n x r], B^T [n x n] (n = m + r - 1), row-major. A 2-D
+// tile applies each along both axes.
+struct WinogradMatrices {
+  int m = 0, r = 0;
+  std::vector<double> at, g, bt;
+};
+// `finite_points`: the n - 1 finite points, distinct.
+WinogradMatrices winograd_matrices(int m, int r, const std::vector<double>& finite_points);
+// How far the transforms' constants magnify rounding errors, measured
+// against the direct sum's magnitude: each output of the 1-D algorithm
+// computed in floating point is off by at most (its roundings) x u x
+// sum_k |A^T_ik| (|G| |g|)_k (|B^T| |d|)_k, which for inputs and weights of
+// even magnitude is W_i = sum_k |A^T_ik| (sum_j |G_kj|) (sum_l |B^T_kl|)
+// times what the direct sum's magnitude, sum_j |g_j| |d_(i+j)|, is per
+// unit (r). The 2-D tile's factor is the square of the largest W_i / r
+// (the transforms are applied along each axis). A diagonal rescaling of
+// G's rows against B^T's (oneDNN scales them to balance their ranges)
+// leaves it unchanged: only the points matter.
+double winograd_magnitude_factor(const WinogradMatrices& w);
+
+// The convolutions oneDNN's Winograd may run in the step with
+// OnednnConv::winograd or ::fastest (below): 3x3, stride 1, input and
+// output channels multiples of 16 (its jit_wino_4x3 kernels' blocking;
+// they take the forward, backward data and backward weights).
+bool onednn_winograd_eligible(const Layer& l);
+// The bound for oneDNN's step with Winograd (cpu_onednn_wino): cpu_onednn's
+// count, and for every conv onednn_winograd_eligible takes, in each of its
+// three directions, the Winograd sum's roundings magnified by its
+// magnitude factor (squared, as the probabilistic rule adds variances):
+// oneDNN's F(4x4, 3x3) on the points 0, +-5/8, +-3/2 and infinity (forward
+// and backward data, whose correlation of the output gradient with the
+// rotated weights is the same algorithm: factor 62.65), and F(3x3, 4x4) on
+// the same points for the weight gradient (a tile's 4x4 output gradients
+// as the filter over its 6x6 inputs: factor 50.15). Per direction a
+// Winograd sum runs through 19 roundings besides its GEMM's: three a pass
+// in each of the input, filter and output transforms (two passes each),
+// and the product; its GEMM sums c (forward), k (backward data) or
+// batch x tiles (the weight gradient; tiles: ceil(oh / 4) ceil(ow / 4))
+// terms. So N += 62.65^2 (c + 19) + 62.65^2 (k + 19) per eligible conv, and
+// the weight gradient's longest sum, max over eligible convs of 50.15^2
+// (batch tiles + 19), is added too. Every term is counted whichever
+// algorithm the step picks (direct terms as cpu_onednn's), so the bound
+// holds for any mix. resnet20 at batch 64: 16 eligible convs, N =
+// 19,742,xxx, bound 2.1e-3; mnist_cnn: 1.2e-3 (conv2, 32 -> 64 channels).
+std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch);
+double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch);
+
 // A training step: what every CPU step offers, whichever code runs it.
 class TrainStep {
  public:
@@ -196,6 +246,10 @@ class TrainStep {
   virtual std::span<const float> running_mean(std::size_t layer) const = 0;
   virtual std::span<const float> running_var(std::size_t layer) const = 0;
   virtual TrainMemory memory() const = 0;
+  // What library kernel each of the step's primitives runs, one line each
+  // ("conv2 forward: jit_wino_4x3:avx512_core"): oneDNN's step; empty for
+  // steps that run their own loops.
+  virtual std::vector<std::string> kernels() const { return {}; }
   // Where a step's time goes: `steps` whole steps on x and labels (they
   // change the parameters, as steps do), each of the walk's calls timed
   // alone (train_walk.h: layer_us.<i>.<direction>, the median over the
@@ -211,6 +265,15 @@ enum class Gemm { eigen, onednn_sgemm };
 // Copy the network's parameters; `net` must outlive the step.
 std::unique_ptr<TrainStep> make_im2col_step(const Network& net, std::int64_t batch, Sgd sgd, Gemm gemm);
 std::unique_ptr<TrainStep> make_own_train_step(const Network& net, std::int64_t batch, Sgd sgd);
-std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd);
+// Which algorithm oneDNN's step runs its convolutions with: direct
+// (cpu_onednn), Winograd wherever onednn_winograd_eligible takes the conv
+// (tests), or per conv and direction the faster of the two, each timed on
+// the step's own shapes when the step is made (cpu_onednn_wino).
+enum class OnednnConv { direct, winograd, fastest };
+// Whether oneDNN offers its Winograd training kernels (jit_wino_4x3) on this
+// CPU (AVX-512): without them the Winograd modes run direct convolutions.
+bool onednn_has_winograd();
+std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd,
+                                                  OnednnConv conv = OnednnConv::direct);
 
 }  // namespace dlb::nn

@@ -7,6 +7,7 @@
 #include <exception>
 #include <string>
 
+#include "kernels/common/error.h"
 #include "kernels/nn/data/dataset.h"
 #include "kernels/nn/train/train.h"
 
@@ -44,6 +45,93 @@ std::int64_t onednn_gradient_chain_length(const Network& net, std::int64_t batch
 
 double onednn_gradient_tolerance(const Network& net, std::int64_t batch) {
   return 8.0 * std::sqrt(static_cast<double>(onednn_gradient_chain_length(net, batch))) * std::ldexp(1.0, -24);
+}
+
+WinogradMatrices winograd_matrices(int m, int r, const std::vector<double>& finite_points) {
+  const int n = m + r - 1;
+  DLB_REQUIRE(m >= 1 && r >= 1 && static_cast<int>(finite_points.size()) == n - 1,
+              "winograd_matrices: F(m, r) takes m + r - 2 finite points");
+  WinogradMatrices w{m, r, std::vector<double>(static_cast<std::size_t>(m * n)),
+                     std::vector<double>(static_cast<std::size_t>(n * r)), std::vector<double>(static_cast<std::size_t>(n * n))};
+  // The coefficients (ascending powers) of the product of (x - q) over the
+  // finite points q other than `skip` (none: -1).
+  const auto product = [&](int skip) {
+    std::vector<double> c{1.0};
+    for (int l = 0; l < n - 1; ++l) {
+      if (l == skip) continue;
+      std::vector<double> next(c.size() + 1, 0.0);
+      for (std::size_t e = 0; e < c.size(); ++e) {
+        next[e + 1] += c[e];
+        next[e] -= finite_points[static_cast<std::size_t>(l)] * c[e];
+      }
+      c = std::move(next);
+    }
+    return c;
+  };
+  const auto at = [&](int i, int k) -> double& { return w.at[static_cast<std::size_t>(i * n + k)]; };
+  const auto g = [&](int k, int j) -> double& { return w.g[static_cast<std::size_t>(k * r + j)]; };
+  const auto bt = [&](int k, int l) -> double& { return w.bt[static_cast<std::size_t>(k * n + l)]; };
+  for (int k = 0; k < n - 1; ++k) {
+    const double p = finite_points[static_cast<std::size_t>(k)];
+    double nk = 1.0;  // the product of p - q over the other finite points
+    for (int l = 0; l < n - 1; ++l)
+      if (l != k) nk *= p - finite_points[static_cast<std::size_t>(l)];
+    DLB_REQUIRE(nk != 0.0, "winograd_matrices: the points are not distinct");
+    for (int i = 0; i < m; ++i) at(i, k) = std::pow(p, i);
+    for (int j = 0; j < r; ++j) g(k, j) = std::pow(p, j) / nk;
+    const auto c = product(k);
+    for (std::size_t e = 0; e < c.size(); ++e) bt(k, static_cast<int>(e)) = c[e];
+  }
+  at(m - 1, n - 1) = 1.0;  // the point at infinity
+  g(n - 1, r - 1) = 1.0;
+  const auto c = product(-1);
+  for (std::size_t e = 0; e < c.size(); ++e) bt(n - 1, static_cast<int>(e)) = c[e];
+  return w;
+}
+
+double winograd_magnitude_factor(const WinogradMatrices& w) {
+  const int n = w.m + w.r - 1;
+  double largest = 0;
+  for (int i = 0; i < w.m; ++i) {
+    double sum = 0;
+    for (int k = 0; k < n; ++k) {
+      double gk = 0, bk = 0;
+      for (int j = 0; j < w.r; ++j) gk += std::abs(w.g[static_cast<std::size_t>(k * w.r + j)]);
+      for (int l = 0; l < n; ++l) bk += std::abs(w.bt[static_cast<std::size_t>(k * n + l)]);
+      sum += std::abs(w.at[static_cast<std::size_t>(i * n + k)]) * gk * bk;
+    }
+    largest = std::max(largest, sum / w.r);
+  }
+  return largest * largest;
+}
+
+bool onednn_winograd_eligible(const Layer& l) {
+  return l.kind == LayerKind::conv && l.window == 3 && l.stride == 1 && l.c % 16 == 0 && l.k % 16 == 0;
+}
+
+namespace {
+// oneDNN's jit_wino_4x3 kernels' points (their transforms' constants are
+// these points' Toom-Cook matrices, rescaled).
+const std::vector<double> kOnednnWinogradPoints = {0.0, 0.625, -0.625, 1.5, -1.5};
+constexpr std::int64_t kWinogradTransformRoundings = 19;
+}  // namespace
+
+std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch) {
+  const double data = winograd_magnitude_factor(winograd_matrices(4, 3, kOnednnWinogradPoints));
+  const double weights = winograd_magnitude_factor(winograd_matrices(3, 4, kOnednnWinogradPoints));
+  double n = static_cast<double>(onednn_gradient_chain_length(net, batch)), weight_sum = 0;
+  for (const auto& l : net.layers) {
+    if (!onednn_winograd_eligible(l)) continue;
+    n += data * data * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
+    n += data * data * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
+    const std::int64_t tiles = ((l.oh + 3) / 4) * ((l.ow + 3) / 4);
+    weight_sum = std::max(weight_sum, weights * weights * static_cast<double>(batch * tiles + kWinogradTransformRoundings));
+  }
+  return static_cast<std::int64_t>(std::ceil(n + weight_sum));
+}
+
+double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch) {
+  return 8.0 * std::sqrt(static_cast<double>(onednn_winograd_chain_length(net, batch))) * std::ldexp(1.0, -24);
 }
 
 double train_step_flops(const Network& net, std::int64_t batch) {

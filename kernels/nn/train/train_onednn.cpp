@@ -64,8 +64,19 @@
 // input gradients over k*r*r/stride^2, fc over k; forward over c*r*r, fc
 // over its inputs). Max pooling's backward adds nothing (its windows do not
 // overlap here), the ReLU post-op and backward round nothing. Winograd
-// would change the analysis (its transforms scale the rounding errors): the
-// convolutions are convolution_direct.
+// changes the analysis (its transforms scale the rounding errors): with
+// OnednnConv::direct (cpu_onednn) the convolutions are convolution_direct;
+// with ::winograd or ::fastest (cpu_onednn_wino) the convs
+// onednn_winograd_eligible takes may run oneDNN's Winograd F(4x4, 3x3)
+// (jit_wino_4x3) in any of their three directions, within
+// onednn_winograd_gradient_tolerance (train.h).
+//
+// The algorithm per conv and direction (::fastest): direct and Winograd
+// each made for the step's own shapes and layouts, run once and then timed
+// three times on zeroed buffers when the step is made; the lesser of the
+// three runs decides. The weights and activations keep one layout either
+// way on this CPU (nChw16c, OIhw16i16o); Winograd's backward_data takes
+// the forward's weights, so it needs no reorder.
 //
 // Threads: oneDNN's kernels split their work for the OpenMP threads they
 // were made with; run inside an active parallel region they get one, and
@@ -85,6 +96,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -147,10 +159,35 @@ bool is_reference(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).substr(0, 3) == "ref";
 }
 
+// The least of three timed runs (after one untimed) of `pd`'s primitive on
+// zeroed buffers of its own layouts, in seconds.
+template <class PrimitiveDesc>
+double seconds_per_run(const PrimitiveDesc& pd, dnnl::engine& eng, dnnl::stream& stream) {
+  std::vector<Floats> buffers;
+  std::unordered_map<int, memory> args;
+  for (const int arg : {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_BIAS, DNNL_ARG_DST, DNNL_ARG_DIFF_SRC,
+                        DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_BIAS, DNNL_ARG_DIFF_DST, DNNL_ARG_SCRATCHPAD}) {
+    const memory::desc d = pd.query_md(dnnl::query::exec_arg_md, arg);
+    if (d.get_size() == 0) continue;
+    buffers.emplace_back(d.get_size() / sizeof(float) + 1);
+    args[arg] = memory(d, eng, buffers.back().data());
+  }
+  const dnnl::primitive p(pd);
+  double best = 0;
+  for (int run = 0; run < 4; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    p.execute(stream, args);
+    stream.wait();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (run == 1 || (run > 1 && s < best)) best = s;
+  }
+  return best;
+}
+
 class OnednnTrainStep final : public WalkedStep {
  public:
-  OnednnTrainStep(const Network& n, std::int64_t b, Sgd s)
-      : WalkedStep(n, b, s, "training step") {
+  OnednnTrainStep(const Network& n, std::int64_t b, Sgd s, OnednnConv conv)
+      : WalkedStep(n, b, s, "training step"), conv_(conv) {
     logits_layer_ = flow_.logits;
     try {
       build();
@@ -200,6 +237,8 @@ class OnednnTrainStep final : public WalkedStep {
     return {};
   }
 
+  std::vector<std::string> kernels() const override { return impls_; }
+
   TrainMemory memory() const override {
     TrainMemory m;
     for (const auto& d : pdesc_) m.weights += static_cast<std::int64_t>(d.get_size());
@@ -216,6 +255,7 @@ class OnednnTrainStep final : public WalkedStep {
   }
 
  private:
+  OnednnConv conv_;
   std::size_t logits_layer_ = 0;
   dnnl::engine& eng_ = onednn_engine();
   dnnl::stream& stream_ = onednn_stream();
@@ -488,6 +528,43 @@ class OnednnTrainStep final : public WalkedStep {
     }
   }
 
+  // The algorithm a conv runs in each direction (OnednnConv).
+  struct ConvAlgorithms {
+    dnnl::algorithm forward = dnnl::algorithm::convolution_direct, backward_data = forward,
+                    backward_weights = forward;
+  };
+  // Direct, or Winograd where the conv is eligible and oneDNN makes it
+  // (::winograd), or per direction the faster of the two (::fastest), made
+  // with the weights' layout `any` (format_tag::any) and timed.
+  template <class MakeFwd, class MakeBwdWeights, class MakeBwdData>
+  ConvAlgorithms conv_algorithms(const Layer& l, const Mem::desc& any, bool need_dx, MakeFwd make_fwd,
+                                 MakeBwdWeights make_bwd_weights, MakeBwdData make_bwd_data) {
+    using dnnl::algorithm;
+    ConvAlgorithms a;
+    if (conv_ == OnednnConv::direct || !onednn_winograd_eligible(l)) return a;
+    const auto wino = algorithm::convolution_winograd, direct = algorithm::convolution_direct;
+    // Winograd for one direction: where oneDNN makes it and, with
+    // ::fastest, it runs faster than direct.
+    const auto pick = [&](auto make_direct, auto make_winograd) {
+      std::optional<decltype(make_direct())> w;
+      try {
+        w = make_winograd();
+      } catch (const dnnl::error&) {
+        return direct;
+      }
+      if (conv_ == OnednnConv::winograd) return wino;
+      return seconds_per_run(*w, eng_, stream_) < seconds_per_run(make_direct(), eng_, stream_) ? wino : direct;
+    };
+    const auto fwd = make_fwd(direct, any);
+    a.forward = pick([&] { return fwd; }, [&] { return make_fwd(wino, any); });
+    a.backward_weights = pick([&] { return make_bwd_weights(direct, any, fwd); },
+                              [&] { return make_bwd_weights(wino, any, fwd); });
+    if (need_dx)
+      a.backward_data =
+          pick([&] { return make_bwd_data(direct, any, fwd); }, [&] { return make_bwd_data(wino, any, fwd); });
+    return a;
+  }
+
   void build();
   // What every layer's function starts from: its input as it reads it, its
   // parameters (-1: none).
@@ -616,22 +693,29 @@ TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
       const bool bn_or_join = gamma_of_[i] >= 0 || l.residual >= 0, relu = l.relu && !bn_or_join;
       std::vector<Exec> conv_back, conv_back_data;
       using namespace dnnl;
-      const auto direct = algorithm::convolution_direct;
+      const auto make_fwd = [&](algorithm a, const Mem::desc& wd) {
+        return convolution_forward::primitive_desc(
+            convolution_forward::desc(prop_kind::forward_training, a, sd, wd, bias, dst, strides, pl, pr),
+            attr(relu), eng_);
+      };
+      const auto make_bwd_weights = [&](algorithm a, const Mem::desc& dw,
+                                        const convolution_forward::primitive_desc& f) {
+        return convolution_backward_weights::primitive_desc(
+            convolution_backward_weights::desc(a, sd, dw, bias, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
+      };
+      const auto make_bwd_data = [&](algorithm a, const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
+        return convolution_backward_data::primitive_desc(
+            convolution_backward_data::desc(a, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
+      };
+      const ConvAlgorithms a = conv_algorithms(l, any_desc(wdims), need_dx, make_fwd, make_bwd_weights, make_bwd_data);
       weighted(
           i, src, w, b, wdims, need_dx, relu, conv_back, conv_back_data,
-          [&](const Mem::desc& wd) {
-            return convolution_forward::primitive_desc(
-                convolution_forward::desc(prop_kind::forward_training, direct, sd, wd, bias, dst, strides, pl, pr),
-                attr(relu), eng_);
-          },
+          [&](const Mem::desc& wd) { return make_fwd(a.forward, wd); },
           [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
-            return convolution_backward_weights::primitive_desc(
-                convolution_backward_weights::desc(direct, sd, dw, bias, f.dst_desc(), strides, pl, pr), attr(),
-                eng_, f);
+            return make_bwd_weights(a.backward_weights, dw, f);
           },
           [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
-            return convolution_backward_data::primitive_desc(
-                convolution_backward_data::desc(direct, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
+            return make_bwd_data(a.backward_data, wd, f);
           });
       // Batch-norm and the join after the conv, their backward before the conv's.
       if (bn_or_join) join_and_batch_norm(i, bwd_w_[i]);
@@ -891,8 +975,24 @@ void OnednnTrainStep::write_back_params() {
 
 }  // namespace
 
-std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd) {
-  return std::make_unique<OnednnTrainStep>(net, batch, sgd);
+bool onednn_has_winograd() {
+  using namespace dnnl;
+  const memory::dims strides = {1, 1}, pad = {1, 1};
+  try {
+    const convolution_forward::primitive_desc pd(
+        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_winograd,
+                                  any_desc({16, 16, 8, 8}), any_desc({16, 16, 3, 3}), any_desc({16, 16, 8, 8}), strides,
+                                  pad, pad),
+        onednn_engine());
+    return std::string_view(pd.impl_info_str()).find("wino") != std::string_view::npos;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd,
+                                                  OnednnConv conv) {
+  return std::make_unique<OnednnTrainStep>(net, batch, sgd, conv);
 }
 
 }  // namespace dlb::nn

@@ -9,7 +9,8 @@ namespace {
 
 // Each CPU row's bound is gradient_tolerance (the double batch-norm sums'
 // bound: train.h) but cpu_onednn's, which counts its fp32 batch-norm sums
-// (onednn_gradient_tolerance). The GPU step sums batch-norm in double as
+// (onednn_gradient_tolerance), and cpu_onednn_wino's, which counts its
+// Winograd convolutions' too (onednn_winograd_gradient_tolerance). The GPU step sums batch-norm in double as
 // the CPU step does and is held to the same bound (train_gpu.h).
 double double_sums_bound(const Network& net, std::int64_t batch) { return gradient_tolerance(net, batch); }
 
@@ -17,6 +18,12 @@ std::unique_ptr<TrainStep> make_eigen(const Network& net, std::int64_t batch, Sg
   return make_im2col_step(net, batch, sgd, Gemm::eigen);
 }
 #if DLB_HAVE_ONEDNN
+std::unique_ptr<TrainStep> make_onednn(const Network& net, std::int64_t batch, Sgd sgd) {
+  return make_onednn_train_step(net, batch, sgd, OnednnConv::direct);
+}
+std::unique_ptr<TrainStep> make_onednn_wino(const Network& net, std::int64_t batch, Sgd sgd) {
+  return make_onednn_train_step(net, batch, sgd, OnednnConv::fastest);
+}
 std::unique_ptr<TrainStep> make_sgemm(const Network& net, std::int64_t batch, Sgd sgd) {
   return make_im2col_step(net, batch, sgd, Gemm::onednn_sgemm);
 }
@@ -34,8 +41,10 @@ const TrainVariant kTrainVariants[] = {
 #if DLB_HAVE_ONEDNN
     {"cpu_onednn_sgemm", Device::cpu, make_sgemm, nullptr, double_sums_bound, nullptr,
      "im2col + oneDNN sgemm, fp32, SGD momentum 0.9"},
-    {"cpu_onednn", Device::cpu, make_onednn_train_step, nullptr, onednn_gradient_tolerance, nullptr,
+    {"cpu_onednn", Device::cpu, make_onednn, nullptr, onednn_gradient_tolerance, nullptr,
      "oneDNN training primitives, fp32, SGD momentum 0.9", true},
+    {"cpu_onednn_wino", Device::cpu, make_onednn_wino, nullptr, onednn_winograd_gradient_tolerance, nullptr,
+     "oneDNN training primitives, Winograd F(4x4, 3x3) where faster, fp32, SGD momentum 0.9"},
 #endif
     {"cpu_own", Device::cpu, make_own_train_step, nullptr, double_sums_bound, stride1_conv_chain,
      "own direct conv (fwd, bwd data, bwd weights) + Eigen fc, fp32, SGD momentum 0.9"},
