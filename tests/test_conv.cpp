@@ -20,6 +20,7 @@
 #include "bench/cases/conv_case.h"
 #include "kernels/common/error.h"
 #include "kernels/conv/conv_cudnn_search.h"
+#include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_wgrad.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
 #include "tests/test_device.h"
@@ -562,6 +563,87 @@ TEST(ConvWinogradNhwc, FoldedMaxPoolIsThePoolOfItsOutput) {
               }
         EXPECT_EQ(checked, static_cast<std::int64_t>(pooled.size()));
       }
+  }
+}
+
+// The own first-layer conv (conv_few_channels_nhwc.h: cpu_onednn_ownwino's
+// conv1 where it times faster) against the conv in double on the same
+// fp32 inputs, per element within the bound of its sum: c r r products
+// accumulated one FMA each, the bias added (one rounding more),
+// gamma(c r r + 1) times the terms' magnitudes. Shapes: resnet20's conv1
+// (3 -> 16, pad 1) and mnist_cnn's (1 -> 32, pad 0), output rows that are
+// not a multiple of the 8-pixel block (26, 7, 3, 1), two channel blocks,
+// 5x5 and 1x1 filters, a pad of 2, batch 1 and 3 (threads split image
+// rows across images), with and without bias and ReLU; each call twice
+// over the same output (stale values must not leak in).
+TEST(ConvFewChannelsNhwc, MatchesTheConvInDouble) {
+  struct Shape {
+    std::int64_t n, c, k, h, w, r, pad;
+  };
+  const Shape shapes[] = {{2, 3, 16, 32, 32, 3, 1}, {3, 1, 32, 28, 28, 3, 0}, {1, 2, 32, 9, 7, 5, 2},
+                          {2, 2, 16, 5, 3, 3, 0},   {1, 4, 48, 6, 6, 1, 0},   {3, 1, 16, 1, 9, 1, 0}};
+  std::uint32_t seed = 7;
+  const auto next = [&] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
+  };
+  const double u = std::ldexp(1.0, -24);
+  for (const Shape& p : shapes) {
+    std::vector<float> x(static_cast<std::size_t>(p.n * p.c * p.h * p.w)),
+        w(static_cast<std::size_t>(p.k * p.c * p.r * p.r)), bias(static_cast<std::size_t>(p.k));
+    for (auto* v : {&x, &w, &bias})
+      for (auto& e : *v) e = next();
+    const FewChannelsNhwc kernel(w.data(), p.k, p.c, p.r, p.h, p.w, p.pad);
+    const std::int64_t oh = p.h + 2 * p.pad - p.r + 1, ow = p.w + 2 * p.pad - p.r + 1;
+    ASSERT_EQ(kernel.out_h(), oh);
+    ASSERT_EQ(kernel.out_w(), ow);
+    const double terms = static_cast<double>(p.c * p.r * p.r + 1);
+    const double gamma = terms * u / (1 - terms * u);
+    for (const bool relu : {false, true})
+      for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+        std::vector<float> y(static_cast<std::size_t>(p.n * oh * ow * p.k), -7.0f);
+        for (int call = 0; call < 2; ++call) {
+          kernel(x.data(), p.n, b, relu, y.data());
+          for (std::int64_t i = 0; i < p.n; ++i)
+            for (std::int64_t oy = 0; oy < oh; ++oy)
+              for (std::int64_t ox = 0; ox < ow; ++ox)
+                for (std::int64_t o = 0; o < p.k; ++o) {
+                  double sum = b != nullptr ? b[o] : 0.0, magnitude = std::abs(sum);
+                  for (std::int64_t c = 0; c < p.c; ++c)
+                    for (std::int64_t ky = 0; ky < p.r; ++ky)
+                      for (std::int64_t kx = 0; kx < p.r; ++kx) {
+                        const std::int64_t iy = oy + ky - p.pad, ix = ox + kx - p.pad;
+                        if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                        const double term =
+                            static_cast<double>(w[static_cast<std::size_t>(((o * p.c + c) * p.r + ky) * p.r + kx)]) *
+                            x[static_cast<std::size_t>(((i * p.c + c) * p.h + iy) * p.w + ix)];
+                        sum += term;
+                        magnitude += std::abs(term);
+                      }
+                  const double want = relu ? std::max(sum, 0.0) : sum;
+                  const double got = y[static_cast<std::size_t>(((i * oh + oy) * ow + ox) * p.k + o)];
+                  ASSERT_LE(std::abs(got - want), gamma * magnitude)
+                      << "n " << p.n << " c " << p.c << " k " << p.k << " h " << p.h << " w " << p.w << " r " << p.r
+                      << " pad " << p.pad << " relu " << relu << " bias " << (b != nullptr) << " call " << call
+                      << " at " << i << "," << oy << "," << ox << "," << o << ": " << got << ", in double " << want;
+                }
+        }
+      }
+  }
+}
+
+TEST(ConvFewChannelsNhwc, RefusesWhatItDoesNotCompute) {
+  const std::vector<float> w(64 * 8 * 25, 0.5f);
+  EXPECT_FALSE(FewChannelsNhwc::accepts(3, 16, 3, 2));   // stride 2
+  EXPECT_FALSE(FewChannelsNhwc::accepts(3, 24, 3, 1));   // k not a multiple of 16
+  EXPECT_FALSE(FewChannelsNhwc::accepts(8, 16, 3, 1));   // 72 taps
+  EXPECT_TRUE(FewChannelsNhwc::accepts(3, 64, 3, 1));
+  EXPECT_THROW(FewChannelsNhwc(w.data(), 24, 3, 3, 8, 8, 1), Unsupported);
+  try {
+    FewChannelsNhwc kernel(w.data(), 16, 2, 5, 3, 3, 0);
+    ADD_FAILURE() << "took a 3x3 input under a 5x5 filter";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the input is smaller than the filter"), std::string::npos) << e.what();
   }
 }
 

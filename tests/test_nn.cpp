@@ -720,6 +720,10 @@ TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
       if (cpu_has_avx512f()) {
         EXPECT_NE(report.implementation.find("own F(4x4, 3x3) Winograd NHWC"), std::string::npos)
             << report.implementation;
+        // The first conv (3 or 1 input channels into NHWC) on the own
+        // few-channel kernel.
+        EXPECT_NE(report.implementation.find("own direct conv (few channels, into NHWC)"), std::string::npos)
+            << report.implementation;
         // mnist_cnn's conv2 runs the 2x2 max pool that alone reads it in
         // its output transform; resnet20 has no such pool.
         EXPECT_EQ(report.implementation.find("+ its 2x2 max pool") != std::string::npos, name == "mnist_cnn")

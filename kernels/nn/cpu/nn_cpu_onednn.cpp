@@ -28,6 +28,7 @@
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
 #include "kernels/nn/infer/layers.h"
 #include "kernels/nn/infer/nn.h"
@@ -184,6 +185,32 @@ class OnednnLayers final : public GraphBackend<memory> {
                       std::nullopt};
     const memory& src = s.src;
     const std::int64_t n = n_;
+    // The first conv, on the network's NCHW input, by the own direct kernel
+    // for few input channels into NHWC (conv_few_channels_nhwc.h, bias and
+    // ReLU fused) where oneDNN's choice writes NHWC too and the own kernel
+    // runs faster than it with its input's reorder (timed once, here).
+    if (layouts_ == Layouts::own_winograd && s.first && act_ == f32 && !dst &&
+        FewChannelsNhwc::accepts(l.c, l.k, l.window, l.stride)) {
+      const memory::desc nchw_in(s.src_desc.dims(), f32, tag::nchw), nhwc_out(s.dst_dims, f32, tag::nhwc);
+      if (src.get_desc() == nchw_in && choice.pd.dst_desc() == nhwc_out) {
+        const memory y = buffers_.take(io.index, io.index, nhwc_out);
+        auto kernel = std::make_shared<FewChannelsNhwc>(l.weight.data(), l.k, l.c, l.window, l.h, l.w, l.pad);
+        auto bias = std::make_shared<std::vector<float>>(l.bias);
+        const bool relu = l.relu;
+        std::function<void()> own = [kernel, bias, src, y, n, relu] {
+          (*kernel)(static_cast<const float*>(src.get_data_handle()), n, bias->empty() ? nullptr : bias->data(),
+                    relu, static_cast<float*>(y.get_data_handle()));
+        };
+        const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
+        // Zeroes the output only: the input is the caller's.
+        const auto zero = [&] { std::memset(y.get_data_handle(), 0, nhwc_out.get_size()); };
+        if (winograd_always_ || first_is_faster(zero, own, [&] { run_steps(theirs); })) {
+          plan.own = std::move(own);
+          kernels_.insert("own direct conv (few channels, into NHWC)");
+          return {y, call(io.index)};
+        }
+      }
+    }
     if (layouts_ == Layouts::own_winograd && !s.first && act_ == f32 &&
         WinogradNhwc::accepts(l.c, l.k, l.window, l.window, l.stride)) {
       // Own Winograd reads and writes NHWC: where oneDNN's choice has the

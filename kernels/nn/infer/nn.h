@@ -24,8 +24,10 @@
 //               per 3x3 stride-1 conv past the first with channels in multiples of 16 the conv
 //               family's own cpu_winograd_nhwc (F(4x4, 3x3)) with bias, residual sum and ReLU fused
 //               into its output transform, where it ran the layer faster than oneDNN's
-//               convolution_auto (timed in prepare): what a framework gains by taking one own
-//               kernel into oneDNN's pipeline
+//               convolution_auto (timed in prepare); the first conv, on the NCHW input, by the
+//               own few-channel direct kernel into NHWC (conv_few_channels_nhwc.h) where that
+//               timed faster than oneDNN's with its input's reorder: what a framework gains by
+//               taking own kernels into oneDNN's pipeline
 //   cpu_onednn_bf16  cpu_onednn's chain in bf16 (activations and weights; fp32 accumulation
 //               inside oneDNN's kernels, fp32 biases, the network's input rounded by the first
 //               reorder, fp32 logits and log-softmax): AVX512-BF16 or AMX where present
