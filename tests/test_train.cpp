@@ -384,7 +384,9 @@ struct CommittedNet : public ::testing::Test {
   }
   // oneDNN's step with Winograd wherever onednn_winograd_eligible takes a
   // conv (OnednnConv::winograd, whatever a timing would pick): each such
-  // conv's three directions run jit_wino_4x3, and the gradients hold
+  // conv's three directions run jit_wino_4x3, but the forward and backward
+  // data of those own_winograd_eligible takes (resnet20's 16-channel
+  // stage), which run the own Winograd, and the gradients hold
   // cpu_onednn_wino's bound (train.h); printed.
   static void winograd_everywhere() {
 #if !DLB_HAVE_ONEDNN
@@ -398,7 +400,9 @@ struct CommittedNet : public ::testing::Test {
       if (!nn::onednn_winograd_eligible(l)) continue;
       ++eligible;
       for (const char* direction : {" forward: ", " backward_weights: ", " backward_data: "}) {
-        const std::string want = l.name + direction + "jit_wino_4x3";
+        // The own Winograd on 16-channel convs' forward and backward data.
+        const bool own = nn::own_winograd_eligible(l) && std::string_view(direction) != " backward_weights: ";
+        const std::string want = l.name + direction + (own ? "own F(4x4, 3x3) Winograd NHWC" : "jit_wino_4x3");
         EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) { return k.starts_with(want); }))
             << want;
       }
@@ -723,13 +727,18 @@ TEST(TrainBound, WinogradMatricesComputeTheCorrelation) {
   expect_error([] { nn::winograd_matrices(4, 3, {0.0, 1.0, 1.0, 2.0, -2.0}); }, "the points are not distinct");
   expect_error([] { nn::winograd_matrices(4, 3, {0.0, 1.0}); }, "F(m, r) takes m + r - 2 finite points");
   // The bound counts what it says (train.h): resnet20 at batch 64, 16
-  // eligible convs; mnist_cnn, conv2 alone.
+  // convs oneDNN's Winograd may run, 6 of them the own one too; mnist_cnn,
+  // conv2 alone.
   int eligible = 0;
   for (const auto& l : nn::network("resnet20").layers) eligible += nn::onednn_winograd_eligible(l);
   EXPECT_EQ(eligible, 16);
   const nn::Network& cnn = nn::network("mnist_cnn");
   EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::onednn_winograd_eligible), 1);
-  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(nn::network("resnet20"), 64), 2.1e-3, 0.05e-3);
+  int own = 0;
+  for (const auto& l : nn::network("resnet20").layers) own += nn::own_winograd_eligible(l);
+  EXPECT_EQ(own, 6);
+  EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::own_winograd_eligible), 0);
+  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(nn::network("resnet20"), 64), 3.3e-3, 0.05e-3);
   EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(cnn, 64), 1.2e-3, 0.05e-3);
 }
 

@@ -180,6 +180,11 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
     : k_(k), c_(c), u_(static_cast<std::size_t>(kXi * k * c)) {
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs input and output channels in multiples of 16");
+  set_weights(w);
+  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * c + 2 * kMBlock);  // V, then M for two blocks
+}
+
+void WinogradNhwc::set_weights(const float* w) {
   // U = G g G^T per (output, input) channel pair, in double, rounded once.
   //   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
   static constexpr double G[6][3] = {{1.0 / 4, 0, 0},
@@ -188,7 +193,7 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                      {0, 0, 1}};
-  const std::int64_t kblocks = k / kLanes;
+  const std::int64_t k = k_, c = c_, kblocks = k / kLanes;
   for (std::int64_t o = 0; o < k; ++o) {
     for (std::int64_t i = 0; i < c; ++i) {
       const float* g = w + (o * c + i) * 9;
@@ -203,7 +208,11 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
         }
     }
   }
-  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * c + 2 * kMBlock);  // V, then M for two blocks
+}
+
+std::int64_t WinogradNhwc::workspace_bytes() const {
+  return static_cast<std::int64_t>(scratch_->threads()) * (kXi * kTiles * c_ + 2 * kMBlock) *
+         static_cast<std::int64_t>(sizeof(float));
 }
 
 WinogradNhwc::~WinogradNhwc() = default;

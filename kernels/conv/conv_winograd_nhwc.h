@@ -37,6 +37,12 @@ class WinogradNhwc {
   // Throws Unsupported where accepts() is false.
   WinogradNhwc(const float* w, std::int64_t k, std::int64_t c);
   ~WinogradNhwc();
+  // New weights (the same shapes, OIHW), transformed as the constructor
+  // does: for a caller whose weights change between calls (the training
+  // step's cpu_onednn_wino). Not while a call runs.
+  void set_weights(const float* w);
+  // The per-thread scratch (transformed input and GEMM output), in bytes.
+  std::int64_t workspace_bytes() const;
   WinogradNhwc(const WinogradNhwc&) = delete;
   WinogradNhwc& operator=(const WinogradNhwc&) = delete;
 

@@ -33,7 +33,8 @@
 // (forward, backward, backward_weights, backward_data: train_walk.h; the
 // loss as the layer after the logits), update_us, profiled_us (their sum)
 // and profile_steps, the same names as the GPU rows'; for oneDNN's steps,
-// winograd_primitives (how many of its primitives run Winograd).
+// winograd_primitives (how many of its primitives run Winograd, oneDNN's
+// or the own).
 //
 // With --net=<network>_train/batch:B (bench/user_shapes.h): the step at
 // batch B alone (with --suite given too: B and the suite's batches), every
@@ -116,11 +117,12 @@ void register_train(Config&) {
         // rows report theirs.
         for (const auto& [counter, value] : step.profile(c->x(), c->labels(), kProfileSteps))
           state.counters[counter] = value;
-        // Which of oneDNN's primitives run Winograd (cpu_onednn_wino picks
-        // per conv and direction): their count.
+        // How many of the step's primitives run Winograd, oneDNN's or the
+        // own (cpu_onednn_wino picks per conv and direction).
         if (const auto kernels = step.kernels(); !kernels.empty()) {
           int winograd = 0;
-          for (const auto& k : kernels) winograd += k.find("wino") != std::string::npos;
+          for (const auto& k : kernels)
+            winograd += k.find("wino") != std::string::npos || k.find("Winograd") != std::string::npos;
           state.counters["winograd_primitives"] = winograd;
         }
         state.SetLabel(std::string(row.label));

@@ -202,9 +202,18 @@ bool onednn_winograd_eligible(const Layer& l);
 // the weight gradient's longest sum, max over eligible convs of 50.15^2
 // (batch tiles + 19), is added too. Every term is counted whichever
 // algorithm the step picks (direct terms as cpu_onednn's), so the bound
-// holds for any mix. resnet20 at batch 64: 16 eligible convs, N =
-// 19,741,403, bound 2.1e-3; mnist_cnn: N = 6,421,272, 1.2e-3 (conv2, 32 -> 64
-// channels).
+// holds for any mix. resnet20 at batch 64: 16 eligible convs (6 of them
+// own_winograd_eligible too, below), N = 47,266,523, bound 3.3e-3;
+// mnist_cnn: N = 6,421,272, 1.2e-3 (conv2, 32 -> 64 channels).
+// The convs the own Winograd (kernels/conv/conv_winograd_nhwc.h: F(4x4, 3x3)
+// on the points 0, +-1, +-2 and infinity) may run in oneDNN's step with
+// OnednnConv::winograd or ::fastest, forward and backward data: 3x3, stride
+// 1, padding at most 2, 16 input and 16 output channels (resnet20's first
+// stage), whose activations oneDNN's nChw16c keeps as one block of 16
+// channels, the own kernel's NHWC. The bound counts them too: with the
+// points 0, +-1, +-2 the magnitude factor is 256, so N gains
+// 256^2 (c + 19) + 256^2 (k + 19) per such conv.
+bool own_winograd_eligible(const Layer& l);
 std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch);
 double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch);
 

@@ -109,7 +109,13 @@ bool onednn_winograd_eligible(const Layer& l) {
   return l.kind == LayerKind::conv && l.window == 3 && l.stride == 1 && l.c % 16 == 0 && l.k % 16 == 0;
 }
 
+bool own_winograd_eligible(const Layer& l) {
+  return l.kind == LayerKind::conv && l.window == 3 && l.stride == 1 && l.pad <= 2 && l.c == 16 && l.k == 16;
+}
+
 namespace {
+// The own Winograd's points (conv_winograd_nhwc.cpp's G).
+const std::vector<double> kOwnWinogradPoints = {0.0, 1.0, -1.0, 2.0, -2.0};
 // oneDNN's jit_wino_4x3 kernels' points (their transforms' constants are
 // these points' Toom-Cook matrices, rescaled).
 const std::vector<double> kOnednnWinogradPoints = {0.0, 0.625, -0.625, 1.5, -1.5};
@@ -119,8 +125,13 @@ constexpr std::int64_t kWinogradTransformRoundings = 19;
 std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch) {
   const double data = winograd_magnitude_factor(winograd_matrices(4, 3, kOnednnWinogradPoints));
   const double weights = winograd_magnitude_factor(winograd_matrices(3, 4, kOnednnWinogradPoints));
+  const double own = winograd_magnitude_factor(winograd_matrices(4, 3, kOwnWinogradPoints));
   double n = static_cast<double>(onednn_gradient_chain_length(net, batch)), weight_sum = 0;
   for (const auto& l : net.layers) {
+    if (own_winograd_eligible(l)) {
+      n += own * own * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
+      n += own * own * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
+    }
     if (!onednn_winograd_eligible(l)) continue;
     n += data * data * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
     n += data * data * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data

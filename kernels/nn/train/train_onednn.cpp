@@ -76,7 +76,14 @@
 // three times on zeroed buffers when the step is made; the lesser of the
 // three runs decides. The weights and activations keep one layout either
 // way on this CPU (nChw16c, OIhw16i16o); Winograd's backward_data takes
-// the forward's weights, so it needs no reorder.
+// the forward's weights, so it needs no reorder. The convs
+// own_winograd_eligible takes (16 channels in and out: nChw16c is then
+// NHWC) may run dlbench's own Winograd (kernels/conv/conv_winograd_nhwc.h)
+// in their forward and backward_data instead, where it times faster than
+// the oneDNN primitive picked (::winograd: wherever it takes them): each
+// call reorders the weights into OIHW and transforms them (backward data:
+// rotated 180 degrees, channels swapped, the padding 2 - pad), a few
+// thousand floats, then runs the kernel between the primitives.
 //
 // Threads: oneDNN's kernels split their work for the OpenMP threads they
 // were made with; run inside an active parallel region they get one, and
@@ -100,6 +107,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +116,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/conv/conv_winograd_nhwc.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/walked_step.h"
 
@@ -152,6 +162,52 @@ struct Exec {
   dnnl::primitive primitive;
   std::unordered_map<int, memory> args;
   std::string what;  // "conv2 backward_weights: jit:avx512_core"
+  std::function<void()> own;  // where set, runs instead of the primitive (the own Winograd)
+};
+
+// The least of three timed calls (after one untimed), in seconds.
+double seconds_per_call(const std::function<void()>& call) {
+  double best = 0;
+  for (int run = 0; run < 4; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (run == 1 || (run > 1 && s < best)) best = s;
+  }
+  return best;
+}
+
+// A 16-channel activation as oneDNN's step keeps it (nChw16c: one block of
+// 16 channels, so each pixel's channels are adjacent) or NHWC: the layout
+// the own Winograd reads and writes.
+bool nhwc_like(const memory::desc& d) {
+  const memory::dims dims = d.dims();
+  if (dims.size() != 4 || dims[1] != 16 || d.data_type() != memory::data_type::f32) return false;
+  return d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c) ||
+         d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc);
+}
+
+// The own Winograd on one conv (OnednnConv's modes; own_winograd_eligible):
+// its forward's kernel (the weights as they are) and its backward_data's
+// (the weights rotated 180 degrees, input and output channels swapped),
+// each given the current weights before it runs: reordered from the
+// parameters' layout into `plain` (OIHW), then transformed.
+struct OwnWinograd {
+  std::int64_t k = 0, c = 0;
+  std::unique_ptr<WinogradNhwc> forward, backward_data;
+  memory params, plain;  // the parameter (its buffer bound when the step is built), its OIHW copy
+  dnnl::reorder to_plain;
+  std::vector<float> rotated;
+  void read_weights(dnnl::stream& stream) {
+    to_plain.execute(stream, params, plain);
+    stream.wait();
+  }
+  void rotate() {
+    const auto* w = static_cast<const float*>(plain.get_data_handle());
+    for (std::int64_t o = 0; o < k; ++o)
+      for (std::int64_t i = 0; i < c; ++i)
+        for (int t = 0; t < 9; ++t) rotated[static_cast<std::size_t>((i * k + o) * 9 + 8 - t)] = w[(o * c + i) * 9 + t];
+  }
 };
 
 
@@ -248,6 +304,10 @@ class OnednnTrainStep final : public WalkedStep {
     for (const auto& w : work_) m.workspace += static_cast<std::int64_t>(w.get_desc().get_size());
     for (const auto& g : gbuf_) m.workspace += g.bytes();
     m.workspace += addend_.bytes() + scratch_.bytes();
+    for (const auto& o : own_)
+      m.workspace += o->forward->workspace_bytes() + o->backward_data->workspace_bytes() +
+                     static_cast<std::int64_t>((o->plain.get_desc().get_size() / sizeof(float) + o->rotated.size()) *
+                                               sizeof(float));
     for (std::size_t j = 0; j < params_.size(); ++j)
       m.workspace += static_cast<std::int64_t>((p_plain_[j].size() + g_plain_[j].size() + v_plain_[j].size()) *
                                                sizeof(float));
@@ -309,7 +369,8 @@ class OnednnTrainStep final : public WalkedStep {
   std::vector<std::vector<Exec>> bwd_w_, bwd_d_;
   std::vector<Exec> loss_forward_, loss_backward_;  // the logits' reorders, where they are blocked
   std::size_t building_ = 0;  // the layer build is at, for its errors
-  std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: for a debugger
+  std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: kernels()
+  std::vector<std::shared_ptr<OwnWinograd>> own_;  // the convs the own Winograd runs
 
   // Memories made before their buffers (bound by build's end): k >= 0:
   // gbuf_[k], kScratch: scratch_, kAddend: addend_.
@@ -328,6 +389,11 @@ class OnednnTrainStep final : public WalkedStep {
   void run(std::vector<Exec>& list, std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
       Exec& e = list[k];
+      if (e.own) {
+        stream_.wait();
+        e.own();
+        continue;
+      }
       try {
         e.primitive.execute(stream_, e.args);
       } catch (const dnnl::error& err) {
@@ -565,6 +631,16 @@ class OnednnTrainStep final : public WalkedStep {
     return a;
   }
 
+  // The own Winograd in place of the conv's forward (forward_[forward_at])
+  // and backward_data (in `back_data`), each where the mode takes it:
+  // OnednnConv::winograd wherever own_winograd_eligible takes the conv and
+  // its activations are 16-channel blocks (nhwc_like), ::fastest where it
+  // also timed faster than `fwd` and `bwd_data` (the oneDNN primitives the
+  // conv runs otherwise, on zeroed buffers).
+  void own_winograd(const Layer& l, std::size_t i, int w, int b, bool relu, std::size_t forward_at,
+                    std::vector<Exec>& back_data, const dnnl::convolution_forward::primitive_desc& fwd,
+                    const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data);
+
   void build();
   // What every layer's function starts from: its input as it reads it, its
   // parameters (-1: none).
@@ -592,6 +668,79 @@ class OnednnTrainStep final : public WalkedStep {
                                std::vector<bool>& fresh, std::size_t j) const;
   void write_back_params();
 };
+
+void OnednnTrainStep::own_winograd(const Layer& l, std::size_t i, int w, int b, bool relu, std::size_t forward_at,
+                                   std::vector<Exec>& back_data,
+                                   const dnnl::convolution_forward::primitive_desc& fwd,
+                                   const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data) {
+  if (conv_ == OnednnConv::direct || !own_winograd_eligible(l)) return;
+  Exec& f = forward_.at(forward_at);
+  const Mem src = f.args.at(DNNL_ARG_SRC), dst = f.args.at(DNNL_ARG_DST);
+  if (!nhwc_like(src.get_desc()) || !nhwc_like(dst.get_desc())) return;
+  auto own = std::make_shared<OwnWinograd>();
+  own->k = l.k, own->c = l.c;
+  own->params = p_mem_[static_cast<std::size_t>(w)];
+  own->plain = Mem(plain_[static_cast<std::size_t>(w)], eng_);
+  own->to_plain = dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->params.get_desc(), eng_, own->plain.get_desc()));
+  own->rotated.resize(static_cast<std::size_t>(l.k * l.c * 9));
+  const std::vector<float> zeros(own->rotated.size(), 0.0f);
+  own->forward = std::make_unique<WinogradNhwc>(zeros.data(), l.k, l.c);
+  own->backward_data = std::make_unique<WinogradNhwc>(zeros.data(), l.c, l.k);
+  const std::int64_t n = batch_, h = l.h, width = l.w, pad = l.pad, oh = l.oh, ow = l.ow, back_pad = 2 - l.pad;
+  // With ::fastest, each against oneDNN's primitive on zeroed buffers of the same sizes.
+  const auto faster = [&](const WinogradNhwc& kernel, std::int64_t in_h, std::int64_t in_w, std::int64_t in_c,
+                          std::int64_t p, std::int64_t out_floats, double theirs) {
+    if (conv_ == OnednnConv::winograd) return true;
+    Floats x(static_cast<std::size_t>(n * in_h * in_w * in_c)), y(static_cast<std::size_t>(out_floats));
+    return seconds_per_call([&] {
+             kernel(x.data(), n, in_h, in_w, p, nullptr, false, false, false, y.data());
+           }) < theirs;
+  };
+  const std::string& name = l.name;
+  const auto relabel = [&](Exec& e, const std::string& what) {
+    for (auto& s : impls_)
+      if (s == e.what) s = what;
+    e.what = what;
+  };
+  bool used = false;
+  if (faster(*own->forward, h, width, l.c, pad, n * oh * ow * l.k, seconds_per_run(fwd, eng_, stream_))) {
+    const Mem bias = b >= 0 ? p_mem_[static_cast<std::size_t>(b)] : Mem();
+    f.own = [this, own, bias, src, dst, n, h, width, pad, relu] {
+      own->read_weights(stream_);
+      own->forward->set_weights(static_cast<const float*>(own->plain.get_data_handle()));
+      (*own->forward)(static_cast<const float*>(src.get_data_handle()), n, h, width, pad,
+                      bias ? static_cast<const float*>(bias.get_data_handle()) : nullptr, false, relu, false,
+                      static_cast<float*>(dst.get_data_handle()));
+    };
+    relabel(f, name + " forward: own F(4x4, 3x3) Winograd NHWC");
+    used = true;
+  }
+  const auto data = std::find_if(back_data.begin(), back_data.end(),
+                                 [&](const Exec& e) { return e.what.starts_with(name + " backward_data: "); });
+  if (bwd_data && data != back_data.end() &&
+      faster(*own->backward_data, oh, ow, l.k, back_pad, n * h * width * l.c, seconds_per_run(*bwd_data, eng_, stream_))) {
+    const Mem dy = data->args.at(DNNL_ARG_DIFF_DST), dx = data->args.at(DNNL_ARG_DIFF_SRC);
+    if (nhwc_like(dy.get_desc()) && nhwc_like(dx.get_desc())) {
+      data->own = [this, own, dy, dx, n, oh, ow, back_pad] {
+        own->read_weights(stream_);
+        own->rotate();
+        own->backward_data->set_weights(own->rotated.data());
+        (*own->backward_data)(static_cast<const float*>(dy.get_data_handle()), n, oh, ow, back_pad, nullptr, false,
+                              false, false, static_cast<float*>(dx.get_data_handle()));
+      };
+      relabel(*data, name + " backward_data: own F(4x4, 3x3) Winograd NHWC");
+      // The own kernel reads the parameters' own layout: no reorder for backward_data.
+      const auto reorder = [&](const std::string& what) {
+        return what.starts_with(name + " weights into backward_data's layout");
+      };
+      back_data.erase(std::remove_if(back_data.begin(), back_data.end(), [&](const Exec& e) { return reorder(e.what); }),
+                      back_data.end());
+      impls_.erase(std::remove_if(impls_.begin(), impls_.end(), reorder), impls_.end());
+      used = true;
+    }
+  }
+  if (used) own_.push_back(std::move(own));
+}
 
 void OnednnTrainStep::build() {
   const auto& ls = net_.layers;
@@ -708,6 +857,7 @@ TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
             convolution_backward_data::desc(a, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
       };
       const ConvAlgorithms a = conv_algorithms(l, any_desc(wdims), need_dx, make_fwd, make_bwd_weights, make_bwd_data);
+      const std::size_t forward_at = forward_.size();
       weighted(
           i, src, w, b, wdims, need_dx, relu, conv_back, conv_back_data,
           [&](const Mem::desc& wd) { return make_fwd(a.forward, wd); },
@@ -717,6 +867,10 @@ TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
           [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
             return make_bwd_data(a.backward_data, wd, f);
           });
+      own_winograd(l, i, w, b, relu, forward_at, conv_back_data, make_fwd(a.forward, any_desc(wdims)),
+                   need_dx ? std::optional(make_bwd_data(a.backward_data, any_desc(wdims),
+                                                         make_fwd(algorithm::convolution_direct, any_desc(wdims))))
+                           : std::nullopt);
       // Batch-norm and the join after the conv, their backward before the conv's.
       if (bn_or_join) join_and_batch_norm(i, bwd_w_[i]);
       for (auto& e : conv_back) bwd_w_[i].push_back(std::move(e));
