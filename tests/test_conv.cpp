@@ -444,6 +444,16 @@ TEST(ConvCudnnSearch, KeepsTheHeuristicsPickUnlessAnotherIsClearlyFaster) {
 }
 
 
+// Values in [-1.003, 1.003] from a linear congruential generator: the
+// same sequence on every machine, for the own kernels' tests below.
+struct Lcg {
+  std::uint32_t seed;
+  float operator()() {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
+  }
+};
+
 // The own weight gradient (conv_wgrad.h, the training step's cpu_own) against
 // the gradient in double on the same fp32 inputs, per element within the
 // bound of its sum: n*oh*ow terms, one FMA rounding each, then the threads'
@@ -459,11 +469,7 @@ TEST(ConvWeightGrad, MatchesTheGradientInDouble) {
                               {2, 2, 11, 11, 40, 5, 5, 1, 1},  {2, 3, 6, 6, 17, 1, 1, 1, 0},
                               {1, 2, 12, 12, 5, 9, 9, 1, 4},   {2, 32, 12, 12, 64, 3, 3, 1, 1},
                               {5, 4, 7, 7, 16, 3, 3, 1, 2},    {2, 3, 9, 9, 33, 5, 5, 1, 4}};
-  std::uint32_t seed = 12345;
-  const auto next = [&] {
-    seed = seed * 1664525u + 1013904223u;
-    return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
-  };
+  Lcg next{12345u};
   const double u = std::ldexp(1.0, -24);
   for (const ConvShape& p : shapes) {
     std::vector<float> x(static_cast<std::size_t>(p.x_size())), dz(static_cast<std::size_t>(p.y_size()));
@@ -528,11 +534,7 @@ TEST(ConvWinogradNhwc, FoldedMaxPoolIsThePoolOfItsOutput) {
   //                  n   c   k   h   w  pad: outputs 24x24 (mnist_cnn's conv2), 10x10, 9x7, 2x2
   for (const Shape& p : {Shape{2, 32, 64, 26, 26, 0}, Shape{3, 16, 32, 12, 12, 0}, Shape{2, 16, 16, 9, 7, 1},
                          Shape{1, 16, 16, 4, 4, 0}}) {
-    std::uint32_t seed = 99;
-    const auto next = [&] {
-      seed = seed * 1664525u + 1013904223u;
-      return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
-    };
+    Lcg next{99u};
     std::vector<float> x(static_cast<std::size_t>(p.n * p.h * p.w * p.c)), w(static_cast<std::size_t>(p.k * p.c * 9)),
         bias(static_cast<std::size_t>(p.k));
     for (auto* v : {&x, &w, &bias})
@@ -582,11 +584,7 @@ TEST(ConvFewChannelsNhwc, MatchesTheConvInDouble) {
   };
   const Shape shapes[] = {{2, 3, 16, 32, 32, 3, 1}, {3, 1, 32, 28, 28, 3, 0}, {1, 2, 32, 9, 7, 5, 2},
                           {2, 2, 16, 5, 3, 3, 0},   {1, 4, 48, 6, 6, 1, 0},   {3, 1, 16, 1, 9, 1, 0}};
-  std::uint32_t seed = 7;
-  const auto next = [&] {
-    seed = seed * 1664525u + 1013904223u;
-    return static_cast<float>(static_cast<int>(seed >> 9) % 2001 - 1000) / 997.0f;
-  };
+  Lcg next{7u};
   const double u = std::ldexp(1.0, -24);
   for (const Shape& p : shapes) {
     std::vector<float> x(static_cast<std::size_t>(p.n * p.c * p.h * p.w)),
