@@ -205,6 +205,7 @@ bool onednn_winograd_eligible(const Layer& l);
 // holds for any mix. resnet20 at batch 64: 16 eligible convs (6 of them
 // own_winograd_eligible too, below), N = 47,266,523, bound 3.3e-3;
 // mnist_cnn: N = 6,421,272, 1.2e-3 (conv2, 32 -> 64 channels).
+//
 // The convs the own Winograd (kernels/conv/conv_winograd_nhwc.h: F(4x4, 3x3)
 // on the points 0, +-1, +-2 and infinity) may run in oneDNN's step with
 // OnednnConv::winograd or ::fastest, forward and backward data: 3x3, stride

@@ -229,15 +229,10 @@ double seconds_per_run(const PrimitiveDesc& pd, dnnl::engine& eng, dnnl::stream&
     args[arg] = memory(d, eng, buffers.back().data());
   }
   const dnnl::primitive p(pd);
-  double best = 0;
-  for (int run = 0; run < 4; ++run) {
-    const auto start = std::chrono::steady_clock::now();
+  return seconds_per_call([&] {
     p.execute(stream, args);
     stream.wait();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (run == 1 || (run > 1 && s < best)) best = s;
-  }
-  return best;
+  });
 }
 
 class OnednnTrainStep final : public WalkedStep {
@@ -425,7 +420,7 @@ class OnednnTrainStep final : public WalkedStep {
       args[DNNL_ARG_SCRATCHPAD] = s;
       scratch_bytes_ = std::max(scratch_bytes_, sd.get_size());
     }
-    list.push_back(Exec{std::move(prim), std::move(args), impls_.back()});
+    list.push_back(Exec{std::move(prim), std::move(args), impls_.back(), {}});
   }
 
   void add_reorder(std::vector<Exec>& list, const Mem& from, const Mem& to, const std::string& what) {
@@ -637,7 +632,7 @@ class OnednnTrainStep final : public WalkedStep {
   // its activations are 16-channel blocks (nhwc_like), ::fastest where it
   // also timed faster than `fwd` and `bwd_data` (the oneDNN primitives the
   // conv runs otherwise, on zeroed buffers).
-  void own_winograd(const Layer& l, std::size_t i, int w, int b, bool relu, std::size_t forward_at,
+  void own_winograd(const Layer& l, int w, int b, bool relu, std::size_t forward_at,
                     std::vector<Exec>& back_data, const dnnl::convolution_forward::primitive_desc& fwd,
                     const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data);
 
@@ -669,7 +664,7 @@ class OnednnTrainStep final : public WalkedStep {
   void write_back_params();
 };
 
-void OnednnTrainStep::own_winograd(const Layer& l, std::size_t i, int w, int b, bool relu, std::size_t forward_at,
+void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std::size_t forward_at,
                                    std::vector<Exec>& back_data,
                                    const dnnl::convolution_forward::primitive_desc& fwd,
                                    const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data) {
@@ -687,14 +682,15 @@ void OnednnTrainStep::own_winograd(const Layer& l, std::size_t i, int w, int b, 
   own->forward = std::make_unique<WinogradNhwc>(zeros.data(), l.k, l.c);
   own->backward_data = std::make_unique<WinogradNhwc>(zeros.data(), l.c, l.k);
   const std::int64_t n = batch_, h = l.h, width = l.w, pad = l.pad, oh = l.oh, ow = l.ow, back_pad = 2 - l.pad;
-  // With ::fastest, each against oneDNN's primitive on zeroed buffers of the same sizes.
+  // With ::fastest, each against oneDNN's primitive (`theirs`' seconds) on
+  // zeroed buffers of the same sizes.
   const auto faster = [&](const WinogradNhwc& kernel, std::int64_t in_h, std::int64_t in_w, std::int64_t in_c,
-                          std::int64_t p, std::int64_t out_floats, double theirs) {
+                          std::int64_t p, std::int64_t out_floats, const auto& theirs) {
     if (conv_ == OnednnConv::winograd) return true;
     Floats x(static_cast<std::size_t>(n * in_h * in_w * in_c)), y(static_cast<std::size_t>(out_floats));
     return seconds_per_call([&] {
              kernel(x.data(), n, in_h, in_w, p, nullptr, false, false, false, y.data());
-           }) < theirs;
+           }) < theirs();
   };
   const std::string& name = l.name;
   const auto relabel = [&](Exec& e, const std::string& what) {
@@ -703,7 +699,7 @@ void OnednnTrainStep::own_winograd(const Layer& l, std::size_t i, int w, int b, 
     e.what = what;
   };
   bool used = false;
-  if (faster(*own->forward, h, width, l.c, pad, n * oh * ow * l.k, seconds_per_run(fwd, eng_, stream_))) {
+  if (faster(*own->forward, h, width, l.c, pad, n * oh * ow * l.k, [&] { return seconds_per_run(fwd, eng_, stream_); })) {
     const Mem bias = b >= 0 ? p_mem_[static_cast<std::size_t>(b)] : Mem();
     f.own = [this, own, bias, src, dst, n, h, width, pad, relu] {
       own->read_weights(stream_);
@@ -718,7 +714,8 @@ void OnednnTrainStep::own_winograd(const Layer& l, std::size_t i, int w, int b, 
   const auto data = std::find_if(back_data.begin(), back_data.end(),
                                  [&](const Exec& e) { return e.what.starts_with(name + " backward_data: "); });
   if (bwd_data && data != back_data.end() &&
-      faster(*own->backward_data, oh, ow, l.k, back_pad, n * h * width * l.c, seconds_per_run(*bwd_data, eng_, stream_))) {
+      faster(*own->backward_data, oh, ow, l.k, back_pad, n * h * width * l.c,
+             [&] { return seconds_per_run(*bwd_data, eng_, stream_); })) {
     const Mem dy = data->args.at(DNNL_ARG_DIFF_DST), dx = data->args.at(DNNL_ARG_DIFF_SRC);
     if (nhwc_like(dy.get_desc()) && nhwc_like(dx.get_desc())) {
       data->own = [this, own, dy, dx, n, oh, ow, back_pad] {
@@ -867,7 +864,7 @@ TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
           [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
             return make_bwd_data(a.backward_data, wd, f);
           });
-      own_winograd(l, i, w, b, relu, forward_at, conv_back_data, make_fwd(a.forward, any_desc(wdims)),
+      own_winograd(l, w, b, relu, forward_at, conv_back_data, make_fwd(a.forward, any_desc(wdims)),
                    need_dx ? std::optional(make_bwd_data(a.backward_data, any_desc(wdims),
                                                          make_fwd(algorithm::convolution_direct, any_desc(wdims))))
                            : std::nullopt);
