@@ -792,6 +792,18 @@ void OnednnTrainStep::build() {
   stream_.wait();
   for (const std::size_t n : gbuf_floats_) gbuf_.emplace_back(n);
   addend_ = Floats(addend_floats_);
+  // The scratchpad: the largest of the primitives that run. An Exec the
+  // own Winograd took keeps the primitive it replaced, which never runs
+  // (oneDNN's Winograd ones need megabytes).
+  scratch_bytes_ = 0;
+  const auto largest_scratchpad = [&](const std::vector<Exec>& list) {
+    for (const Exec& e : list)
+      if (const auto it = e.args.find(DNNL_ARG_SCRATCHPAD); !e.own && it != e.args.end())
+        scratch_bytes_ = std::max(scratch_bytes_, it->second.get_desc().get_size());
+  };
+  for (const auto* lists : {&bwd_w_, &bwd_d_})
+    for (const auto& list : *lists) largest_scratchpad(list);
+  for (const auto* list : {&forward_, &loss_forward_, &loss_backward_}) largest_scratchpad(*list);
   scratch_ = Floats(scratch_bytes_ / sizeof(float) + 1);
   for (auto& [m, which] : unbound_)
     m.set_data_handle(which == kScratch ? scratch_.data()
