@@ -277,12 +277,16 @@ enum class Gemm { eigen, onednn_sgemm };
 std::unique_ptr<TrainStep> make_im2col_step(const Network& net, std::int64_t batch, Sgd sgd, Gemm gemm);
 std::unique_ptr<TrainStep> make_own_train_step(const Network& net, std::int64_t batch, Sgd sgd);
 // Which algorithm oneDNN's step runs its convolutions with: direct
-// (cpu_onednn), Winograd wherever onednn_winograd_eligible takes the conv
-// (tests), or per conv and direction the faster of the two, each timed on
-// the step's own shapes when the step is made (cpu_onednn_wino).
+// (cpu_onednn); Winograd wherever onednn_winograd_eligible takes the conv,
+// the own Winograd in the forward and backward data of those
+// own_winograd_eligible takes (tests); or per conv and direction the
+// fastest of direct, oneDNN's Winograd and (where it takes the conv) the
+// own, each timed on the step's own shapes when the step is made
+// (cpu_onednn_wino).
 enum class OnednnConv { direct, winograd, fastest };
 // Whether oneDNN offers its Winograd training kernels (jit_wino_4x3) on this
-// CPU (AVX-512): without them the Winograd modes run direct convolutions.
+// CPU (AVX-512): without them oneDNN's primitives are direct in every mode
+// (the own Winograd aside).
 bool onednn_has_winograd();
 std::unique_ptr<TrainStep> make_onednn_train_step(const Network& net, std::int64_t batch, Sgd sgd,
                                                   OnednnConv conv = OnednnConv::direct);
