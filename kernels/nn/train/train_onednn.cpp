@@ -165,7 +165,12 @@ struct Exec {
   std::function<void()> own;  // where set, runs instead of the primitive (the own Winograd)
 };
 
-// The least of three timed calls (after one untimed), in seconds.
+// The least of three timed calls (after one untimed), in seconds. Not the
+// inference plans' first_is_faster (nn_cpu_onednn.cpp: the two sides
+// alternating, best of five): tried, the step then took Winograd in 43-45
+// of resnet20's 48 eligible directions instead of 46-48 and ran 74-81 ms
+// against 69-80 ms (batch 64, old and new binaries interleaved, a noisy
+// phase of the VM), so this loop stays until a quiet run says otherwise.
 double seconds_per_call(const std::function<void()>& call) {
   double best = 0;
   for (int run = 0; run < 4; ++run) {
