@@ -22,6 +22,7 @@
 #include "kernels/conv/conv_cudnn_search.h"
 #include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_wgrad.h"
+#include "kernels/conv/conv_winograd_wgrad.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
 #include "tests/test_device.h"
 
@@ -568,6 +569,134 @@ TEST(ConvWinogradNhwc, FoldedMaxPoolIsThePoolOfItsOutput) {
   }
 }
 
+// The own Winograd weight gradient (conv_winograd_wgrad.h) against the
+// gradient in double on the same fp32 inputs, per element within the
+// bound of its algorithm: gamma(n tiles + 13) (the GEMM's sum over the
+// tiles, three roundings in each pass of the two transforms, the product;
+// the output transform is in double) times the sum over the tiles of
+// |A^T| (|G| |dy| |G^T| . |B^T| |x| |B|) |A| (F(3x3, 4x4) on 0, +-1, +-2;
+// the row scaling the kernel moves between G and A^T cancels in it). The
+// same bound must not hold for the gradient with one image left out, so a
+// kernel that skipped one would fail. Shapes: both layouts, outputs not
+// multiples of 4 (clipped tiles), padding 0 to 2, more blocks than threads,
+// 16 and 32 output channels (the two GEMM blockings).
+TEST(ConvWinogradWeightGrad, MatchesTheGradientInDouble) {
+  struct Shape {
+    std::int64_t n, c, k, h, w, pad;
+    bool blocked;  // nChw16c, else NHWC
+  };
+  const Shape shapes[] = {{2, 16, 16, 8, 8, 1, false},  {3, 16, 32, 9, 7, 1, true}, {2, 32, 16, 6, 6, 0, false},
+                          {1, 16, 16, 4, 5, 2, true},   {5, 32, 64, 8, 8, 1, true}, {2, 16, 16, 20, 20, 1, false}};
+  static constexpr double kAt[3][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
+  static constexpr double kG[6][4] = {{1.0 / 4, 0, 0, 0},
+                                      {-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6, 1.0 / 6},
+                                      {1.0 / 24, 1.0 / 12, 1.0 / 6, 1.0 / 3},
+                                      {1.0 / 24, -1.0 / 12, 1.0 / 6, -1.0 / 3},
+                                      {0, 0, 0, 1}};
+  static constexpr double kBt[6][6] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                                       {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+  const double u = std::ldexp(1.0, -24);
+  Lcg next{11u};
+  for (const Shape& p : shapes) {
+    const std::int64_t oh = p.h + 2 * p.pad - 2, ow = p.w + 2 * p.pad - 2, th = (oh + 3) / 4, tw = (ow + 3) / 4;
+    const Blocked16 x_at = p.blocked ? Blocked16::nchw16c(p.c, p.h, p.w) : Blocked16::nhwc(p.c, p.h, p.w);
+    const Blocked16 dy_at = p.blocked ? Blocked16::nchw16c(p.k, oh, ow) : Blocked16::nhwc(p.k, oh, ow);
+    // Values by their logical [image][channel][y][x]; stored by the layout.
+    std::vector<float> xv(static_cast<std::size_t>(p.n * p.c * p.h * p.w)),
+        dyv(static_cast<std::size_t>(p.n * p.k * oh * ow)), x(xv.size()), dy(dyv.size());
+    for (auto* v : {&xv, &dyv})
+      for (auto& e : *v) e = next();
+    const auto x_of = [&](std::int64_t i, std::int64_t ch, std::int64_t yy, std::int64_t xx) -> double {
+      if (yy < 0 || yy >= p.h || xx < 0 || xx >= p.w) return 0.0;
+      return xv[static_cast<std::size_t>(((i * p.c + ch) * p.h + yy) * p.w + xx)];
+    };
+    const auto dy_of = [&](std::int64_t i, std::int64_t o, std::int64_t yy, std::int64_t xx) -> double {
+      if (yy >= oh || xx >= ow) return 0.0;
+      return dyv[static_cast<std::size_t>(((i * p.k + o) * oh + yy) * ow + xx)];
+    };
+    for (std::int64_t i = 0; i < p.n; ++i)
+      for (std::int64_t ch = 0; ch < p.c; ++ch)
+        for (std::int64_t yy = 0; yy < p.h; ++yy)
+          for (std::int64_t xx = 0; xx < p.w; ++xx)
+            x[static_cast<std::size_t>(i * x_at.image + ch / 16 * x_at.block + (yy * p.w + xx) * x_at.pixel + ch % 16)] =
+                static_cast<float>(x_of(i, ch, yy, xx));
+    for (std::int64_t i = 0; i < p.n; ++i)
+      for (std::int64_t o = 0; o < p.k; ++o)
+        for (std::int64_t yy = 0; yy < oh; ++yy)
+          for (std::int64_t xx = 0; xx < ow; ++xx)
+            dy[static_cast<std::size_t>(i * dy_at.image + o / 16 * dy_at.block + (yy * ow + xx) * dy_at.pixel + o % 16)] =
+                static_cast<float>(dy_of(i, o, yy, xx));
+    const WinogradWeightGrad kernel(p.k, p.c);
+    std::vector<float> dw(static_cast<std::size_t>(p.k * p.c * 9), -7.0f);
+    kernel(x.data(), x_at, dy.data(), dy_at, p.n, p.h, p.w, p.pad, dw.data());
+    const double terms = static_cast<double>(p.n * th * tw + 13);
+    const double gamma = terms * u / (1 - terms * u);
+    bool one_image_short_fails = false;
+    for (std::int64_t o = 0; o < p.k; ++o)
+      for (std::int64_t ch = 0; ch < p.c; ++ch) {
+        double want[3][3] = {}, image0[3][3] = {}, magnitude[3][3] = {};
+        for (std::int64_t i = 0; i < p.n; ++i)
+          for (std::int64_t ty = 0; ty < th; ++ty)
+            for (std::int64_t tx = 0; tx < tw; ++tx) {
+              // |G| |dy| |G^T| and |B^T| |x| |B| of the tile, then the products' magnitudes.
+              double ag[6][6] = {}, bx[6][6] = {};
+              for (int a = 0; a < 6; ++a)
+                for (int b = 0; b < 6; ++b) {
+                  for (int yy = 0; yy < 4; ++yy)
+                    for (int xx = 0; xx < 4; ++xx)
+                      ag[a][b] += std::abs(kG[a][yy]) * std::abs(dy_of(i, o, 4 * ty + yy, 4 * tx + xx)) *
+                                  std::abs(kG[b][xx]);
+                  for (int yy = 0; yy < 6; ++yy)
+                    for (int xx = 0; xx < 6; ++xx)
+                      bx[a][b] += std::abs(kBt[a][yy]) *
+                                  std::abs(x_of(i, ch, 4 * ty - p.pad + yy, 4 * tx - p.pad + xx)) * std::abs(kBt[b][xx]);
+                }
+              for (int r = 0; r < 3; ++r)
+                for (int s = 0; s < 3; ++s) {
+                  for (int a = 0; a < 6; ++a)
+                    for (int b = 0; b < 6; ++b)
+                      magnitude[r][s] += std::abs(kAt[r][a]) * std::abs(kAt[s][b]) * ag[a][b] * bx[a][b];
+                  for (int yy = 0; yy < 4; ++yy)
+                    for (int xx = 0; xx < 4; ++xx) {
+                      const double term = dy_of(i, o, 4 * ty + yy, 4 * tx + xx) *
+                                          x_of(i, ch, 4 * ty + yy + r - p.pad, 4 * tx + xx + s - p.pad);
+                      want[r][s] += term;
+                      if (i == 0) image0[r][s] += term;
+                    }
+                }
+            }
+        for (int r = 0; r < 3; ++r)
+          for (int s = 0; s < 3; ++s) {
+            const double got = dw[static_cast<std::size_t>(((o * p.c + ch) * 3 + r) * 3 + s)];
+            ASSERT_LE(std::abs(got - want[r][s]), gamma * magnitude[r][s])
+                << "n " << p.n << " c " << p.c << " k " << p.k << " h " << p.h << " w " << p.w << " pad " << p.pad
+                << " blocked " << p.blocked << " at " << o << "," << ch << "," << r << "," << s << ": " << got
+                << ", in double " << want[r][s];
+            if (std::abs(got - (want[r][s] - image0[r][s])) > gamma * magnitude[r][s]) one_image_short_fails = true;
+          }
+      }
+    EXPECT_TRUE(one_image_short_fails) << "the bound would pass a gradient without image 0, n " << p.n << " h " << p.h;
+  }
+}
+
+TEST(ConvWinogradWeightGrad, RefusesWhatItDoesNotCompute) {
+  EXPECT_FALSE(WinogradWeightGrad::accepts(16, 16, 3, 3, 2));  // stride 2
+  EXPECT_FALSE(WinogradWeightGrad::accepts(24, 16, 3, 3, 1));  // c not a multiple of 16
+  EXPECT_FALSE(WinogradWeightGrad::accepts(16, 16, 1, 1, 1));  // 1x1
+  EXPECT_TRUE(WinogradWeightGrad::accepts(32, 64, 3, 3, 1));
+  EXPECT_THROW(WinogradWeightGrad(16, 8), Unsupported);
+  const WinogradWeightGrad kernel(16, 16);
+  std::vector<float> x(16 * 4 * 4, 1.0f), dy(16 * 4 * 4, 1.0f), dw(16 * 16 * 9);
+  const Blocked16 at = Blocked16::nhwc(16, 4, 4);
+  try {
+    kernel(x.data(), at, dy.data(), at, 1, 4, 4, 3, dw.data());
+    ADD_FAILURE() << "took a padding of 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no output for this input and padding"), std::string::npos) << e.what();
+  }
+}
+
 // The own first-layer conv (conv_few_channels_nhwc.h: cpu_onednn_ownwino's
 // conv1 where it times faster) against the conv in double on the same
 // fp32 inputs, per element within the bound of its sum: c r r products
@@ -642,6 +771,50 @@ TEST(ConvFewChannelsNhwc, RefusesWhatItDoesNotCompute) {
     ADD_FAILURE() << "took a 3x3 input under a 5x5 filter";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("the input is smaller than the filter"), std::string::npos) << e.what();
+  }
+}
+
+// The kernel on oneDNN's nChw16c (the training step's layout) computes
+// what it does on NHWC, float for float: the same arithmetic in the same
+// order, only the addresses differ. With bias, the residual sum and ReLU,
+// and with the folded pool; outputs not multiples of 4, two and four
+// channel blocks, padding 0 and 1.
+TEST(ConvWinogradNhwc, BlockedLayoutIsTheSameArithmetic) {
+  struct Shape {
+    std::int64_t n, c, k, h, w, pad;
+  };
+  for (const Shape& p : {Shape{2, 32, 64, 10, 9, 1}, Shape{3, 64, 32, 8, 8, 1}, Shape{1, 16, 16, 7, 11, 0}}) {
+    Lcg next{21u};
+    const std::int64_t oh = p.h + 2 * p.pad - 2, ow = p.w + 2 * p.pad - 2;
+    std::vector<float> x(static_cast<std::size_t>(p.n * p.h * p.w * p.c)), w(static_cast<std::size_t>(p.k * p.c * 9)),
+        bias(static_cast<std::size_t>(p.k)), residual(static_cast<std::size_t>(p.n * oh * ow * p.k));
+    for (auto* v : {&x, &w, &bias, &residual})
+      for (auto& e : *v) e = next();
+    // NHWC [n][y][x][c] into nChw16c [n][c / 16][y][x][16].
+    const auto blocked = [](const std::vector<float>& nhwc, std::int64_t n, std::int64_t c, std::int64_t h,
+                            std::int64_t w) {
+      std::vector<float> out(nhwc.size());
+      const Blocked16 at = Blocked16::nchw16c(c, h, w);
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t px = 0; px < h * w; ++px)
+          for (std::int64_t ch = 0; ch < c; ++ch)
+            out[static_cast<std::size_t>(i * at.image + ch / 16 * at.block + px * at.pixel + ch % 16)] =
+                nhwc[static_cast<std::size_t>((i * h * w + px) * c + ch)];
+      return out;
+    };
+    const WinogradNhwc kernel(w.data(), p.k, p.c);
+    const std::vector<float> xb = blocked(x, p.n, p.c, p.h, p.w);
+    for (const bool pool : {false, true}) {
+      const std::int64_t yh = pool ? oh / 2 : oh, yw = pool ? ow / 2 : ow;
+      const bool accumulate = !pool;
+      std::vector<float> y(static_cast<std::size_t>(p.n * yh * yw * p.k)), yb;
+      if (accumulate) std::copy(residual.begin(), residual.end(), y.begin());
+      yb = blocked(y, p.n, p.k, yh, yw);
+      kernel(x.data(), p.n, p.h, p.w, p.pad, bias.data(), accumulate, true, pool, y.data());
+      kernel(xb.data(), Blocked16::nchw16c(p.c, p.h, p.w), p.n, p.h, p.w, p.pad, bias.data(), accumulate, true, pool,
+             yb.data(), Blocked16::nchw16c(p.k, yh, yw));
+      ASSERT_EQ(blocked(y, p.n, p.k, yh, yw), yb) << "c " << p.c << " k " << p.k << " h " << p.h << " pool " << pool;
+    }
   }
 }
 

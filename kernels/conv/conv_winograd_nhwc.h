@@ -1,8 +1,11 @@
 // Own Winograd F(4x4, 3x3) (Lavin and Gray) on NHWC activations whose
 // channel counts are multiples of 16, so that one pixel's 16 channels are one
-// AVX-512 vector: the conv family's cpu_winograd_nhwc, and the kernel that a
+// AVX-512 vector: the conv family's cpu_winograd_nhwc, the kernel that a
 // network keeping NHWC activations calls with its epilogue (bias, residual
-// sum, ReLU) fused into the output transform (nn's cpu_onednn_ownwino).
+// sum, ReLU) fused into the output transform (nn's cpu_onednn_ownwino),
+// and the training step's (cpu_onednn_wino) forward and backward data on
+// oneDNN's nChw16c, which keeps 16 channels of a pixel adjacent too
+// (blocked16.h).
 //
 // Each 4x4 output tile comes from a 6x6 input tile (neighbours overlap by 2):
 //     Y = A^T [ sum_c (G g_kc G^T) .* (B^T d_c B) ] A
@@ -22,6 +25,7 @@
 #include <memory>
 
 #include "kernels/common/buffer.h"
+#include "kernels/conv/blocked16.h"
 
 namespace dlb {
 
@@ -57,6 +61,12 @@ class WinogradNhwc {
   // Not reentrant: one call at a time per object (its scratch is its own).
   void operator()(const float* x, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
                   const float* bias, bool accumulate, bool relu, bool pool, float* y) const;
+  // The same with x and y in the layouts x_at and y_at (blocked16.h: NHWC
+  // or oneDNN's nChw16c, the training step's), y_at the pooled output's
+  // with pool.
+  void operator()(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
+                  std::int64_t pad, const float* bias, bool accumulate, bool relu, bool pool, float* y,
+                  const Blocked16& y_at) const;
 
  private:
   std::int64_t k_, c_;

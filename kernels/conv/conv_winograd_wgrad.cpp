@@ -1,0 +1,231 @@
+// The own Winograd weight gradient: see conv_winograd_wgrad.h.
+#include "kernels/conv/conv_winograd_wgrad.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/common/error.h"
+#include "kernels/conv/conv_simd.h"
+#include "kernels/conv/conv_threads.h"
+#include "kernels/conv/winograd_f43.h"
+
+namespace dlb {
+namespace {
+
+using simd::kLanes;
+using simd::load;
+using simd::store;
+using simd::vfloat;
+
+constexpr int kXi = 36;     // elements of a transformed 6x6 tile
+constexpr int kTiles = 32;  // tiles per block: the accumulators are loaded and stored once a block
+
+struct Geometry {
+  std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
+  std::int64_t tiles() const { return n * th * tw; }
+};
+
+struct TileAt {
+  std::int64_t image, ty, tx;
+};
+
+// The places of tiles first .. first + count - 1 (image, tile row, tile
+// column), counted on from the first's.
+void locate(const Geometry& g, std::int64_t first, int count, TileAt* at) {
+  TileAt p{first / (g.th * g.tw), first / g.tw % g.th, first % g.tw};
+  for (int t = 0; t < count; ++t) {
+    at[t] = p;
+    if (++p.tx == g.tw) {
+      p.tx = 0;
+      if (++p.ty == g.th) {
+        p.ty = 0;
+        ++p.image;
+      }
+    }
+  }
+}
+
+// V[xi][t][c] = (B^T x B)[xi] of tile t's 6x6 input window, zeros where it
+// lies in the padding.
+void transform_input(const Geometry& g, const float* x, const Blocked16& at, const TileAt& tile, int t, float* v) {
+  const std::int64_t y0 = 4 * tile.ty - g.pad, x0 = 4 * tile.tx - g.pad;
+  const float* image = x + tile.image * at.image;
+  for (std::int64_t cb = 0; cb < g.c / kLanes; ++cb) {
+    const float* base = image + cb * at.block;
+    vfloat rows[6][6];
+    for (int i = 0; i < 6; ++i) {
+      const std::int64_t row = y0 + i;
+      vfloat d[6];
+      for (int j = 0; j < 6; ++j) {
+        const std::int64_t col = x0 + j;
+        d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * at.pixel) : vfloat{};
+      }
+      winograd::input_transform6(d, rows[i]);
+    }
+    for (int b = 0; b < 6; ++b) {
+      const vfloat column[6] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b], rows[4][b], rows[5][b]};
+      vfloat o[6];
+      winograd::input_transform6(column, o);
+      for (int a = 0; a < 6; ++a) store(v + ((a * 6 + b) * kTiles + t) * g.c + cb * kLanes, o[a]);
+    }
+  }
+}
+
+// U[xi][t][k] = (G' dy G'^T)[xi] of tile t's 4x4 output gradients, zeros
+// past the output's edge.
+void transform_gradient(const Geometry& g, const float* dy, const Blocked16& at, const TileAt& tile, int t,
+                        float* u) {
+  const std::int64_t y0 = 4 * tile.ty, x0 = 4 * tile.tx;
+  const float* image = dy + tile.image * at.image;
+  for (std::int64_t kb = 0; kb < g.k / kLanes; ++kb) {
+    const float* base = image + kb * at.block;
+    vfloat rows[4][6];
+    for (int i = 0; i < 4; ++i) {
+      const std::int64_t row = y0 + i;
+      vfloat d[4];
+      for (int j = 0; j < 4; ++j) {
+        const std::int64_t col = x0 + j;
+        d[j] = row < g.oh && col < g.ow ? load(base + (row * g.ow + col) * at.pixel) : vfloat{};
+      }
+      winograd::filter_transform4(d, rows[i]);
+    }
+    for (int b = 0; b < 6; ++b) {
+      const vfloat column[4] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b]};
+      vfloat o[6];
+      winograd::filter_transform4(column, o);
+      for (int a = 0; a < 6; ++a) store(u + ((a * 6 + b) * kTiles + t) * g.k + kb * kLanes, o[a]);
+    }
+  }
+}
+
+// M[xi][c][k] += sum_{t < count} V[xi][t][c] U[xi][t][k]: per xi, C input
+// channels by K vectors of output channels at a time, their accumulators
+// in registers over the block's tiles (a channel of V broadcast, K vectors
+// of U loaded once a tile for the C channels).
+template <int C, int K>
+void block_gemm(const Geometry& g, const float* v, const float* u, int count, float* m) {
+  const std::int64_t c = g.c, k = g.k;
+  for (int xi = 0; xi < kXi; ++xi) {
+    const float* vx = v + xi * kTiles * c;
+    const float* ux = u + xi * kTiles * k;
+    float* mx = m + xi * c * k;
+    for (std::int64_t c0 = 0; c0 < c; c0 += C)
+      for (std::int64_t k0 = 0; k0 < k; k0 += K * kLanes) {
+        vfloat acc[C][K];
+        for (int i = 0; i < C; ++i)
+          for (int j = 0; j < K; ++j) acc[i][j] = load(mx + (c0 + i) * k + k0 + j * kLanes);
+        for (int t = 0; t < count; ++t) {
+          vfloat grad[K];
+          for (int j = 0; j < K; ++j) grad[j] = load(ux + t * k + k0 + j * kLanes);
+          const float* vt = vx + t * c + c0;
+#pragma GCC unroll 16
+          for (int i = 0; i < C; ++i) {
+            const vfloat input = simd::splat(vt[i]);
+            for (int j = 0; j < K; ++j) acc[i][j] = simd::fmadd(input, grad[j], acc[i][j]);
+          }
+        }
+        for (int i = 0; i < C; ++i)
+          for (int j = 0; j < K; ++j) store(mx + (c0 + i) * k + k0 + j * kLanes, acc[i][j]);
+      }
+  }
+}
+
+}  // namespace
+
+bool WinogradWeightGrad::accepts(std::int64_t c, std::int64_t k, std::int64_t r, std::int64_t s,
+                                 std::int64_t stride) {
+  return r == 3 && s == 3 && stride == 1 && c > 0 && k > 0 && c % kLanes == 0 && k % kLanes == 0;
+}
+
+WinogradWeightGrad::WinogradWeightGrad(std::int64_t k, std::int64_t c) : k_(k), c_(c) {
+  if (!accepts(c, k, 3, 3, 1))
+    throw Unsupported("Winograd weight gradient F(3x3, 4x4): input and output channels in multiples of 16");
+  // Per thread: its M, then V and U of one block.
+  scratch_ = std::make_unique<ThreadScratch>(kXi * c * k + kXi * kTiles * (c + k));
+}
+
+WinogradWeightGrad::~WinogradWeightGrad() = default;
+
+std::int64_t WinogradWeightGrad::workspace_bytes() const {
+  return static_cast<std::int64_t>(scratch_->threads()) * (kXi * c_ * k_ + kXi * kTiles * (c_ + k_)) *
+         static_cast<std::int64_t>(sizeof(float));
+}
+
+void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const float* dy, const Blocked16& dy_at,
+                                    std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
+                                    float* dw) const {
+  Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0};
+  DLB_REQUIRE(n > 0 && g.oh > 0 && g.ow > 0 && pad >= 0 && pad <= 2,
+              "Winograd weight gradient: no output for this input and padding (0 to 2)");
+  g.th = (g.oh + 3) / 4;
+  g.tw = (g.ow + 3) / 4;
+  const std::int64_t blocks = (g.tiles() + kTiles - 1) / kTiles, m_floats = kXi * c_ * k_;
+  int team = 1;
+  ThreadScratch& scratch = *scratch_;
+#pragma omp parallel num_threads(scratch.threads())
+  {
+    const int thread = omp_get_thread_num(), threads = omp_get_num_threads();
+    if (thread == 0) team = threads;
+    float* m = scratch.of(thread);
+    float* v = m + m_floats;
+    float* u = v + kXi * kTiles * c_;
+    std::fill(m, m + m_floats, 0.0f);
+    const auto [first_block, last_block] = thread_range(blocks, thread, threads);
+    for (std::int64_t block = first_block; block < last_block; ++block) {
+      const std::int64_t first = block * kTiles;
+      const int count = static_cast<int>(std::min<std::int64_t>(kTiles, g.tiles() - first));
+      TileAt at[kTiles];
+      locate(g, first, count, at);
+      for (int t = 0; t < count; ++t) {
+        transform_input(g, x, x_at, at[t], t, v);
+        transform_gradient(g, dy, dy_at, at[t], t, u);
+      }
+      if (k_ % (2 * kLanes) == 0)
+        block_gemm<8, 2>(g, v, u, count, m);
+      else
+        block_gemm<16, 1>(g, v, u, count, m);
+    }
+  }
+  // dW[k][c] = A'^T (the threads' M added) A', in double (A'^T = A^T S^-1,
+  // winograd_f43.h), 8 output channels a vector: rows, then columns.
+  static constexpr double kAt[3][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
+  double at[3][6];
+  for (int p = 0; p < 3; ++p)
+    for (int a = 0; a < 6; ++a) at[p][a] = kAt[p][a] / winograd::kF34RowScale[a];
+  using vdouble = double __attribute__((vector_size(64)));
+  using vfloat8 = float __attribute__((vector_size(32)));
+  constexpr int kEight = 8;
+  const std::int64_t c = c_, k = k_, octets = k / kEight;
+#pragma omp parallel for num_threads(scratch.threads()) schedule(static)
+  for (std::int64_t pair = 0; pair < c * octets; ++pair) {
+    const std::int64_t ci = pair / octets, k0 = pair % octets * kEight;
+    vdouble sum[kXi];
+    for (int xi = 0; xi < kXi; ++xi) {
+      vdouble s = {};
+      for (int thread = 0; thread < team; ++thread) {
+        vfloat8 part;
+        std::memcpy(&part, scratch.of(thread) + (xi * c + ci) * k + k0, sizeof part);
+        s += __builtin_convertvector(part, vdouble);
+      }
+      sum[xi] = s;
+    }
+    vdouble rows[3][6];
+    for (int p = 0; p < 3; ++p)
+      for (int b = 0; b < 6; ++b) {
+        vdouble r = {};
+        for (int a = 0; a < 6; ++a) r += at[p][a] * sum[a * 6 + b];
+        rows[p][b] = r;
+      }
+    for (int p = 0; p < 3; ++p)
+      for (int q = 0; q < 3; ++q) {
+        vdouble r = {};
+        for (int b = 0; b < 6; ++b) r += rows[p][b] * at[q][b];
+        for (int lane = 0; lane < kEight; ++lane)
+          dw[(((k0 + lane) * c + ci) * 3 + p) * 3 + q] = static_cast<float>(r[lane]);
+      }
+  }
+}
+
+}  // namespace dlb
