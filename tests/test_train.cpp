@@ -384,10 +384,13 @@ struct CommittedNet : public ::testing::Test {
   }
   // oneDNN's step with Winograd wherever onednn_winograd_eligible takes a
   // conv (OnednnConv::winograd, whatever a timing would pick): each such
-  // conv's three directions run jit_wino_4x3, but the forward and backward
-  // data of those own_winograd_eligible takes (resnet20's 16-channel
-  // stage), which run the own Winograd, and the gradients hold
-  // cpu_onednn_wino's bound (train.h); printed.
+  // conv's three directions run jit_wino_4x3, but those the own Winograd
+  // takes (own_winograd_eligible: forward and backward data;
+  // own_winograd_weights_eligible: the weight gradient), which run the own
+  // kernels, and the gradients hold cpu_onednn_wino's bound (train.h);
+  // printed. (So resnet20's step runs no jit_wino_4x3 here, and mnist_cnn's
+  // runs it for conv2's weight gradient, whose bias the own kernel does not
+  // take.)
   static void winograd_everywhere() {
 #if !DLB_HAVE_ONEDNN
     GTEST_SKIP() << "built without oneDNN";
@@ -400,9 +403,13 @@ struct CommittedNet : public ::testing::Test {
       if (!nn::onednn_winograd_eligible(l)) continue;
       ++eligible;
       for (const char* direction : {" forward: ", " backward_weights: ", " backward_data: "}) {
-        // The own Winograd on 16-channel convs' forward and backward data.
-        const bool own = nn::own_winograd_eligible(l) && std::string_view(direction) != " backward_weights: ";
-        const std::string want = l.name + direction + (own ? "own F(4x4, 3x3) Winograd NHWC" : "jit_wino_4x3");
+        // The own Winograd on 16-channel convs' forward and backward data,
+        // and on the weight gradient of those without a bias.
+        const bool weights = std::string_view(direction) == " backward_weights: ";
+        const bool own = weights ? nn::own_winograd_weights_eligible(l) : nn::own_winograd_eligible(l);
+        const std::string want =
+            l.name + direction +
+            (own ? (weights ? "own F(3x3, 4x4) Winograd" : "own F(4x4, 3x3) Winograd") : "jit_wino_4x3");
         EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(), [&](const std::string& k) { return k.starts_with(want); }))
             << want;
       }
@@ -691,9 +698,9 @@ TEST_F(ResNet20, ReferenceMatchesPyTorch) {
 // The Winograd matrices the bound's magnitude factors come from
 // (train.h): built from their points, they compute the correlation exactly
 // (up to double's rounding) for F(4, 3) and F(3, 4); a point repeated is
-// refused. The factors of oneDNN's points (0, +-5/8, +-3/2) are the
-// bound's, and the more common points 0, +-1, +-2 would magnify 4 times
-// as much (256).
+// refused. The factors of oneDNN's points (0, +-5/8, +-3/2) and of the own
+// kernels' (0, +-1, +-2: 256 for F(4, 3), 1600/9 for F(3, 4)) are the
+// bound's.
 TEST(TrainBound, WinogradMatricesComputeTheCorrelation) {
   const std::vector<double> onednn = {0.0, 0.625, -0.625, 1.5, -1.5}, common = {0.0, 1.0, -1.0, 2.0, -2.0};
   std::mt19937 gen(5);
@@ -724,11 +731,13 @@ TEST(TrainBound, WinogradMatricesComputeTheCorrelation) {
   EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(4, 3, onednn)), 62.650, 1e-3);
   EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(3, 4, onednn)), 50.146, 1e-3);
   EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(4, 3, common)), 256.0, 1e-9);
+  EXPECT_NEAR(nn::winograd_magnitude_factor(nn::winograd_matrices(3, 4, common)), 1600.0 / 9, 1e-9);
   expect_error([] { nn::winograd_matrices(4, 3, {0.0, 1.0, 1.0, 2.0, -2.0}); }, "the points are not distinct");
   expect_error([] { nn::winograd_matrices(4, 3, {0.0, 1.0}); }, "F(m, r) takes m + r - 2 finite points");
   // The bound counts what it says (train.h): resnet20 at batch 64, 16
-  // convs oneDNN's Winograd may run, 6 of them the own one too; mnist_cnn,
-  // conv2 alone.
+  // convs oneDNN's Winograd may run, the own one all 16 in every direction
+  // (none has a bias); mnist_cnn, conv2 alone, forward and backward data
+  // (its bias keeps it off the own weight gradient).
   int eligible = 0;
   for (const auto& l : nn::network("resnet20").layers) eligible += nn::onednn_winograd_eligible(l);
   EXPECT_EQ(eligible, 16);
@@ -736,10 +745,16 @@ TEST(TrainBound, WinogradMatricesComputeTheCorrelation) {
   EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::onednn_winograd_eligible), 1);
   int own = 0;
   for (const auto& l : nn::network("resnet20").layers) own += nn::own_winograd_eligible(l);
-  EXPECT_EQ(own, 6);
-  EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::own_winograd_eligible), 0);
-  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(nn::network("resnet20"), 64), 3.3e-3, 0.05e-3);
-  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(cnn, 64), 1.2e-3, 0.05e-3);
+  EXPECT_EQ(own, 16);
+  EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::own_winograd_eligible), 1);
+  int own_weights = 0;
+  for (const auto& l : nn::network("resnet20").layers) own_weights += nn::own_winograd_weights_eligible(l);
+  EXPECT_EQ(own_weights, 16);
+  EXPECT_EQ(std::count_if(cnn.layers.begin(), cnn.layers.end(), nn::own_winograd_weights_eligible), 0);
+  EXPECT_EQ(nn::onednn_winograd_chain_length(nn::network("resnet20"), 64), 254791566);
+  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(nn::network("resnet20"), 64), 7.6e-3, 0.05e-3);
+  EXPECT_EQ(nn::onednn_winograd_chain_length(cnn, 64), 15203096);
+  EXPECT_NEAR(nn::onednn_winograd_gradient_tolerance(cnn, 64), 1.9e-3, 0.05e-3);
 }
 
 TEST(TrainStep, BatchNormRunningStatisticsMatchTheReference) {

@@ -202,19 +202,30 @@ bool onednn_winograd_eligible(const Layer& l);
 // the weight gradient's longest sum, max over eligible convs of 50.15^2
 // (batch tiles + 19), is added too. Every term is counted whichever
 // algorithm the step picks (direct terms as cpu_onednn's), so the bound
-// holds for any mix. resnet20 at batch 64: 16 eligible convs (6 of them
-// own_winograd_eligible too, below), N = 47,266,523, bound 3.3e-3;
-// mnist_cnn: N = 6,421,272, 1.2e-3 (conv2, 32 -> 64 channels).
+// holds for any mix.
 //
 // The convs the own Winograd (kernels/conv/conv_winograd_nhwc.h: F(4x4, 3x3)
 // on the points 0, +-1, +-2 and infinity) may run in oneDNN's step with
-// OnednnConv::winograd or ::fastest, forward and backward data: 3x3, stride
-// 1, padding at most 2, 16 input and 16 output channels (resnet20's first
-// stage), whose activations oneDNN's nChw16c keeps as one block of 16
-// channels, the own kernel's NHWC. The bound counts them too: with the
-// points 0, +-1, +-2 the magnitude factor is 256, so N gains
-// 256^2 (c + 19) + 256^2 (k + 19) per such conv.
+// OnednnConv::winograd or ::fastest, forward and backward data: those
+// onednn_winograd_eligible takes, padding at most 2, whose activations keep
+// 16 channels of a pixel adjacent (oneDNN's nChw16c; the kernel reads and
+// writes it as it does NHWC, through kernels/conv/blocked16.h). The bound
+// counts them too: with the points 0, +-1, +-2 the magnitude factor is
+// 256, so N gains 256^2 (c + 19) + 256^2 (k + 19) per such conv.
 bool own_winograd_eligible(const Layer& l);
+// The convs whose weight gradient the own Winograd F(3x3, 4x4)
+// (kernels/conv/conv_winograd_wgrad.h, the same points) may compute in
+// oneDNN's step with OnednnConv::winograd or ::fastest: those
+// own_winograd_eligible takes without a bias (a conv before batch-norm:
+// all 16 of resnet20's, not mnist_cnn's conv2). Its magnitude factor is
+// 1600/9 = 177.78, so where a network has one, the weight gradient's term
+// above takes 177.78 in place of 50.15 for it.
+//
+// resnet20 at batch 64: 16 eligible convs, all 16 the own kernels' too in
+// every direction, N = 254,791,566, bound 7.6e-3; mnist_cnn: conv2
+// (32 -> 64 channels, the own kernel forward and backward data, oneDNN's
+// weight gradient), N = 15,203,096, bound 1.9e-3.
+bool own_winograd_weights_eligible(const Layer& l);
 std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch);
 double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch);
 
@@ -279,7 +290,8 @@ std::unique_ptr<TrainStep> make_own_train_step(const Network& net, std::int64_t 
 // Which algorithm oneDNN's step runs its convolutions with: direct
 // (cpu_onednn); Winograd wherever onednn_winograd_eligible takes the conv,
 // the own Winograd in the forward and backward data of those
-// own_winograd_eligible takes (tests); or per conv and direction the
+// own_winograd_eligible takes and in the weight gradient of those
+// own_winograd_weights_eligible takes (tests); or per conv and direction the
 // fastest of direct, oneDNN's Winograd and (where it takes the conv) the
 // own, each timed on the step's own shapes when the step is made
 // (cpu_onednn_wino).

@@ -109,12 +109,12 @@ bool onednn_winograd_eligible(const Layer& l) {
   return l.kind == LayerKind::conv && l.window == 3 && l.stride == 1 && l.c % 16 == 0 && l.k % 16 == 0;
 }
 
-bool own_winograd_eligible(const Layer& l) {
-  return l.kind == LayerKind::conv && l.window == 3 && l.stride == 1 && l.pad <= 2 && l.c == 16 && l.k == 16;
-}
+bool own_winograd_eligible(const Layer& l) { return onednn_winograd_eligible(l) && l.pad <= 2; }
+
+bool own_winograd_weights_eligible(const Layer& l) { return own_winograd_eligible(l) && l.raw.bias.empty(); }
 
 namespace {
-// The own Winograd's points (conv_winograd_nhwc.cpp's G).
+// The own Winograd's points (winograd_f43.h's transforms, forward and weight gradient).
 const std::vector<double> kOwnWinogradPoints = {0.0, 1.0, -1.0, 2.0, -2.0};
 // oneDNN's jit_wino_4x3 kernels' points (their transforms' constants are
 // these points' Toom-Cook matrices, rescaled).
@@ -126,6 +126,7 @@ std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch
   const double data = winograd_magnitude_factor(winograd_matrices(4, 3, kOnednnWinogradPoints));
   const double weights = winograd_magnitude_factor(winograd_matrices(3, 4, kOnednnWinogradPoints));
   const double own = winograd_magnitude_factor(winograd_matrices(4, 3, kOwnWinogradPoints));
+  const double own_weights = winograd_magnitude_factor(winograd_matrices(3, 4, kOwnWinogradPoints));
   double n = static_cast<double>(onednn_gradient_chain_length(net, batch)), weight_sum = 0;
   for (const auto& l : net.layers) {
     if (own_winograd_eligible(l)) {
@@ -136,7 +137,8 @@ std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch
     n += data * data * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
     n += data * data * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
     const std::int64_t tiles = ((l.oh + 3) / 4) * ((l.ow + 3) / 4);
-    weight_sum = std::max(weight_sum, weights * weights * static_cast<double>(batch * tiles + kWinogradTransformRoundings));
+    const double factor = own_winograd_weights_eligible(l) ? std::max(weights, own_weights) : weights;
+    weight_sum = std::max(weight_sum, factor * factor * static_cast<double>(batch * tiles + kWinogradTransformRoundings));
   }
   return static_cast<std::int64_t>(std::ceil(n + weight_sum));
 }

@@ -77,13 +77,17 @@
 // three runs decides. The weights and activations keep one layout either
 // way on this CPU (nChw16c, OIhw16i16o); Winograd's backward_data takes
 // the forward's weights, so it needs no reorder. The convs
-// own_winograd_eligible takes (16 channels in and out: nChw16c is then
-// NHWC) may run dlbench's own Winograd (kernels/conv/conv_winograd_nhwc.h)
-// in their forward and backward_data instead, where it times faster than
-// the oneDNN primitive picked (::winograd: wherever it takes them): each
-// call reorders the weights into OIHW and transforms them (backward data:
-// rotated 180 degrees, channels swapped, the padding 2 - pad), a few
-// thousand floats, then runs the kernel between the primitives.
+// own_winograd_eligible takes may run dlbench's own Winograd
+// (kernels/conv/conv_winograd_nhwc.h, on nChw16c as on NHWC) in their
+// forward and backward_data instead, and those
+// own_winograd_weights_eligible takes its weight gradient
+// (kernels/conv/conv_winograd_wgrad.h), where it times faster than the
+// oneDNN primitive picked (::winograd: wherever they take them). The data
+// directions reorder the weights into OIHW and transform them each call
+// (backward data: rotated 180 degrees, channels swapped, the padding
+// 2 - pad), 2,304 to 36,864 floats (48 us for 64 x 64 channels on the Zen 4
+// VM), then run the kernel between the primitives; the weight gradient
+// writes OIHW and a reorder puts it into the gradient's layout.
 //
 // Threads: oneDNN's kernels split their work for the OpenMP threads they
 // were made with; run inside an active parallel region they get one, and
@@ -117,6 +121,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
+#include "kernels/conv/conv_winograd_wgrad.h"
 #include "kernels/nn/train/train.h"
 #include "kernels/nn/train/walked_step.h"
 
@@ -182,14 +187,17 @@ double seconds_per_call(const std::function<void()>& call) {
   return best;
 }
 
-// A 16-channel activation as oneDNN's step keeps it (nChw16c: one block of
-// 16 channels, so each pixel's channels are adjacent) or NHWC: the layout
-// the own Winograd reads and writes.
-bool nhwc_like(const memory::desc& d) {
+// Where an fp32 activation keeps 16 channels of a pixel adjacent (oneDNN's
+// nChw16c, or NHWC with channels in multiples of 16): its strides as the
+// own Winograd weight gradient reads them, else none.
+std::optional<Blocked16> blocked16(const memory::desc& d) {
   const memory::dims dims = d.dims();
-  if (dims.size() != 4 || dims[1] != 16 || d.data_type() != memory::data_type::f32) return false;
-  return d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c) ||
-         d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc);
+  if (dims.size() != 4 || dims[1] % 16 != 0 || d.data_type() != memory::data_type::f32) return std::nullopt;
+  if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c))
+    return Blocked16::nchw16c(dims[1], dims[2], dims[3]);
+  if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc))
+    return Blocked16::nhwc(dims[1], dims[2], dims[3]);
+  return std::nullopt;
 }
 
 // The own Winograd on one conv (OnednnConv's modes; own_winograd_eligible):
@@ -199,10 +207,23 @@ bool nhwc_like(const memory::desc& d) {
 // parameters' layout into `plain` (OIHW), then transformed.
 struct OwnWinograd {
   std::int64_t k = 0, c = 0;
-  std::unique_ptr<WinogradNhwc> forward, backward_data;
+  std::unique_ptr<WinogradNhwc> forward, backward_data;  // where they run (16 channels)
   memory params, plain;  // the parameter (its buffer bound when the step is built), its OIHW copy
   dnnl::reorder to_plain;
   std::vector<float> rotated;
+  // The weight gradient's kernel where it runs, its OIHW result, and the
+  // reorder of that into the gradient's layout.
+  std::unique_ptr<WinogradWeightGrad> weights;
+  memory gradient;
+  dnnl::reorder from_gradient;
+  std::int64_t workspace_bytes() const {
+    std::int64_t bytes = 0;
+    for (const WinogradNhwc* kernel : {forward.get(), backward_data.get()})
+      if (kernel != nullptr) bytes += kernel->workspace_bytes();
+    if (weights) bytes += weights->workspace_bytes() + static_cast<std::int64_t>(gradient.get_desc().get_size());
+    if (plain) bytes += static_cast<std::int64_t>(plain.get_desc().get_size());
+    return bytes + static_cast<std::int64_t>(rotated.size() * sizeof(float));
+  }
   void read_weights(dnnl::stream& stream) {
     to_plain.execute(stream, params, plain);
     stream.wait();
@@ -304,10 +325,7 @@ class OnednnTrainStep final : public WalkedStep {
     for (const auto& w : work_) m.workspace += static_cast<std::int64_t>(w.get_desc().get_size());
     for (const auto& g : gbuf_) m.workspace += g.bytes();
     m.workspace += addend_.bytes() + scratch_.bytes();
-    for (const auto& o : own_)
-      m.workspace += o->forward->workspace_bytes() + o->backward_data->workspace_bytes() +
-                     static_cast<std::int64_t>((o->plain.get_desc().get_size() / sizeof(float) + o->rotated.size()) *
-                                               sizeof(float));
+    for (const auto& o : own_) m.workspace += o->workspace_bytes();
     for (std::size_t j = 0; j < params_.size(); ++j)
       m.workspace += static_cast<std::int64_t>((p_plain_[j].size() + g_plain_[j].size() + v_plain_[j].size()) *
                                                sizeof(float));
@@ -634,12 +652,16 @@ class OnednnTrainStep final : public WalkedStep {
   // The own Winograd in place of the conv's forward (forward_[forward_at])
   // and backward_data (in `back_data`), each where the mode takes it:
   // OnednnConv::winograd wherever own_winograd_eligible takes the conv and
-  // its activations are 16-channel blocks (nhwc_like), ::fastest where it
+  // its activations keep 16 channels adjacent (blocked16), ::fastest where it
   // also timed faster than `fwd` and `bwd_data` (the oneDNN primitives the
-  // conv runs otherwise, on zeroed buffers).
-  void own_winograd(const Layer& l, int w, int b, bool relu, std::size_t forward_at,
+  // conv runs otherwise, on zeroed buffers). Likewise its weight gradient
+  // (in `back`) against `bwd_weights`, wherever
+  // own_winograd_weights_eligible takes the conv and its input and output
+  // gradient keep 16 channels of a pixel adjacent (blocked16).
+  void own_winograd(const Layer& l, int w, int b, bool relu, std::size_t forward_at, std::vector<Exec>& back,
                     std::vector<Exec>& back_data, const dnnl::convolution_forward::primitive_desc& fwd,
-                    const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data);
+                    const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data,
+                    const dnnl::convolution_backward_weights::primitive_desc& bwd_weights);
 
   void build();
   // What every layer's function starts from: its input as it reads it, its
@@ -670,33 +692,16 @@ class OnednnTrainStep final : public WalkedStep {
 };
 
 void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std::size_t forward_at,
-                                   std::vector<Exec>& back_data,
+                                   std::vector<Exec>& back, std::vector<Exec>& back_data,
                                    const dnnl::convolution_forward::primitive_desc& fwd,
-                                   const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data) {
-  if (conv_ == OnednnConv::direct || !own_winograd_eligible(l)) return;
+                                   const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data,
+                                   const dnnl::convolution_backward_weights::primitive_desc& bwd_weights) {
+  if (conv_ == OnednnConv::direct) return;
   Exec& f = forward_.at(forward_at);
   const Mem src = f.args.at(DNNL_ARG_SRC), dst = f.args.at(DNNL_ARG_DST);
-  if (!nhwc_like(src.get_desc()) || !nhwc_like(dst.get_desc())) return;
   auto own = std::make_shared<OwnWinograd>();
   own->k = l.k, own->c = l.c;
-  own->params = p_mem_[static_cast<std::size_t>(w)];
-  own->plain = Mem(plain_[static_cast<std::size_t>(w)], eng_);
-  own->to_plain = dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->params.get_desc(), eng_, own->plain.get_desc()));
-  own->rotated.resize(static_cast<std::size_t>(l.k * l.c * 9));
-  const std::vector<float> zeros(own->rotated.size(), 0.0f);
-  own->forward = std::make_unique<WinogradNhwc>(zeros.data(), l.k, l.c);
-  own->backward_data = std::make_unique<WinogradNhwc>(zeros.data(), l.c, l.k);
   const std::int64_t n = batch_, h = l.h, width = l.w, pad = l.pad, oh = l.oh, ow = l.ow, back_pad = 2 - l.pad;
-  // With ::fastest, each against oneDNN's primitive (`theirs`' seconds) on
-  // zeroed buffers of the same sizes.
-  const auto faster = [&](const WinogradNhwc& kernel, std::int64_t in_h, std::int64_t in_w, std::int64_t in_c,
-                          std::int64_t p, std::int64_t out_floats, const auto& theirs) {
-    if (conv_ == OnednnConv::winograd) return true;
-    Floats x(static_cast<std::size_t>(n * in_h * in_w * in_c)), y(static_cast<std::size_t>(out_floats));
-    return seconds_per_call([&] {
-             kernel(x.data(), n, in_h, in_w, p, nullptr, false, false, false, y.data());
-           }) < theirs();
-  };
   const std::string& name = l.name;
   const auto relabel = [&](Exec& e, const std::string& what) {
     for (auto& s : impls_)
@@ -704,41 +709,98 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
     e.what = what;
   };
   bool used = false;
-  if (faster(*own->forward, h, width, l.c, pad, n * oh * ow * l.k, [&] { return seconds_per_run(fwd, eng_, stream_); })) {
-    const Mem bias = b >= 0 ? p_mem_[static_cast<std::size_t>(b)] : Mem();
-    f.own = [this, own, bias, src, dst, n, h, width, pad, relu] {
-      own->read_weights(stream_);
-      own->forward->set_weights(static_cast<const float*>(own->plain.get_data_handle()));
-      (*own->forward)(static_cast<const float*>(src.get_data_handle()), n, h, width, pad,
-                      bias ? static_cast<const float*>(bias.get_data_handle()) : nullptr, false, relu, false,
-                      static_cast<float*>(dst.get_data_handle()));
+  const auto src_at = blocked16(src.get_desc()), dst_at = blocked16(dst.get_desc());
+  if (own_winograd_eligible(l) && src_at && dst_at) {
+    own->params = p_mem_[static_cast<std::size_t>(w)];
+    own->plain = Mem(plain_[static_cast<std::size_t>(w)], eng_);
+    own->to_plain =
+        dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->params.get_desc(), eng_, own->plain.get_desc()));
+    own->rotated.resize(static_cast<std::size_t>(l.k * l.c * 9));
+    const std::vector<float> zeros(own->rotated.size(), 0.0f);
+    own->forward = std::make_unique<WinogradNhwc>(zeros.data(), l.k, l.c);
+    own->backward_data = std::make_unique<WinogradNhwc>(zeros.data(), l.c, l.k);
+    // With ::fastest, each against oneDNN's primitive (`theirs`' seconds) on
+    // zeroed buffers of the same sizes.
+    const auto faster = [&](const WinogradNhwc& kernel, std::int64_t in_h, std::int64_t in_w, std::int64_t in_c,
+                            std::int64_t p, std::int64_t out_floats, const auto& theirs) {
+      if (conv_ == OnednnConv::winograd) return true;
+      Floats x(static_cast<std::size_t>(n * in_h * in_w * in_c)), y(static_cast<std::size_t>(out_floats));
+      return seconds_per_call([&] {
+               kernel(x.data(), n, in_h, in_w, p, nullptr, false, false, false, y.data());
+             }) < theirs();
     };
-    relabel(f, name + " forward: own F(4x4, 3x3) Winograd NHWC");
-    used = true;
-  }
-  const auto data = std::find_if(back_data.begin(), back_data.end(),
-                                 [&](const Exec& e) { return e.what.starts_with(name + " backward_data: "); });
-  if (bwd_data && data != back_data.end() &&
-      faster(*own->backward_data, oh, ow, l.k, back_pad, n * h * width * l.c,
-             [&] { return seconds_per_run(*bwd_data, eng_, stream_); })) {
-    const Mem dy = data->args.at(DNNL_ARG_DIFF_DST), dx = data->args.at(DNNL_ARG_DIFF_SRC);
-    if (nhwc_like(dy.get_desc()) && nhwc_like(dx.get_desc())) {
-      data->own = [this, own, dy, dx, n, oh, ow, back_pad] {
+    if (faster(*own->forward, h, width, l.c, pad, n * oh * ow * l.k, [&] { return seconds_per_run(fwd, eng_, stream_); })) {
+      const Mem bias = b >= 0 ? p_mem_[static_cast<std::size_t>(b)] : Mem();
+      f.own = [this, own, bias, src, dst, n, h, width, pad, relu, xa = *src_at, ya = *dst_at] {
         own->read_weights(stream_);
-        own->rotate();
-        own->backward_data->set_weights(own->rotated.data());
-        (*own->backward_data)(static_cast<const float*>(dy.get_data_handle()), n, oh, ow, back_pad, nullptr, false,
-                              false, false, static_cast<float*>(dx.get_data_handle()));
+        own->forward->set_weights(static_cast<const float*>(own->plain.get_data_handle()));
+        (*own->forward)(static_cast<const float*>(src.get_data_handle()), xa, n, h, width, pad,
+                        bias ? static_cast<const float*>(bias.get_data_handle()) : nullptr, false, relu, false,
+                        static_cast<float*>(dst.get_data_handle()), ya);
       };
-      relabel(*data, name + " backward_data: own F(4x4, 3x3) Winograd NHWC");
-      // The own kernel reads the parameters' own layout: no reorder for backward_data.
-      const auto reorder = [&](const std::string& what) {
-        return what.starts_with(name + " weights into backward_data's layout");
-      };
-      back_data.erase(std::remove_if(back_data.begin(), back_data.end(), [&](const Exec& e) { return reorder(e.what); }),
-                      back_data.end());
-      impls_.erase(std::remove_if(impls_.begin(), impls_.end(), reorder), impls_.end());
+      relabel(f, name + " forward: own F(4x4, 3x3) Winograd");
       used = true;
+    }
+    const auto data = std::find_if(back_data.begin(), back_data.end(),
+                                   [&](const Exec& e) { return e.what.starts_with(name + " backward_data: "); });
+    if (bwd_data && data != back_data.end() &&
+        faster(*own->backward_data, oh, ow, l.k, back_pad, n * h * width * l.c,
+               [&] { return seconds_per_run(*bwd_data, eng_, stream_); })) {
+      const Mem dy = data->args.at(DNNL_ARG_DIFF_DST), dx = data->args.at(DNNL_ARG_DIFF_SRC);
+      const auto dy_at = blocked16(dy.get_desc()), dx_at = blocked16(dx.get_desc());
+      if (dy_at && dx_at) {
+        data->own = [this, own, dy, dx, n, oh, ow, back_pad, ya = *dy_at, xa = *dx_at] {
+          own->read_weights(stream_);
+          own->rotate();
+          own->backward_data->set_weights(own->rotated.data());
+          (*own->backward_data)(static_cast<const float*>(dy.get_data_handle()), ya, n, oh, ow, back_pad, nullptr,
+                                false, false, false, static_cast<float*>(dx.get_data_handle()), xa);
+        };
+        relabel(*data, name + " backward_data: own F(4x4, 3x3) Winograd");
+        // The own kernel reads the parameters' own layout: no reorder for backward_data.
+        const auto reorder = [&](const std::string& what) {
+          return what.starts_with(name + " weights into backward_data's layout");
+        };
+        back_data.erase(std::remove_if(back_data.begin(), back_data.end(), [&](const Exec& e) { return reorder(e.what); }),
+                        back_data.end());
+        impls_.erase(std::remove_if(impls_.begin(), impls_.end(), reorder), impls_.end());
+        used = true;
+      }
+    }
+  }
+  // The weight gradient (no bias: a conv before batch-norm).
+  const auto weights = std::find_if(back.begin(), back.end(), [&](const Exec& e) {
+    return e.what.starts_with(name + " backward_weights: ");
+  });
+  if (own_winograd_weights_eligible(l) && b < 0 && weights != back.end()) {
+    const Mem x = weights->args.at(DNNL_ARG_SRC), dy = weights->args.at(DNNL_ARG_DIFF_DST),
+              dw = weights->args.at(DNNL_ARG_DIFF_WEIGHTS);
+    const auto x_at = blocked16(x.get_desc()), dy_at = blocked16(dy.get_desc());
+    if (x_at && dy_at) {
+      auto kernel = std::make_unique<WinogradWeightGrad>(l.k, l.c);
+      bool take = conv_ == OnednnConv::winograd;
+      if (!take) {
+        Floats xs(static_cast<std::size_t>(n * l.c * h * width)), dys(static_cast<std::size_t>(n * l.k * oh * ow)),
+            dws(static_cast<std::size_t>(l.k * l.c * 9));
+        take = seconds_per_call([&] {
+                 (*kernel)(xs.data(), *x_at, dys.data(), *dy_at, n, h, width, pad, dws.data());
+               }) < seconds_per_run(bwd_weights, eng_, stream_);
+      }
+      if (take) {
+        own->weights = std::move(kernel);
+        own->gradient = Mem(plain_[static_cast<std::size_t>(w)], eng_);
+        own->from_gradient =
+            dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->gradient.get_desc(), eng_, dw.get_desc()));
+        weights->own = [this, own, x, dy, to = Mem(dw), n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
+          (*own->weights)(static_cast<const float*>(x.get_data_handle()), xa,
+                          static_cast<const float*>(dy.get_data_handle()), da, n, h, width, pad,
+                          static_cast<float*>(own->gradient.get_data_handle()));
+          own->from_gradient.execute(stream_, own->gradient, to);
+          stream_.wait();
+        };
+        relabel(*weights, name + " backward_weights: own F(3x3, 4x4) Winograd");
+        used = true;
+      }
     }
   }
   if (used) own_.push_back(std::move(own));
@@ -881,10 +943,10 @@ TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
           [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
             return make_bwd_data(a.backward_data, wd, f);
           });
-      own_winograd(l, w, b, relu, forward_at, conv_back_data, make_fwd(a.forward, any_desc(wdims)),
-                   need_dx ? std::optional(make_bwd_data(a.backward_data, any_desc(wdims),
-                                                         make_fwd(algorithm::convolution_direct, any_desc(wdims))))
-                           : std::nullopt);
+      const auto hint = make_fwd(algorithm::convolution_direct, any_desc(wdims));
+      own_winograd(l, w, b, relu, forward_at, conv_back, conv_back_data, make_fwd(a.forward, any_desc(wdims)),
+                   need_dx ? std::optional(make_bwd_data(a.backward_data, any_desc(wdims), hint)) : std::nullopt,
+                   make_bwd_weights(a.backward_weights, any_desc(wdims), hint));
       // Batch-norm and the join after the conv, their backward before the conv's.
       if (bn_or_join) join_and_batch_norm(i, bwd_w_[i]);
       for (auto& e : conv_back) bwd_w_[i].push_back(std::move(e));
