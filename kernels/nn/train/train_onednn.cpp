@@ -189,7 +189,7 @@ double seconds_per_call(const std::function<void()>& call) {
 
 // Where an fp32 activation keeps 16 channels of a pixel adjacent (oneDNN's
 // nChw16c, or NHWC with channels in multiples of 16): its strides as the
-// own Winograd weight gradient reads them, else none.
+// own Winograd kernels read them, else none.
 std::optional<Blocked16> blocked16(const memory::desc& d) {
   const memory::dims dims = d.dims();
   if (dims.size() != 4 || dims[1] % 16 != 0 || d.data_type() != memory::data_type::f32) return std::nullopt;
@@ -207,7 +207,7 @@ std::optional<Blocked16> blocked16(const memory::desc& d) {
 // parameters' layout into `plain` (OIHW), then transformed.
 struct OwnWinograd {
   std::int64_t k = 0, c = 0;
-  std::unique_ptr<WinogradNhwc> forward, backward_data;  // where they run (16 channels)
+  std::unique_ptr<WinogradNhwc> forward, backward_data;  // where the data directions may run
   memory params, plain;  // the parameter (its buffer bound when the step is built), its OIHW copy
   dnnl::reorder to_plain;
   std::vector<float> rotated;
