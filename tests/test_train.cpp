@@ -403,7 +403,7 @@ struct CommittedNet : public ::testing::Test {
       if (!nn::onednn_winograd_eligible(l)) continue;
       ++eligible;
       for (const char* direction : {" forward: ", " backward_weights: ", " backward_data: "}) {
-        // The own Winograd on 16-channel convs' forward and backward data,
+        // The own Winograd on every such conv's forward and backward data,
         // and on the weight gradient of those without a bias.
         const bool weights = std::string_view(direction) == " backward_weights: ";
         const bool own = weights ? nn::own_winograd_weights_eligible(l) : nn::own_winograd_eligible(l);
