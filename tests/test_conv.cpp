@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@
 
 #include "bench/cases/conv_case.h"
 #include "kernels/common/error.h"
+#include "kernels/common/thread_scratch.h"
 #include "kernels/conv/conv_cudnn_search.h"
 #include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_wgrad.h"
@@ -815,6 +817,45 @@ TEST(ConvWinogradNhwc, BlockedLayoutIsTheSameArithmetic) {
              yb.data(), Blocked16::nchw16c(p.k, yh, yw));
       ASSERT_EQ(blocked(y, p.n, p.k, yh, yw), yb) << "c " << p.c << " k " << p.k << " h " << p.h << " pool " << pool;
     }
+  }
+}
+
+// Kernels that share one per-thread scratch (a training step's, a network
+// pass's) compute the same floats as with their own, whichever ran last and
+// whatever it left there: a 64-channel weight gradient, a 16-channel
+// forward and a 32-channel one, made in that order (the scratch grows to
+// the largest need first, then is reused), called interleaved.
+TEST(ConvWinogradNhwc, SharedScratchIsTheSameArithmetic) {
+  Lcg next{31u};
+  const auto values = [&](std::int64_t n) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& e : v) e = next();
+    return v;
+  };
+  const std::int64_t n = 3, h = 9, w = 10;
+  const std::vector<float> w64 = values(64 * 64 * 9), w16 = values(16 * 16 * 9), w32 = values(32 * 32 * 9);
+  const std::vector<float> x64 = values(n * h * w * 64), dy64 = values(n * 7 * 8 * 64), x16 = values(n * h * w * 16),
+                           x32 = values(n * h * w * 32), bias = values(32);
+  const Blocked16 at64 = Blocked16::nchw16c(64, h, w), dy_at = Blocked16::nchw16c(64, 7, 8);
+  auto shared = std::make_shared<ThreadScratch>();
+  const WinogradWeightGrad grad_shared(64, 64, shared), grad_own(64, 64);
+  const WinogradNhwc f16_shared(w16.data(), 16, 16, shared), f16_own(w16.data(), 16, 16);
+  const WinogradNhwc f32_shared(w32.data(), 32, 32, shared), f32_own(w32.data(), 32, 32);
+  EXPECT_EQ(shared->bytes(), grad_own.workspace_bytes());  // the largest need, not the sum
+  const auto forward = [&](const WinogradNhwc& kernel, const std::vector<float>& x, std::int64_t c) {
+    std::vector<float> y(static_cast<std::size_t>(n * 9 * 10 * c));
+    kernel(x.data(), n, h, w, 1, bias.data(), false, true, false, y.data());
+    return y;
+  };
+  const auto gradient = [&](const WinogradWeightGrad& kernel) {
+    std::vector<float> dw(64 * 64 * 9);
+    kernel(x64.data(), at64, dy64.data(), dy_at, n, h, w, 0, dw.data());
+    return dw;
+  };
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(forward(f16_shared, x16, 16), forward(f16_own, x16, 16)) << "round " << round;
+    EXPECT_EQ(gradient(grad_shared), gradient(grad_own)) << "round " << round;
+    EXPECT_EQ(forward(f32_shared, x32, 32), forward(f32_own, x32, 32)) << "round " << round;
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/conv/conv.h"
@@ -157,11 +158,12 @@ bool WinogradNhwc::accepts(std::int64_t c, std::int64_t k, std::int64_t r, std::
   return r == 3 && s == 3 && stride == 1 && c > 0 && k > 0 && c % kLanes == 0 && k % kLanes == 0;
 }
 
-WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c)
-    : k_(k), c_(c), u_(static_cast<std::size_t>(kXi * k * c)) {
+WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c, std::shared_ptr<ThreadScratch> scratch)
+    : k_(k), c_(c), u_(static_cast<std::size_t>(kXi * k * c)), scratch_(std::move(scratch)) {
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs input and output channels in multiples of 16");
-  scratch_ = std::make_unique<ThreadScratch>(kXi * kTiles * c + 2 * kMBlock);  // V, then M for two blocks
+  if (!scratch_) scratch_ = std::make_shared<ThreadScratch>();
+  scratch_->reserve(kXi * kTiles * c + 2 * kMBlock);  // V, then M for two blocks
   set_weights(w);
 }
 

@@ -38,14 +38,17 @@ class WinogradNhwc {
   static bool accepts(std::int64_t c, std::int64_t k, std::int64_t r, std::int64_t s, std::int64_t stride);
 
   // w: [k][c][3][3] (OIHW), transformed here (G g G^T, in double) once.
-  // Throws Unsupported where accepts() is false.
-  WinogradNhwc(const float* w, std::int64_t k, std::int64_t c);
+  // scratch: where given, the per-thread scratch this kernel shares with
+  // others that never run at the same time (it reserves its need there:
+  // kernels/common/thread_scratch.h), else its own. Throws Unsupported where accepts() is false.
+  WinogradNhwc(const float* w, std::int64_t k, std::int64_t c, std::shared_ptr<ThreadScratch> scratch = nullptr);
   ~WinogradNhwc();
   // New weights (the same shapes, OIHW), transformed as the constructor
   // does: for a caller whose weights change between calls (the training
   // step's cpu_onednn_wino). Not while a call runs.
   void set_weights(const float* w);
-  // The per-thread scratch (transformed input and GEMM output), in bytes.
+  // The per-thread scratch it needs (transformed input and GEMM output),
+  // in bytes, all threads together (shared or not).
   std::int64_t workspace_bytes() const;
   WinogradNhwc(const WinogradNhwc&) = delete;
   WinogradNhwc& operator=(const WinogradNhwc&) = delete;
@@ -71,7 +74,7 @@ class WinogradNhwc {
  private:
   std::int64_t k_, c_;
   HostBuffer<float> u_;  // G g G^T as [36][k / 16][c][16]
-  std::unique_ptr<ThreadScratch> scratch_;
+  std::shared_ptr<ThreadScratch> scratch_;
 };
 
 }  // namespace dlb

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/conv/conv_simd.h"
@@ -139,11 +140,13 @@ bool WinogradWeightGrad::accepts(std::int64_t c, std::int64_t k, std::int64_t r,
   return r == 3 && s == 3 && stride == 1 && c > 0 && k > 0 && c % kLanes == 0 && k % kLanes == 0;
 }
 
-WinogradWeightGrad::WinogradWeightGrad(std::int64_t k, std::int64_t c) : k_(k), c_(c) {
+WinogradWeightGrad::WinogradWeightGrad(std::int64_t k, std::int64_t c, std::shared_ptr<ThreadScratch> scratch)
+    : k_(k), c_(c), scratch_(std::move(scratch)) {
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd weight gradient F(3x3, 4x4): input and output channels in multiples of 16");
+  if (!scratch_) scratch_ = std::make_shared<ThreadScratch>();
   // Per thread: its M, then V and U of one block.
-  scratch_ = std::make_unique<ThreadScratch>(kXi * c * k + kXi * kTiles * (c + k));
+  scratch_->reserve(kXi * c * k + kXi * kTiles * (c + k));
 }
 
 WinogradWeightGrad::~WinogradWeightGrad() = default;
@@ -190,10 +193,9 @@ void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const
   }
   // dW[k][c] = A'^T (the threads' M added) A', in double (A'^T = A^T S^-1,
   // winograd_f43.h), 8 output channels a vector: rows, then columns.
-  static constexpr double kAt[3][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
   double at[3][6];
   for (int p = 0; p < 3; ++p)
-    for (int a = 0; a < 6; ++a) at[p][a] = kAt[p][a] / winograd::kF34RowScale[a];
+    for (int a = 0; a < 6; ++a) at[p][a] = winograd::kF34OutputTransform[p][a] / winograd::kF34RowScale[a];
   using vdouble = double __attribute__((vector_size(64)));
   using vfloat8 = float __attribute__((vector_size(32)));
   constexpr int kEight = 8;

@@ -42,8 +42,10 @@ class WinogradWeightGrad {
   // input and output channels multiples of 16.
   static bool accepts(std::int64_t c, std::int64_t k, std::int64_t r, std::int64_t s, std::int64_t stride);
 
-  // Throws Unsupported where accepts() is false.
-  WinogradWeightGrad(std::int64_t k, std::int64_t c);
+  // scratch: where given, the per-thread scratch this kernel shares with
+  // others that never run at the same time (it reserves its need there:
+  // kernels/common/thread_scratch.h), else its own. Throws Unsupported where accepts() is false.
+  WinogradWeightGrad(std::int64_t k, std::int64_t c, std::shared_ptr<ThreadScratch> scratch = nullptr);
   ~WinogradWeightGrad();
   WinogradWeightGrad(const WinogradWeightGrad&) = delete;
   WinogradWeightGrad& operator=(const WinogradWeightGrad&) = delete;
@@ -55,12 +57,13 @@ class WinogradWeightGrad {
   void operator()(const float* x, const Blocked16& x_at, const float* dy, const Blocked16& dy_at, std::int64_t n,
                   std::int64_t h, std::int64_t w, std::int64_t pad, float* dw) const;
 
-  // The per-thread scratch (transformed tiles and partial sums), in bytes.
+  // The per-thread scratch it needs (transformed tiles and partial sums),
+  // in bytes, all threads together (shared or not).
   std::int64_t workspace_bytes() const;
 
  private:
   std::int64_t k_, c_;
-  std::unique_ptr<ThreadScratch> scratch_;
+  std::shared_ptr<ThreadScratch> scratch_;
 };
 
 }  // namespace dlb

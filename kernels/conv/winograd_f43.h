@@ -53,6 +53,9 @@ inline void output_transform6(const vfloat (&m)[6], vfloat (&o)[4]) {
 // the same (A'^T = A^T S^-1, applied in double after the sum): A'^T (G' g .
 // B^T d) = A^T (G g . B^T d).
 inline constexpr double kF34RowScale[6] = {4.0, -6.0, -6.0, 24.0, 24.0, 1.0};
+// F(3x3, 4x4)'s A^T, which the weight gradient applies in double after the
+// sum over the tiles, its columns divided by kF34RowScale there.
+inline constexpr double kF34OutputTransform[3][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
 
 // o = G' g for one 4-vector:
 //   G' = [1 0 0 0; 1 1 1 1; 1 -1 1 -1; 1 2 4 8; 1 -2 4 -8; 0 0 0 1]

@@ -28,6 +28,7 @@
 #include "kernels/common/cpu_info.h"
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/common/thread_scratch.h"
 #include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
 #include "kernels/nn/infer/layers.h"
@@ -219,7 +220,7 @@ class OnednnLayers final : public GraphBackend<memory> {
       const memory::desc nhwc_in(s.src_desc.dims(), f32, tag::nhwc), nhwc_out(s.dst_dims, f32, tag::nhwc);
       if (choice.pd.src_desc() == nhwc_in && src.get_desc() == nhwc_in && choice.pd.dst_desc() == nhwc_out) {
         const memory y = dst ? *dst : buffers_.take(io.index, io.index, nhwc_out);
-        auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c);
+        auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c, own_scratch_);
         auto bias = std::make_shared<std::vector<float>>(l.bias);
         const std::int64_t h = l.h, w = l.w, pad = l.pad;
         const bool accumulate = l.residual >= 0, relu = l.relu;
@@ -422,6 +423,9 @@ class OnednnLayers final : public GraphBackend<memory> {
   const bool winograd_always_;
   const memory user_y_;
   std::shared_ptr<std::vector<LayerPlan>> plans_;
+  // The own Winograd layers' per-thread scratch, one for all (they run one
+  // at a time): as large as the largest need, in cache from layer to layer.
+  std::shared_ptr<ThreadScratch> own_scratch_ = std::make_shared<ThreadScratch>();
   std::set<std::string> kernels_;
   std::size_t folded_pool_ = static_cast<std::size_t>(-1);  // the pool layer a conv ran, if any
   OutputBuffers buffers_{net_};

@@ -120,6 +120,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
+#include "kernels/common/thread_scratch.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
 #include "kernels/conv/conv_winograd_wgrad.h"
 #include "kernels/nn/train/train.h"
@@ -216,11 +217,10 @@ struct OwnWinograd {
   std::unique_ptr<WinogradWeightGrad> weights;
   memory gradient;
   dnnl::reorder from_gradient;
+  // Its buffers, without the kernels' scratch (the step's, shared by all).
   std::int64_t workspace_bytes() const {
     std::int64_t bytes = 0;
-    for (const WinogradNhwc* kernel : {forward.get(), backward_data.get()})
-      if (kernel != nullptr) bytes += kernel->workspace_bytes();
-    if (weights) bytes += weights->workspace_bytes() + static_cast<std::int64_t>(gradient.get_desc().get_size());
+    if (weights) bytes += static_cast<std::int64_t>(gradient.get_desc().get_size());
     if (plain) bytes += static_cast<std::int64_t>(plain.get_desc().get_size());
     return bytes + static_cast<std::int64_t>(rotated.size() * sizeof(float));
   }
@@ -326,6 +326,7 @@ class OnednnTrainStep final : public WalkedStep {
     for (const auto& g : gbuf_) m.workspace += g.bytes();
     m.workspace += addend_.bytes() + scratch_.bytes();
     for (const auto& o : own_) m.workspace += o->workspace_bytes();
+    if (!own_.empty()) m.workspace += own_scratch_->bytes();
     for (std::size_t j = 0; j < params_.size(); ++j)
       m.workspace += static_cast<std::int64_t>((p_plain_[j].size() + g_plain_[j].size() + v_plain_[j].size()) *
                                                sizeof(float));
@@ -389,6 +390,10 @@ class OnednnTrainStep final : public WalkedStep {
   std::size_t building_ = 0;  // the layer build is at, for its errors
   std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: kernels()
   std::vector<std::shared_ptr<OwnWinograd>> own_;  // the convs the own Winograd runs
+  // The own kernels' per-thread scratch: one for all (they run one at a
+  // time), as large as the largest need (the 64-channel weight gradient's
+  // 36 c k partial sums), not the sum of them.
+  std::shared_ptr<ThreadScratch> own_scratch_ = std::make_shared<ThreadScratch>();
 
   // Memories made before their buffers (bound by build's end): k >= 0:
   // gbuf_[k], kScratch: scratch_, kAddend: addend_.
@@ -717,8 +722,8 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
         dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->params.get_desc(), eng_, own->plain.get_desc()));
     own->rotated.resize(static_cast<std::size_t>(l.k * l.c * 9));
     const std::vector<float> zeros(own->rotated.size(), 0.0f);
-    own->forward = std::make_unique<WinogradNhwc>(zeros.data(), l.k, l.c);
-    own->backward_data = std::make_unique<WinogradNhwc>(zeros.data(), l.c, l.k);
+    own->forward = std::make_unique<WinogradNhwc>(zeros.data(), l.k, l.c, own_scratch_);
+    own->backward_data = std::make_unique<WinogradNhwc>(zeros.data(), l.c, l.k, own_scratch_);
     // With ::fastest, each against oneDNN's primitive (`theirs`' seconds) on
     // zeroed buffers of the same sizes.
     const auto faster = [&](const WinogradNhwc& kernel, std::int64_t in_h, std::int64_t in_w, std::int64_t in_c,
@@ -777,7 +782,7 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
               dw = weights->args.at(DNNL_ARG_DIFF_WEIGHTS);
     const auto x_at = blocked16(x.get_desc()), dy_at = blocked16(dy.get_desc());
     if (x_at && dy_at) {
-      auto kernel = std::make_unique<WinogradWeightGrad>(l.k, l.c);
+      auto kernel = std::make_unique<WinogradWeightGrad>(l.k, l.c, own_scratch_);
       bool take = conv_ == OnednnConv::winograd;
       if (!take) {
         Floats xs(static_cast<std::size_t>(n * l.c * h * width)), dys(static_cast<std::size_t>(n * l.k * oh * ow)),
@@ -787,18 +792,30 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
                }) < seconds_per_run(bwd_weights, eng_, stream_);
       }
       if (take) {
+        // Its OIHW result reordered straight into the gradient's buffer, in
+        // the parameters' layout: where oneDNN's primitive wrote another
+        // layout (dw), the copy from it after the primitive goes.
+        Mem grad = g_mem_[static_cast<std::size_t>(w)];
         own->weights = std::move(kernel);
         own->gradient = Mem(plain_[static_cast<std::size_t>(w)], eng_);
         own->from_gradient =
-            dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->gradient.get_desc(), eng_, dw.get_desc()));
-        weights->own = [this, own, x, dy, to = Mem(dw), n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
+            dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->gradient.get_desc(), eng_, grad.get_desc()));
+        weights->own = [this, own, x, dy, grad, n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
           (*own->weights)(static_cast<const float*>(x.get_data_handle()), xa,
                           static_cast<const float*>(dy.get_data_handle()), da, n, h, width, pad,
                           static_cast<float*>(own->gradient.get_data_handle()));
-          own->from_gradient.execute(stream_, own->gradient, to);
+          own->from_gradient.execute(stream_, own->gradient, grad);
           stream_.wait();
         };
         relabel(*weights, name + " backward_weights: own F(3x3, 4x4) Winograd");
+        if (dw != grad) {
+          const auto copy = [&](const std::string& what) {
+            return what.starts_with(name + " weight gradient into the parameters' layout");
+          };
+          back.erase(std::remove_if(back.begin(), back.end(), [&](const Exec& e) { return copy(e.what); }),
+                     back.end());
+          impls_.erase(std::remove_if(impls_.begin(), impls_.end(), copy), impls_.end());
+        }
         used = true;
       }
     }
