@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 #include <utility>
@@ -390,13 +391,15 @@ struct CommittedNet : public ::testing::Test {
   // kernels, and the gradients hold cpu_onednn_wino's bound (train.h);
   // printed. (So resnet20's step runs no jit_wino_4x3 here, and mnist_cnn's
   // runs it for conv2's weight gradient, whose bias the own kernel does not
-  // take.)
-  static void winograd_everywhere() {
+  // take.) With OnednnConv::onednn_winograd, the own kernels off: every
+  // direction of every such conv on jit_wino_4x3, the same bound.
+  static void winograd_everywhere(nn::OnednnConv mode = nn::OnednnConv::winograd) {
 #if !DLB_HAVE_ONEDNN
     GTEST_SKIP() << "built without oneDNN";
 #else
     if (!nn::onednn_has_winograd()) GTEST_SKIP() << "oneDNN offers no Winograd training kernels on this CPU";
-    const auto made = nn::make_onednn_train_step(*net, kBatch, nn::Sgd{}, nn::OnednnConv::winograd);
+    const bool with_own = mode == nn::OnednnConv::winograd;
+    const auto made = nn::make_onednn_train_step(*net, kBatch, nn::Sgd{}, mode);
     const auto kernels = made->kernels();
     int eligible = 0;
     for (const auto& l : net->layers) {
@@ -406,7 +409,8 @@ struct CommittedNet : public ::testing::Test {
         // The own Winograd on every such conv's forward and backward data,
         // and on the weight gradient of those without a bias.
         const bool weights = std::string_view(direction) == " backward_weights: ";
-        const bool own = weights ? nn::own_winograd_weights_eligible(l) : nn::own_winograd_eligible(l);
+        const bool own =
+            with_own && (weights ? nn::own_winograd_weights_eligible(l) : nn::own_winograd_eligible(l));
         const std::string want =
             l.name + direction +
             (own ? (weights ? "own F(3x3, 4x4) Winograd" : "own F(4x4, 3x3) Winograd") : "jit_wino_4x3");
@@ -421,8 +425,24 @@ struct CommittedNet : public ::testing::Test {
     const auto c = ref::compare_gradients(made->params(), grads_of(*made), *g,
                                           nn::onednn_winograd_gradient_tolerance(*net, kBatch));
     EXPECT_TRUE(c.ok) << c.summary();
-    std::printf("%s fp32 step (oneDNN, Winograd in every eligible conv) against the reference, batch %lld: %s\n",
-                Name, static_cast<long long>(kBatch), c.summary().c_str());
+    std::printf("%s fp32 step (oneDNN, %s Winograd in every eligible conv) against the reference, batch %lld: %s\n",
+                Name, with_own ? "its and the own" : "its", static_cast<long long>(kBatch), c.summary().c_str());
+#endif
+  }
+  // The profile of oneDNN's step (own and oneDNN's Winograd, whatever a
+  // timing would pick) splits its calls by kind of work: `present` each
+  // with time, `absent` (kinds the network has none of) not there, and no
+  // kind the split does not name (op_us.other).
+  static void profile_splits_by_kind(const std::vector<std::string>& present, const std::vector<std::string>& absent) {
+#if !DLB_HAVE_ONEDNN
+    GTEST_SKIP() << "built without oneDNN";
+#else
+    const auto made = nn::make_onednn_train_step(*net, kBatch, nn::Sgd{}, nn::OnednnConv::winograd);
+    std::map<std::string, double> counters;
+    for (const auto& [name, value] : made->profile(b->x.data(), b->labels.data(), 2)) counters[name] = value;
+    for (const auto& kind : present) EXPECT_GT(counters["op_us." + kind], 0.0) << kind;
+    for (const auto& kind : absent) EXPECT_EQ(counters.count("op_us." + kind), 0u) << kind;
+    EXPECT_EQ(counters.count("op_us.other"), 0u);
 #endif
   }
   static constexpr std::int64_t kBatch = 64;
@@ -514,6 +534,13 @@ TEST_F(MnistCnn, AStepThatMissesAnImageFails) {
 }
 
 TEST_F(MnistCnn, WinogradEverywhereHoldsItsBound) { winograd_everywhere(); }
+TEST_F(MnistCnn, OnednnWinogradEverywhereHoldsItsBound) { winograd_everywhere(nn::OnednnConv::onednn_winograd); }
+TEST_F(MnistCnn, ProfileSplitsTheStepByKind) {
+  // The own Winograd only where oneDNN has its Winograd (AVX-512): conv2.
+  std::vector<std::string> present = {"convolution", "eltwise", "pooling", "inner_product"};
+  if (nn::onednn_has_winograd()) present.push_back("own_winograd");
+  profile_splits_by_kind(present, {"batch_normalization", "binary"});
+}
 
 // PyTorch's autograd on the same weights and batch (fp32), against our
 // double reference: PyTorch's sums have the same lengths as ours, so the
@@ -607,6 +634,13 @@ TEST_F(ResNet20, AStepThatMissesAnImageFails) {
 }
 
 TEST_F(ResNet20, WinogradEverywhereHoldsItsBound) { winograd_everywhere(); }
+TEST_F(ResNet20, OnednnWinogradEverywhereHoldsItsBound) { winograd_everywhere(nn::OnednnConv::onednn_winograd); }
+TEST_F(ResNet20, ProfileSplitsTheStepByKind) {
+  std::vector<std::string> present = {"convolution", "batch_normalization", "eltwise", "binary", "pooling",
+                                      "inner_product"};
+  if (nn::onednn_has_winograd()) present.push_back("own_winograd");
+  profile_splits_by_kind(present, {});
+}
 
 // PyTorch's autograd on the same weights and batch in model.train(), fp32,
 // against our double reference (the same bound: PyTorch's sums are as

@@ -181,7 +181,7 @@ WinogradMatrices winograd_matrices(int m, int r, const std::vector<double>& fini
 double winograd_magnitude_factor(const WinogradMatrices& w);
 
 // The convolutions oneDNN's Winograd may run in the step with
-// OnednnConv::winograd or ::fastest (below): 3x3, stride 1, input and
+// OnednnConv::winograd, ::onednn_winograd or ::fastest (below): 3x3, stride 1, input and
 // output channels multiples of 16 (its jit_wino_4x3 kernels' blocking;
 // they take the forward, backward data and backward weights).
 bool onednn_winograd_eligible(const Layer& l);
@@ -276,8 +276,12 @@ class TrainStep {
   // change the parameters, as steps do), each of the walk's calls timed
   // alone (train_walk.h: layer_us.<i>.<direction>, the median over the
   // steps in microseconds), with update_us, profiled_us (their sum) and
-  // profile_steps. For outside any timed loop. Throws dlb::Error for steps
-  // below 1.
+  // profile_steps; oneDNN's step also splits the same calls by the kind of
+  // work in them (op_us.<kind>: its primitives by oneDNN's kind,
+  // convolution, batch_normalization, eltwise, binary, reorder, pooling,
+  // inner_product, and own_winograd for the own kernels; each the mean
+  // over the steps in microseconds). For outside any timed loop. Throws
+  // dlb::Error for steps below 1.
   virtual std::vector<std::pair<std::string, double>> profile(const float* x, const std::uint8_t* labels,
                                                               int steps) = 0;
 };
@@ -291,11 +295,13 @@ std::unique_ptr<TrainStep> make_own_train_step(const Network& net, std::int64_t 
 // (cpu_onednn); Winograd wherever onednn_winograd_eligible takes the conv,
 // the own Winograd in the forward and backward data of those
 // own_winograd_eligible takes and in the weight gradient of those
-// own_winograd_weights_eligible takes (tests); or per conv and direction the
+// own_winograd_weights_eligible takes (tests); oneDNN's Winograd wherever
+// onednn_winograd_eligible takes the conv, the own kernels never (tests:
+// oneDNN's jit_wino_4x3 in every direction); or per conv and direction the
 // fastest of direct, oneDNN's Winograd and (where it takes the conv) the
 // own, each timed on the step's own shapes when the step is made
 // (cpu_onednn_wino).
-enum class OnednnConv { direct, winograd, fastest };
+enum class OnednnConv { direct, winograd, onednn_winograd, fastest };
 // Whether oneDNN offers its Winograd training kernels (jit_wino_4x3) on this
 // CPU (AVX-512): without them oneDNN's primitives are direct in every mode
 // (the own Winograd aside).

@@ -66,7 +66,7 @@
 // overlap here), the ReLU post-op and backward round nothing. Winograd
 // changes the analysis (its transforms scale the rounding errors): with
 // OnednnConv::direct (cpu_onednn) the convolutions are convolution_direct;
-// with ::winograd or ::fastest (cpu_onednn_wino) the convs
+// with ::winograd, ::onednn_winograd or ::fastest (cpu_onednn_wino) the convs
 // onednn_winograd_eligible takes may run oneDNN's Winograd F(4x4, 3x3)
 // (jit_wino_4x3) in any of their three directions, within
 // onednn_winograd_gradient_tolerance (train.h).
@@ -112,6 +112,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -390,6 +391,8 @@ class OnednnTrainStep final : public WalkedStep {
   std::size_t building_ = 0;  // the layer build is at, for its errors
   std::vector<std::string> impls_;  // "conv2 backward_weights: jit:avx512_core", ...: kernels()
   std::vector<std::shared_ptr<OwnWinograd>> own_;  // the convs the own Winograd runs
+  bool timing_ = false;  // profile()'s split by kind: on while it runs
+  std::map<std::string, double> part_us_;  // microseconds by kind, over the profiled steps
   // The own kernels' per-thread scratch: one for all (they run one at a
   // time), as large as the largest need (the 64-channel weight gradient's
   // 36 c k partial sums), not the sum of them.
@@ -412,18 +415,50 @@ class OnednnTrainStep final : public WalkedStep {
   void run(std::vector<Exec>& list, std::size_t begin, std::size_t end) {
     for (std::size_t k = begin; k < end; ++k) {
       Exec& e = list[k];
+      const auto start = timing_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       if (e.own) {
         stream_.wait();
         e.own();
-        continue;
+      } else {
+        try {
+          e.primitive.execute(stream_, e.args);
+        } catch (const dnnl::error& err) {
+          throw Error("training step (cpu_onednn): " + net_.name + " " + e.what + ": oneDNN: " + err.what());
+        }
       }
-      try {
-        e.primitive.execute(stream_, e.args);
-      } catch (const dnnl::error& err) {
-        throw Error("training step (cpu_onednn): " + net_.name + " " + e.what + ": oneDNN: " + err.what());
+      if (timing_) {
+        stream_.wait();
+        part_us_[e.own ? std::string("own_winograd") : kind_name(e.primitive.get_kind())] +=
+            std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       }
     }
     stream_.wait();
+  }
+
+  // profile()'s split by kind (walked_step.h): each primitive's time, the
+  // stream waited for after each, summed by oneDNN's kind of primitive.
+  void time_parts(bool on) override {
+    timing_ = on;
+    if (on) part_us_.clear();
+  }
+  std::vector<std::pair<std::string, double>> parts(int steps) const override {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& [kind, us] : part_us_) out.emplace_back("op_us." + kind, us / steps);
+    return out;
+  }
+  static std::string kind_name(dnnl::primitive::kind kind) {
+    using K = dnnl::primitive::kind;
+    switch (kind) {
+      case K::convolution: return "convolution";
+      case K::batch_normalization: return "batch_normalization";
+      case K::eltwise: return "eltwise";
+      case K::binary: return "binary";
+      case K::reorder: return "reorder";
+      case K::pooling_v2:
+      case K::pooling: return "pooling";
+      case K::inner_product: return "inner_product";
+      default: return "other";
+    }
   }
 
   static dnnl::primitive_attr attr(bool relu = false) {
@@ -641,7 +676,7 @@ class OnednnTrainStep final : public WalkedStep {
       } catch (const dnnl::error&) {
         return direct;
       }
-      if (conv_ == OnednnConv::winograd) return wino;
+      if (conv_ == OnednnConv::winograd || conv_ == OnednnConv::onednn_winograd) return wino;
       return seconds_per_run(*w, eng_, stream_) < seconds_per_run(make_direct(), eng_, stream_) ? wino : direct;
     };
     const auto fwd = make_fwd(direct, any);
@@ -701,7 +736,7 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
                                    const dnnl::convolution_forward::primitive_desc& fwd,
                                    const std::optional<dnnl::convolution_backward_data::primitive_desc>& bwd_data,
                                    const dnnl::convolution_backward_weights::primitive_desc& bwd_weights) {
-  if (conv_ == OnednnConv::direct) return;
+  if (conv_ == OnednnConv::direct || conv_ == OnednnConv::onednn_winograd) return;
   Exec& f = forward_.at(forward_at);
   const Mem src = f.args.at(DNNL_ARG_SRC), dst = f.args.at(DNNL_ARG_DST);
   auto own = std::make_shared<OwnWinograd>();

@@ -1,5 +1,7 @@
 #include "kernels/nn/train/walked_step.h"
 
+#include <utility>
+
 #include "kernels/common/error.h"
 
 namespace dlb::nn {
@@ -42,7 +44,10 @@ void WalkedStep::update() {
 std::vector<std::pair<std::string, double>> WalkedStep::profile(const float* x, const std::uint8_t* labels,
                                                                 int steps) {
   forward(x, labels);  // checks the labels, sets the input
+  time_parts(true);
   auto counters = profile_walk(walk_, steps, [this] { apply_sgd(); });
+  time_parts(false);
+  for (auto& part : parts(steps)) counters.push_back(std::move(part));
   gradients_changed();
   backward_done_ = false;  // the last profiled forward stands: backward may follow
   return counters;

@@ -60,6 +60,11 @@ class WalkedStep : public TrainStep, protected TrainLayers {
   virtual void before_call() {}
   virtual void gradients_changed() {}
   virtual void apply_sgd() = 0;
+  // A backend that splits its calls' time by the kind of work in them
+  // (profile's op_us.<kind>): time_parts(true) before the profiled steps,
+  // (false) after; parts(steps), each kind's time per step in microseconds.
+  virtual void time_parts(bool /*on*/) {}
+  virtual std::vector<std::pair<std::string, double>> parts(int /*steps*/) const { return {}; }
 
   const Network& net_;
   std::int64_t batch_;
