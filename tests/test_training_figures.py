@@ -82,6 +82,39 @@ class MemoryTable(unittest.TestCase):
         self.assertNotIn("memory of a training step", training.table(results))
 
 
+class KindsTable(unittest.TestCase):
+    """Where a profiled step goes: the rows that split it (op_us.<kind>),
+    kinds in the table's order, a kind no row has left out, blank where a
+    row lacks one; rows without the split (PyTorch's, the Eigen step's) out."""
+
+    def setUp(self):
+        self.results = load_doc([
+            entry("resnet20_train/cpu_onednn/batch:64", 600.0, **PHASES, profiled_us=106000.0,
+                  **{"op_us.convolution": 89300.0, "op_us.batch_normalization": 9500.0, "op_us.binary": 3200.0}),
+            entry("resnet20_train/cpu_onednn_wino/batch:64", 900.0, **PHASES, profiled_us=64900.0,
+                  **{"op_us.own_winograd": 41200.0, "op_us.convolution": 9600.0,
+                     "op_us.batch_normalization": 10000.0, "op_us.binary": 2700.0}),
+            entry("resnet20_train/cpu_eigen/batch:64", 300.0, **PHASES),
+            entry("resnet20_train/peer_torch/batch:64", 400.0),
+        ])
+        text = training.table(self.results)
+        self.block = text.split("**resnet20** where a profiled step goes, ms")[1].split("\n\n**")[0]
+
+    def test_rows_kinds_and_blanks(self):
+        header = next(line for line in self.block.splitlines() if line.startswith("| batch"))
+        self.assertEqual([c.strip() for c in header.split("|")[1:-1]],
+                         ["batch", "row", "own winograd", "convolution", "batch normalization", "binary", "profiled"])
+        rows = {line.split("|")[2].strip().strip("`"): [c.strip() for c in line.split("|")[3:-1]]
+                for line in self.block.splitlines() if line.startswith("| 64")}
+        self.assertEqual(rows["cpu_onednn_wino"], ["41.20", "9.60", "10.00", "2.70", "64.90"])
+        self.assertEqual(rows["cpu_onednn"], ["", "89.30", "9.50", "3.20", "106.00"])
+        self.assertEqual(set(rows), {"cpu_onednn", "cpu_onednn_wino"})
+
+    def test_no_split_no_table(self):
+        results = load_doc([entry("resnet20_train/cpu_eigen/batch:64", 300.0, **PHASES)])
+        self.assertNotIn("where a profiled step goes", training.table(results))
+
+
 class TrainingTable(unittest.TestCase):
     def setUp(self):
         self.results = load_doc([

@@ -34,8 +34,13 @@ GPU the caching allocator's; our GPU rows measured_device_bytes, the
 peak of the process's own device allocations over the step's
 construction and first step). A part a row
 does not report (PyTorch's workspace, a CPU peer's measured peak) is
-blank. The loader's table: images/s of ``<net>_load`` against its thread
-count. The figure: per network, each row's milliseconds per step split by
+blank. Then, per network, where the profiled step's time goes by kind of
+work, for the rows whose profile splits it (oneDNN's steps: op_us.<kind>,
+each primitive timed alone, the mean per step, in ms: the own Winograd
+kernels, oneDNN's convolutions, batch-norm, the binary adds of joins and
+gradients, eltwise (ReLU's backward), pooling, inner product, reorders),
+beside the profiled total (profiled_us). The loader's table: images/s of
+``<net>_load`` against its thread count. The figure: per network, each row's milliseconds per step split by
 phase at every batch (a peer, which reports no phases, as one bar).
 """
 
@@ -56,6 +61,9 @@ CPU_BATCH = 64
 GPU_RATIO = 1.3  # issue 46: >= 1.3x PyTorch's best GPU mode (eager, CUDA graph, torch.compile)
 GPU_BATCHES = (64, 256)
 MEMORY_PARTS = ("weights_bytes", "activations_bytes", "gradients_bytes", "optimizer_bytes", "workspace_bytes")
+# The profile's split by kind (oneDNN's steps), in this order; a kind no row has is left out.
+KINDS = ("own_winograd", "convolution", "batch_normalization", "binary", "eltwise", "pooling", "inner_product",
+         "reorder")
 
 
 def row_name(case: Case) -> str:
@@ -219,6 +227,25 @@ def memory_block(results: Results, network: str) -> str:
     return "\n".join(lines)
 
 
+def kinds_block(results: Results, network: str) -> str:
+    """Where the profiled step's time goes by kind of work (see the
+    module's docstring); empty where no row of the network splits it."""
+    cases = [c for c in train_cases(results, network)
+             if c.error is None and any(c.median(f"op_us.{k}") is not None for k in KINDS)]
+    if not cases:
+        return ""
+    cases.sort(key=lambda c: (c.args["batch"], c.runs_on, row_name(c)))
+    kinds = [k for k in KINDS if any(c.median(f"op_us.{k}") is not None for c in cases)]
+    lines = [f"**{network}** where a profiled step goes, ms", "",
+             "| batch | row | " + " | ".join(k.replace("_", " ") for k in kinds) + " | profiled |",
+             "|---:|---|" + "---:|" * (len(kinds) + 1)]
+    for c in cases:
+        cells = [str(c.args["batch"]), f"`{row_name(c)}`", *(_ms(c, f"op_us.{k}") for k in kinds),
+                 _ms(c, "profiled_us")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def loader_block(results: Results, network: str) -> str:
     cases = [c for c in results.family(f"{network}_load") if "batch" in c.args and "threads" in c.args]
     if not cases:
@@ -236,7 +263,9 @@ def loader_block(results: Results, network: str) -> str:
 
 def table(results: Results) -> str:
     blocks = [b for n in NETWORKS
-              for b in (network_block(results, n), memory_block(results, n), loader_block(results, n)) if b]
+              for b in (network_block(results, n), memory_block(results, n), kinds_block(results, n),
+                        loader_block(results, n)) if b]
+    split = any(kinds_block(results, n) for n in NETWORKS)
     return tables_with_note(
         blocks, "One run. Images/s and phase times: medians of the repetitions; a phase is the mean wall time "
         "per step the case measured for it (a peer reports none). Peak MB: what the step holds by its own "
@@ -245,7 +274,10 @@ def table(results: Results) -> str:
         "and torch.compile, a loaded row against the eager peer on the same loader; GPU: its fastest mode). "
         "Memory: the parts each row reports (PyTorch: from its tensors' sizes and autograd's saved tensors; "
         "no workspace); peak (measured): the host heap's rise over a step on the CPU, the device's on the GPU "
-        "(ours: our own device allocations counted; PyTorch's: its caching allocator).")
+        "(ours: our own device allocations counted; PyTorch's: its caching allocator)." +
+        (" Where a profiled step goes: the profile after the timed loop, each primitive timed alone (the "
+         "stream waited for after each), summed by kind, the mean per step; profiled: the sum of the walk's "
+         "calls' medians." if split else ""))
 
 
 def figures(results_list: list[Results]):
