@@ -833,7 +833,7 @@ TEST(ConvWinogradNhwc, SharedScratchIsTheSameArithmetic) {
     return v;
   };
   const std::int64_t n = 3, h = 9, w = 10;
-  const std::vector<float> w64 = values(64 * 64 * 9), w16 = values(16 * 16 * 9), w32 = values(32 * 32 * 9);
+  const std::vector<float> w16 = values(16 * 16 * 9), w32 = values(32 * 32 * 9);
   const std::vector<float> x64 = values(n * h * w * 64), dy64 = values(n * 7 * 8 * 64), x16 = values(n * h * w * 16),
                            x32 = values(n * h * w * 32), bias = values(32);
   const Blocked16 at64 = Blocked16::nchw16c(64, h, w), dy_at = Blocked16::nchw16c(64, 7, 8);

@@ -40,7 +40,8 @@ class WinogradNhwc {
   // w: [k][c][3][3] (OIHW), transformed here (G g G^T, in double) once.
   // scratch: where given, the per-thread scratch this kernel shares with
   // others that never run at the same time (it reserves its need there:
-  // kernels/common/thread_scratch.h), else its own. Throws Unsupported where accepts() is false.
+  // kernels/common/thread_scratch.h), else its own. Throws Unsupported
+  // where accepts() is false.
   WinogradNhwc(const float* w, std::int64_t k, std::int64_t c, std::shared_ptr<ThreadScratch> scratch = nullptr);
   ~WinogradNhwc();
   // New weights (the same shapes, OIHW), transformed as the constructor

@@ -44,7 +44,8 @@ class WinogradWeightGrad {
 
   // scratch: where given, the per-thread scratch this kernel shares with
   // others that never run at the same time (it reserves its need there:
-  // kernels/common/thread_scratch.h), else its own. Throws Unsupported where accepts() is false.
+  // kernels/common/thread_scratch.h), else its own. Throws Unsupported
+  // where accepts() is false.
   WinogradWeightGrad(std::int64_t k, std::int64_t c, std::shared_ptr<ThreadScratch> scratch = nullptr);
   ~WinogradWeightGrad();
   WinogradWeightGrad(const WinogradWeightGrad&) = delete;

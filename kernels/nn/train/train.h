@@ -181,9 +181,10 @@ WinogradMatrices winograd_matrices(int m, int r, const std::vector<double>& fini
 double winograd_magnitude_factor(const WinogradMatrices& w);
 
 // The convolutions oneDNN's Winograd may run in the step with
-// OnednnConv::winograd, ::onednn_winograd or ::fastest (below): 3x3, stride 1, input and
-// output channels multiples of 16 (its jit_wino_4x3 kernels' blocking;
-// they take the forward, backward data and backward weights).
+// OnednnConv::winograd, ::onednn_winograd or ::fastest (below): 3x3,
+// stride 1, input and output channels multiples of 16 (its jit_wino_4x3
+// kernels' blocking; they take the forward, backward data and backward
+// weights).
 bool onednn_winograd_eligible(const Layer& l);
 // The bound for oneDNN's step with Winograd (cpu_onednn_wino): cpu_onednn's
 // count, and for every conv onednn_winograd_eligible takes, in each of its

@@ -66,9 +66,9 @@
 // overlap here), the ReLU post-op and backward round nothing. Winograd
 // changes the analysis (its transforms scale the rounding errors): with
 // OnednnConv::direct (cpu_onednn) the convolutions are convolution_direct;
-// with ::winograd, ::onednn_winograd or ::fastest (cpu_onednn_wino) the convs
-// onednn_winograd_eligible takes may run oneDNN's Winograd F(4x4, 3x3)
-// (jit_wino_4x3) in any of their three directions, within
+// with ::winograd, ::onednn_winograd or ::fastest (cpu_onednn_wino) the
+// convs onednn_winograd_eligible takes may run oneDNN's Winograd F(4x4,
+// 3x3) (jit_wino_4x3) in any of their three directions, within
 // onednn_winograd_gradient_tolerance (train.h).
 //
 // The algorithm per conv and direction (::fastest): direct and Winograd
@@ -327,7 +327,7 @@ class OnednnTrainStep final : public WalkedStep {
     for (const auto& g : gbuf_) m.workspace += g.bytes();
     m.workspace += addend_.bytes() + scratch_.bytes();
     for (const auto& o : own_) m.workspace += o->workspace_bytes();
-    if (!own_.empty()) m.workspace += own_scratch_->bytes();
+    m.workspace += own_scratch_->bytes();  // what the own kernels reserved, taken or not (0 for ::direct)
     for (std::size_t j = 0; j < params_.size(); ++j)
       m.workspace += static_cast<std::int64_t>((p_plain_[j].size() + g_plain_[j].size() + v_plain_[j].size()) *
                                                sizeof(float));

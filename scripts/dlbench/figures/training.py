@@ -40,8 +40,9 @@ each primitive timed alone, the mean per step, in ms: the own Winograd
 kernels, oneDNN's convolutions, batch-norm, the binary adds of joins and
 gradients, eltwise (ReLU's backward), pooling, inner product, reorders),
 beside the profiled total (profiled_us). The loader's table: images/s of
-``<net>_load`` against its thread count. The figure: per network, each row's milliseconds per step split by
-phase at every batch (a peer, which reports no phases, as one bar).
+``<net>_load`` against its thread count. The figure: per network, each
+row's milliseconds per step split by phase at every batch (a peer, which
+reports no phases, as one bar).
 """
 
 from __future__ import annotations
