@@ -7,12 +7,13 @@
 namespace dlb::bench {
 
 std::int64_t measured_step_peak(const nn::Network& net, std::int64_t batch, const nn::TrainVariant& row, const float* x,
-                                const std::uint8_t* labels, int steps) {
+                                const std::uint8_t* labels, int steps, nn::TrainMemory* accounted) {
   if (!alloc_counting()) return -1;
   const std::int64_t before = alloc_peak_restart();
   {
     const std::unique_ptr<nn::TrainStep> step = row.make(net, batch, nn::Sgd{});
     for (int i = 0; i < steps; ++i) step->step(x, labels);
+    if (accounted != nullptr) *accounted = step->memory();
   }
   return alloc_peak_bytes() - before;
 }

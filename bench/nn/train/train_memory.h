@@ -23,9 +23,12 @@ namespace dlb::bench {
 // first-use allocations), each chunk at its usable size. -1 where the
 // counting allocator is not in the binary (alloc_counting). Meant for a
 // point where no other thread allocates (the OpenMP threads the step itself
-// uses aside).
+// uses aside). `accounted`, where given: that step's own accounting
+// (TrainStep::memory), which is what the peak measures: a step that picks
+// its kernels by timing them (cpu_onednn_wino) may pick others than a step
+// made before it, with other scratchpads.
 std::int64_t measured_step_peak(const nn::Network& net, std::int64_t batch, const nn::TrainVariant& row, const float* x,
-                                const std::uint8_t* labels, int steps = 2);
+                                const std::uint8_t* labels, int steps = 2, nn::TrainMemory* accounted = nullptr);
 
 // The memory counters of a CPU training case, their names stable (the
 // tables and PyTorch's peers read them): peak_bytes (m.total()),
