@@ -486,6 +486,14 @@ class OnednnTrainStep final : public WalkedStep {
     list.push_back(Exec{std::move(prim), std::move(args), impls_.back(), {}});
   }
 
+  // Drops the calls of `list` whose label starts with `what`, and their
+  // lines of kernels(): a call the own Winograd made needless.
+  void drop(std::vector<Exec>& list, const std::string& what) {
+    const auto match = [&](const std::string& label) { return label.starts_with(what); };
+    list.erase(std::remove_if(list.begin(), list.end(), [&](const Exec& e) { return match(e.what); }), list.end());
+    impls_.erase(std::remove_if(impls_.begin(), impls_.end(), match), impls_.end());
+  }
+
   void add_reorder(std::vector<Exec>& list, const Mem& from, const Mem& to, const std::string& what) {
     const dnnl::reorder::primitive_desc pd(eng_, from.get_desc(), eng_, to.get_desc(), attr());
     add(list, dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, what);
@@ -798,12 +806,7 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
         };
         relabel(*data, name + " backward_data: own F(4x4, 3x3) Winograd");
         // The own kernel reads the parameters' own layout: no reorder for backward_data.
-        const auto reorder = [&](const std::string& what) {
-          return what.starts_with(name + " weights into backward_data's layout");
-        };
-        back_data.erase(std::remove_if(back_data.begin(), back_data.end(), [&](const Exec& e) { return reorder(e.what); }),
-                        back_data.end());
-        impls_.erase(std::remove_if(impls_.begin(), impls_.end(), reorder), impls_.end());
+        drop(back_data, name + " weights into backward_data's layout");
         used = true;
       }
     }
@@ -843,14 +846,7 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
           stream_.wait();
         };
         relabel(*weights, name + " backward_weights: own F(3x3, 4x4) Winograd");
-        if (dw != grad) {
-          const auto copy = [&](const std::string& what) {
-            return what.starts_with(name + " weight gradient into the parameters' layout");
-          };
-          back.erase(std::remove_if(back.begin(), back.end(), [&](const Exec& e) { return copy(e.what); }),
-                     back.end());
-          impls_.erase(std::remove_if(impls_.begin(), impls_.end(), copy), impls_.end());
-        }
+        if (dw != grad) drop(back, name + " weight gradient into the parameters' layout");
         used = true;
       }
     }
