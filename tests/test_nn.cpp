@@ -705,8 +705,9 @@ TEST(CpuOnednnLayouts, BothPoliciesMatchTheReference) {
 // cpu_onednn_ownwino keeps the own Winograd where it was faster (timed in
 // prepare): here on every layer it takes, at the reference batch and at 3
 // images (partial blocks of tiles), against the reference, with the layer
-// calls making the pass. On AVX-512, oneDNN's convs are nhwc, so it must
-// take ResNet20's 3x3 convs past the first and mnist_cnn's second conv.
+// calls making the pass. oneDNN's convs are nhwc (its own choice on
+// AVX-512, asked for elsewhere), so it must take ResNet20's 3x3 convs past
+// the first and mnist_cnn's second conv, on any CPU.
 TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
   for (const std::string name : {"resnet20", "mnist_cnn"}) {
     const nn::Network& net = nn::network(name);
@@ -717,18 +718,16 @@ TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
       nn::NetReport report;
       const dlb::Run pass =
           nn::prepare_cpu_onednn_ownwino(nn::NetArgs{&net, batch, x.data(), y.data(), &report}, true);
-      if (cpu_has_avx512f()) {
-        EXPECT_NE(report.implementation.find("own F(4x4, 3x3) Winograd NHWC"), std::string::npos)
-            << report.implementation;
-        // The first conv (3 or 1 input channels into NHWC) on the own
-        // few-channel kernel.
-        EXPECT_NE(report.implementation.find("own direct conv (few channels, into NHWC)"), std::string::npos)
-            << report.implementation;
-        // mnist_cnn's conv2 runs the 2x2 max pool that alone reads it in
-        // its output transform; resnet20 has no such pool.
-        EXPECT_EQ(report.implementation.find("+ its 2x2 max pool") != std::string::npos, name == "mnist_cnn")
-            << report.implementation;
-      }
+      EXPECT_NE(report.implementation.find("own F(4x4, 3x3) Winograd NHWC"), std::string::npos)
+          << report.implementation;
+      // The first conv (3 or 1 input channels into NHWC) on the own
+      // few-channel kernel.
+      EXPECT_NE(report.implementation.find("own direct conv (few channels, into NHWC)"), std::string::npos)
+          << report.implementation;
+      // mnist_cnn's conv2 runs the 2x2 max pool that alone reads it in
+      // its output transform; resnet20 has no such pool.
+      EXPECT_EQ(report.implementation.find("+ its 2x2 max pool") != std::string::npos, name == "mnist_cnn")
+          << report.implementation;
       const auto& expected = reference_outputs(name);
       const std::size_t checked = std::min(y.size(), expected.size());
       const auto versus_reference = [&] {

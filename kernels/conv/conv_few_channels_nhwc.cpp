@@ -13,7 +13,10 @@ namespace dlb {
 namespace {
 
 using simd::vfloat;
-constexpr int kPixels = 8;  // output pixels a register block holds
+constexpr int kPixels = 8;  // output pixels a register block holds at most
+// The pixels a block takes: 8 with AVX-512 (8 of 32 zmm registers), 4 with
+// AVX2 (8 of 16 ymm registers: 8 pixels' 16 ymm accumulators spilled).
+constexpr int kStep = simd::kRegisters == 1 ? kPixels : kPixels / 2;
 constexpr std::int64_t kMaxTaps = 64;
 
 // acc[t] for P pixels of one output row (P <= kPixels) and one block of 16
@@ -82,12 +85,12 @@ void FewChannelsNhwc::operator()(const float* x, std::int64_t n, const float* bi
         const float* w = weights_.data() + b * taps * 16;
         vfloat bv{};
         if (bias != nullptr) bv = simd::load(bias + b * 16);
-        for (std::int64_t ox = 0; ox < ow; ox += kPixels) {
-          const int p = static_cast<int>(std::min<std::int64_t>(kPixels, ow - ox));
+        for (std::int64_t ox = 0; ox < ow; ox += kStep) {
+          const int p = static_cast<int>(std::min<std::int64_t>(kStep, ow - ox));
           vfloat acc[kPixels];
           const float* row = planes + oy * pw + ox;
-          if (p == kPixels)
-            block<kPixels>(plane, pw, c_, r_, w, row, acc);
+          if (p == kStep)
+            block<kStep>(plane, pw, c_, r_, w, row, acc);
           else
             switch (p) {
               case 1: block<1>(plane, pw, c_, r_, w, row, acc); break;
@@ -100,7 +103,7 @@ void FewChannelsNhwc::operator()(const float* x, std::int64_t n, const float* bi
             }
           for (int t = 0; t < p; ++t) {
             vfloat v = acc[t] + bv;
-            if (relu) v = v > 0.0f ? v : vfloat{};
+            if (relu) v = simd::relu(v);
             simd::store(out_row + (ox + t) * k_ + b * 16, v);
           }
         }

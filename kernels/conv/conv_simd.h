@@ -1,46 +1,105 @@
-// 16-lane fp32 vectors for the conv CPU kernels, as GCC vector extensions:
-// one zmm register where the build targets AVX-512 (-march=native here),
-// two ymm or four xmm registers elsewhere, so the same kernels compile and
-// stay correct on any x86-64 build. Internal to kernels/conv.
+// 16-lane fp32 vectors for the conv CPU kernels: one zmm register where the
+// build targets AVX-512 (-march=native here), a pair of ymm registers where
+// it targets AVX without AVX-512, and GCC's generic vector extension
+// elsewhere, so the same kernels compile and stay correct on any x86-64
+// build. Internal to kernels/conv.
+//
+// Why a pair and not GCC's 64-byte vector extension on AVX2: without
+// AVX-512, GCC has no register mode for a 64-byte vector, so it keeps every
+// such variable in memory and splits each operation into loads, 128-bit
+// inserts and stores (GCC 12, -O3 -march=znver3: the Winograd GEMM's 8
+// accumulators lived on the stack, about 15 instructions per multiply-add).
+// A struct of two __m256 is split by the compiler into two registers.
+//
+// kRegisters: the registers one vfloat takes, for the kernels that size
+// their register blocks (how many vfloats they keep live) to the 32 zmm of
+// AVX-512 or the 16 ymm of AVX2.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
 
 namespace dlb::simd {
 
 inline constexpr int kLanes = 16;
-using vfloat = float __attribute__((vector_size(64)));
 
+#if defined(__AVX512F__) || !defined(__AVX__)
+inline constexpr int kRegisters = 1;
+using vfloat = float __attribute__((vector_size(64)));
+inline vfloat max(vfloat a, vfloat b) { return a > b ? a : b; }
+#else
+inline constexpr int kRegisters = 2;
+// Lanes 0-7 in lo, 8-15 in hi. Value-initialized (vfloat{}) it is zero.
+struct vfloat {
+  __m256 lo, hi;
+  float operator[](int i) const {
+    float lanes[kLanes];
+    _mm256_storeu_ps(lanes, lo);
+    _mm256_storeu_ps(lanes + 8, hi);
+    return lanes[i];
+  }
+  vfloat& operator+=(vfloat b) { return *this = {_mm256_add_ps(lo, b.lo), _mm256_add_ps(hi, b.hi)}; }
+  vfloat& operator-=(vfloat b) { return *this = {_mm256_sub_ps(lo, b.lo), _mm256_sub_ps(hi, b.hi)}; }
+  vfloat& operator*=(vfloat b) { return *this = {_mm256_mul_ps(lo, b.lo), _mm256_mul_ps(hi, b.hi)}; }
+};
+inline vfloat operator+(vfloat a, vfloat b) { return a += b; }
+inline vfloat operator-(vfloat a, vfloat b) { return a -= b; }
+inline vfloat operator*(vfloat a, vfloat b) { return a *= b; }
+// The sign flipped, as the vector extension's unary minus (0 becomes -0).
+inline vfloat operator-(vfloat a) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  return {_mm256_xor_ps(a.lo, sign), _mm256_xor_ps(a.hi, sign)};
+}
+// a > b ? a : b per lane, as the vector extension's select and vmaxps
+// (b where either is NaN).
+inline vfloat max(vfloat a, vfloat b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+#endif
+
+// v > 0 ? v : 0 per lane (0 for NaN and -0).
+inline vfloat relu(vfloat v) { return max(v, vfloat{}); }
+
+#if !defined(__AVX512F__) && defined(__AVX__)
+// Through the intrinsics: a memcpy into the pair made GCC keep arrays of
+// vfloats in memory.
+inline vfloat load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline void store(float* p, vfloat v) {
+  _mm256_storeu_ps(p, v.lo);
+  _mm256_storeu_ps(p + 8, v.hi);
+}
+#else
 inline vfloat load(const float* p) {
   vfloat v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
+#endif
 // Every lane x. (Not `vfloat{} + x`: 0 + x is not x for x = -0, so GCC keeps the add.)
 inline vfloat splat(float x) {
 #if defined(__AVX512F__)
   return _mm512_set1_ps(x);
+#elif defined(__AVX__)
+  return {_mm256_set1_ps(x), _mm256_set1_ps(x)};
 #else
-  vfloat v;
-  for (int i = 0; i < kLanes; ++i) v[i] = x;
-  return v;
+  float lanes[kLanes];
+  for (float& lane : lanes) lane = x;
+  return load(lanes);
 #endif
 }
 
-// a*b + c, rounded once on AVX-512 (spelled out there). Elsewhere GCC
-// contracts it into an FMA by itself where the target has one, from -O2 up
-// (GCC 12, -std=c++20: the AVX2 Release build's direct kernels are all
-// vfmadd; at -O1, the sanitizer build, a multiply and an add), so the
-// kernels' tolerances allow either rounding.
+// a*b + c, rounded once where the target has FMA (spelled out there).
+// Elsewhere GCC contracts it into an FMA by itself where it can, from -O2
+// up, and at -O1 leaves a multiply and an add, so the kernels' tolerances
+// allow either rounding.
 inline vfloat fmadd(vfloat a, vfloat b, vfloat c) {
 #if defined(__AVX512F__)
   return _mm512_fmadd_ps(a, b, c);
+#elif defined(__AVX__) && defined(__FMA__)
+  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
 #else
   return a * b + c;
 #endif
@@ -66,10 +125,10 @@ inline vfloat masked_gather(const float* base, const std::int32_t* index, std::i
   const __m512i at = _mm512_add_epi32(_mm512_loadu_si512(index), _mm512_set1_epi32(delta));
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, at, base, 4);
 #else
-  vfloat v = {};
+  float lanes[kLanes] = {};
   for (int l = 0; l < kLanes; ++l)
-    if ((mask >> l) & 1) v[l] = base[index[l] + delta];
-  return v;
+    if ((mask >> l) & 1) lanes[l] = base[index[l] + delta];
+  return load(lanes);
 #endif
 }
 

@@ -70,17 +70,22 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
   }
 }
 
-// Output channel blocks kb .. kb + B - 1 (B = 1 or 2) of the block's first T
-// tiles (8, or 4 where no more exist): M_j[xi][t][16] = sum_c V[xi][t][c] *
+// Output channel blocks kb .. kb + B - 1 (B = 1 or 2) of the block's tiles
+// t0 .. t0 + T - 1 (T = 8, or 4): M_j[xi][t][16] = sum_c V[xi][t][c] *
 // U[xi][kb + j][c][16], block j's M at m + j * kMBlock, the B x T
 // accumulators in registers. With two blocks each broadcast of V feeds two
-// multiply-adds and V is read once for both.
+// multiply-adds and V is read once for both. With AVX-512 (32 registers)
+// T = 8 and B = 2 where there are 8 tiles and two blocks; with AVX2 (16
+// ymm registers, two per vfloat) T = 4 and B = 1, 8 accumulators, the
+// largest block that leaves registers for the filter and the broadcast
+// (8 tiles or B = 2 spilled; 8 independent sums also cover the 4-cycle
+// latency of two FMA pipes).
 constexpr std::int64_t kMBlock = kXi * kTiles * kLanes;  // one channel block's M
 template <int T, int B>
-void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, float* m) {
+void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int t0, float* m) {
   const std::int64_t kblocks = g.k / kLanes, c = g.c;
   for (int xi = 0; xi < kXi; ++xi) {
-    const float* vx = v + xi * kTiles * c;
+    const float* vx = v + (xi * kTiles + t0) * c;
     const float* ux = u + (xi * kblocks + kb) * c * kLanes;
     vfloat acc[B][T] = {};
     for (std::int64_t cc = 0; cc < c; ++cc) {
@@ -97,7 +102,7 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
       }
     }
     for (int j = 0; j < B; ++j)
-      for (int t = 0; t < T; ++t) store(m + j * kMBlock + (xi * kTiles + t) * kLanes, acc[j][t]);
+      for (int t = 0; t < T; ++t) store(m + j * kMBlock + (xi * kTiles + t0 + t) * kLanes, acc[j][t]);
   }
 }
 
@@ -124,13 +129,12 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
       const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
       output_transform6(column, o[j]);
     }
-    const auto max = [](vfloat p, vfloat q) { return p > q ? p : q; };
     for (int i = 0; i < 4; i += 2)
       for (int j = 0; j < 4; j += 2) {
         const std::int64_t oy = 4 * ty + i, ox = 4 * tx + j;
         if (oy + 1 >= g.oh || ox + 1 >= g.ow) continue;
         vfloat r = max(max(o[j][i], o[j + 1][i]), max(o[j][i + 1], o[j + 1][i + 1])) + b;
-        if (relu) r = r > 0.0f ? r : vfloat{};
+        if (relu) r = simd::relu(r);
         store(y + image * g.y_at.image + kb * g.y_at.block + (oy / 2 * (g.ow / 2) + ox / 2) * g.y_at.pixel, r);
       }
     return;
@@ -146,7 +150,7 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
       float* out = y + image * g.y_at.image + kb * g.y_at.block + (oy * g.ow + ox) * g.y_at.pixel;
       vfloat r = o[i] + b;
       if (accumulate) r += load(out);
-      if (relu) r = r > 0.0f ? r : vfloat{};
+      if (relu) r = simd::relu(r);
       store(out, r);
     }
   }
@@ -240,11 +244,16 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
     for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
     const std::int64_t end = kblocks * (part + 1) / parts;
     for (std::int64_t kb = kblocks * part / parts; kb < end;) {
-      const std::int64_t count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
-      using Gemm = void (*)(const Geometry&, const float*, const float*, std::int64_t, float*);
-      static constexpr Gemm gemms[2][2] = {{block_gemm<4, 1>, block_gemm<4, 2>},
-                                           {block_gemm<kTiles, 1>, block_gemm<kTiles, 2>}};
-      gemms[present > 4][count - 1](g, v, u_.data(), kb, m);
+      std::int64_t count = 1;
+      if constexpr (kRegisters == 1) {
+        count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
+        using Gemm = void (*)(const Geometry&, const float*, const float*, std::int64_t, int, float*);
+        static constexpr Gemm gemms[2][2] = {{block_gemm<4, 1>, block_gemm<4, 2>},
+                                             {block_gemm<kTiles, 1>, block_gemm<kTiles, 2>}};
+        gemms[present > 4][count - 1](g, v, u_.data(), kb, 0, m);
+      } else {
+        for (int t0 = 0; t0 < present; t0 += 4) block_gemm<4, 1>(g, v, u_.data(), kb, t0, m);
+      }
       for (std::int64_t j = 0; j < count; ++j)
         for (int t = 0; t < present; ++t)
           transform_output(g, m + j * kMBlock, first + t, t, kb + j, bias, accumulate, relu, pool, y);

@@ -366,7 +366,14 @@ class OnednnLayers final : public GraphBackend<memory> {
     // the shortcut in its own layout; mnist_cnn's convs run 25-30% slower
     // in nChw16c. Which policy wins is timed (prepare_net_cpu_onednn).
     const bool blocked = layouts_ == Layouts::blocked_wide && act_ == f32 && blocked_when_wide(l);
-    s.any_dst = memory::desc(s.dst_dims, fp32_out ? f32 : act_, blocked ? blocked_layout() : tag::any);
+    // own_winograd without AVX-512: every conv writes NHWC, the layout of
+    // the own kernels. oneDNN 2.6 picks NHWC by itself only for its AVX-512
+    // brgconv kernels; on AVX2 it picks nChw8c, where the own Winograd
+    // never got a layer.
+    const bool nhwc = layouts_ == Layouts::own_winograd && act_ == f32 && l.kind == LayerKind::conv &&
+                      !cpu_has_avx512f();
+    s.any_dst = memory::desc(s.dst_dims, fp32_out ? f32 : act_,
+                             blocked ? blocked_layout() : nhwc ? tag::nhwc : tag::any);
     return s;
   }
 
