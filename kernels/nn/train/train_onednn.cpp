@@ -583,7 +583,7 @@ class OnednnTrainStep final : public WalkedStep {
   // A conv's or fc's primitives: forward (its output kept), into `back`
   // ReLU's backward and backward_weights (with the bias gradient), and into
   // `back_data`, where the input gradient is needed, backward_data. make_fwd(weights),
-  // make_bwd_weights(diff_weights, fwd), make_bwd_data(weights, fwd): their
+  // make_bwd_weights(diff_weights, fwd, src, diff_dst), make_bwd_data(weights, fwd): their
   // primitive descriptors for a weights layout (format_tag::any: the
   // primitive's choice).
   //
@@ -599,7 +599,7 @@ class OnednnTrainStep final : public WalkedStep {
   // only oneDNN's reference kernel takes it, writes its own choice,
   // reordered after.
   template <class MakeFwd, class MakeBwdWeights, class MakeBwdData>
-  void weighted(std::size_t i, const Mem& src, int w, int b, const Mem::dims& wdims, bool need_dx, bool relu,
+  void weighted(std::size_t i, const Mem& src, const Mem::desc& sd, int w, int b, const Mem::dims& wdims, bool need_dx, bool relu,
                 std::vector<Exec>& back, std::vector<Exec>& back_data, MakeFwd make_fwd,
                 MakeBwdWeights make_bwd_weights, MakeBwdData make_bwd_data) {
     const std::string& name = net_.layers[i].name;
@@ -636,18 +636,59 @@ class OnednnTrainStep final : public WalkedStep {
 
     const Mem dy = grad_of(i);
     if (relu) relu_backward(back, out_[i], dy, name);
-    auto wpd = make_bwd_weights(pdesc_[uw], fpd);
-    if (is_reference(wpd)) {
-      auto other = make_bwd_weights(any_desc(wdims), fpd);
-      if (!is_reference(other)) wpd = other;
+    // The weight gradient's kernel: its first for the parameters' layout,
+    // else its first for a layout of its own (written there, reordered
+    // after), else the input and the output gradient reordered into NCHW,
+    // where the gemm-based kernel takes them. Neither oneDNN's reference
+    // kernel (loops for checking, not for timing: on AVX2 mnist_cnn's
+    // conv1, its input the network's NCHW images and its output nChw8c,
+    // found no other and took 452 of the step's 508 ms on a 2-vCPU Zen 3)
+    // nor, for a strided 1x1 conv with fewer than 8 input channels,
+    // oneDNN 2.6.3's jit_1x1 AVX2 kernel on NHWC, which is wrong there
+    // (run alone against a sum in double: 1, 3 and 4 input channels at
+    // stride 2 off by 0.3-2.1 of the gradient's magnitude; 8 to 24 right,
+    // and so is stride 1).
+    const Layer& l = net_.layers[i];
+    const bool strided_1x1 = l.kind == LayerKind::conv && l.window == 1 && l.stride > 1 && l.c < 8;
+    const auto usable = [&](const auto& pd) {
+      const std::string_view impl = pd.impl_info_str();
+      return !impl.starts_with("ref") && !(strided_1x1 && impl.starts_with("jit_1x1:avx2"));
+    };
+    auto wpd = make_bwd_weights(pdesc_[uw], fpd, sd, fpd.dst_desc());
+    if (!usable(wpd)) {
+      auto other = make_bwd_weights(any_desc(wdims), fpd, sd, fpd.dst_desc());
+      if (usable(other)) wpd = other;
     }
+    Mem src_w = src, dy_w = dy;
+    if (!usable(wpd) && sd.dims().size() == 4) {
+      const Mem::desc src_plain(sd.dims(), Mem::data_type::f32, Mem::format_tag::nchw),
+          dy_plain(fpd.dst_desc().dims(), Mem::data_type::f32, Mem::format_tag::nchw);
+      try {
+        auto other = make_bwd_weights(any_desc(wdims), fpd, src_plain, dy_plain);
+        if (usable(other)) {
+          wpd = other;
+          if (sd != src_plain) {
+            src_w = Mem(src_plain, eng_);
+            work_.push_back(src_w);
+            add_reorder(back, src, src_w, name + " input into NCHW");
+          }
+          dy_w = Mem(dy_plain, eng_);
+          work_.push_back(dy_w);
+          add_reorder(back, dy, dy_w, name + " output gradient into NCHW");
+        }
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!usable(wpd))
+      throw Error("training step (cpu_onednn): " + net_.name + " layer '" + name +
+                  "': oneDNN has no weight-gradient kernel for it but its reference one");
     Mem dw = g_mem_[uw];
     const bool copy = wpd.diff_weights_desc() != pdesc_[uw];
     if (copy) {
       dw = Mem(wpd.diff_weights_desc(), eng_);
       work_.push_back(dw);
     }
-    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
+    args = {{DNNL_ARG_SRC, src_w}, {DNNL_ARG_DIFF_DST, dy_w}, {DNNL_ARG_DIFF_WEIGHTS, dw}};
     if (b >= 0) args[DNNL_ARG_DIFF_BIAS] = g_mem_[static_cast<std::size_t>(b)];
     add(back, dnnl::primitive(wpd), wpd, std::move(args), name + " backward_weights");
     if (copy) add_reorder(back, dw, g_mem_[uw], name + " weight gradient into the parameters' layout");
@@ -971,30 +1012,36 @@ TrainCalls OnednnTrainStep::conv(const Layer& l, const TrainIo& io) {
             convolution_forward::desc(prop_kind::forward_training, a, sd, wd, bias, dst, strides, pl, pr),
             attr(relu), eng_);
       };
-      const auto make_bwd_weights = [&](algorithm a, const Mem::desc& dw,
-                                        const convolution_forward::primitive_desc& f) {
+      // from, ddst: the input's and the output gradient's layouts (sd and
+      // f's output's, or plain ones: weighted()).
+      const auto make_bwd_weights = [&](algorithm a, const Mem::desc& dw, const convolution_forward::primitive_desc& f,
+                                        const Mem::desc& from, const Mem::desc& ddst) {
         return convolution_backward_weights::primitive_desc(
-            convolution_backward_weights::desc(a, sd, dw, bias, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
+            convolution_backward_weights::desc(a, from, dw, bias, ddst, strides, pl, pr), attr(), eng_, f);
       };
       const auto make_bwd_data = [&](algorithm a, const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
         return convolution_backward_data::primitive_desc(
             convolution_backward_data::desc(a, sd, wd, f.dst_desc(), strides, pl, pr), attr(), eng_, f);
       };
-      const ConvAlgorithms a = conv_algorithms(l, any_desc(wdims), need_dx, make_fwd, make_bwd_weights, make_bwd_data);
+      const ConvAlgorithms a = conv_algorithms(
+          l, any_desc(wdims), need_dx, make_fwd,
+          [&](algorithm al, const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
+            return make_bwd_weights(al, dw, f, sd, f.dst_desc());
+          },
+          make_bwd_data);
       const std::size_t forward_at = forward_.size();
       weighted(
-          i, src, w, b, wdims, need_dx, relu, conv_back, conv_back_data,
+          i, src, sd, w, b, wdims, need_dx, relu, conv_back, conv_back_data,
           [&](const Mem::desc& wd) { return make_fwd(a.forward, wd); },
-          [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f) {
-            return make_bwd_weights(a.backward_weights, dw, f);
-          },
+          [&](const Mem::desc& dw, const convolution_forward::primitive_desc& f, const Mem::desc& from,
+              const Mem::desc& ddst) { return make_bwd_weights(a.backward_weights, dw, f, from, ddst); },
           [&](const Mem::desc& wd, const convolution_forward::primitive_desc& f) {
             return make_bwd_data(a.backward_data, wd, f);
           });
       const auto hint = make_fwd(algorithm::convolution_direct, any_desc(wdims));
       own_winograd(l, w, b, relu, forward_at, conv_back, conv_back_data, make_fwd(a.forward, any_desc(wdims)),
                    need_dx ? std::optional(make_bwd_data(a.backward_data, any_desc(wdims), hint)) : std::nullopt,
-                   make_bwd_weights(a.backward_weights, any_desc(wdims), hint));
+                   make_bwd_weights(a.backward_weights, any_desc(wdims), hint, sd, hint.dst_desc()));
       // Batch-norm and the join after the conv, their backward before the conv's.
       if (bn_or_join) join_and_batch_norm(i, bwd_w_[i]);
       for (auto& e : conv_back) bwd_w_[i].push_back(std::move(e));
@@ -1011,14 +1058,15 @@ TrainCalls OnednnTrainStep::fc(const Layer& l, const TrainIo& io) {
       const Mem::desc bias = plain_desc({l.k}), dst = any_desc({batch_, l.k});
       using namespace dnnl;
       weighted(
-          i, src, w, b, wdims, need_dx, l.relu, bwd_w_[i], bwd_d_[i],
+          i, src, sd, w, b, wdims, need_dx, l.relu, bwd_w_[i], bwd_d_[i],
           [&](const Mem::desc& wd) {
             return inner_product_forward::primitive_desc(
                 inner_product_forward::desc(prop_kind::forward_training, sd, wd, bias, dst), attr(l.relu), eng_);
           },
-          [&](const Mem::desc& dw, const inner_product_forward::primitive_desc& f) {
+          [&](const Mem::desc& dw, const inner_product_forward::primitive_desc& f, const Mem::desc& from,
+              const Mem::desc& ddst) {
             return inner_product_backward_weights::primitive_desc(
-                inner_product_backward_weights::desc(sd, dw, bias, f.dst_desc()), attr(), eng_, f);
+                inner_product_backward_weights::desc(from, dw, bias, ddst), attr(), eng_, f);
           },
           [&](const Mem::desc& wd, const inner_product_forward::primitive_desc& f) {
             return inner_product_backward_data::primitive_desc(
