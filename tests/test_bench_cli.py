@@ -206,7 +206,9 @@ class ListFamilies(unittest.TestCase):
     def test_every_registered_case_belongs_to_a_listed_family(self):
         p, names = listed_names()
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertGreater(len(names), 1000)
+        # A listing, not a stub: 972 cases with AVX2 alone (no int8 or bf16
+        # rows), 1,656 with AVX-512 VNNI and BF16 (README.md).
+        self.assertGreater(len(names), 900)
         for listed in names:
             n = split_name(listed)
             owners = [f for f, fam in self.families.items()

@@ -186,7 +186,9 @@ class CaseNames(Tmp):
                                text=True, timeout=300)
             self.assertEqual(p.returncode, 0, p.stderr)
             listed = p.stdout.split()
-            self.assertGreater(len(listed), 1000)
+            # A listing, not a stub: 972 cases with AVX2 alone (no int8 or
+            # bf16 rows), 1,656 with AVX-512 VNNI and BF16 (README.md).
+            self.assertGreater(len(listed), 900)
             seen |= set(listed)
         self.assertTrue(any("/pass/" in n for n in seen) and any("/iterations:" in n for n in seen))
         bad = sorted(n for n in seen if not names.PATTERN.fullmatch(n))
