@@ -639,15 +639,16 @@ class OnednnTrainStep final : public WalkedStep {
     // The weight gradient's kernel: its first for the parameters' layout,
     // else its first for a layout of its own (written there, reordered
     // after), else the input and the output gradient reordered into NCHW,
-    // where the gemm-based kernel takes them. Neither oneDNN's reference
+    // where the gemm-based kernel takes them; oneDNN's reference kernel
+    // only where none of these has another. Passed over: the reference
     // kernel (loops for checking, not for timing: on AVX2 mnist_cnn's
     // conv1, its input the network's NCHW images and its output nChw8c,
     // found no other and took 452 of the step's 508 ms on a 2-vCPU Zen 3)
-    // nor, for a strided 1x1 conv with fewer than 8 input channels,
+    // and, for a strided 1x1 conv with fewer than 8 input channels,
     // oneDNN 2.6.3's jit_1x1 AVX2 kernel on NHWC, which is wrong there
     // (run alone against a sum in double: 1, 3 and 4 input channels at
     // stride 2 off by 0.3-2.1 of the gradient's magnitude; 8 to 24 right,
-    // and so is stride 1).
+    // and so is stride 1): never run.
     const Layer& l = net_.layers[i];
     const bool strided_1x1 = l.kind == LayerKind::conv && l.window == 1 && l.stride > 1 && l.c < 8;
     const auto usable = [&](const auto& pd) {
@@ -679,9 +680,10 @@ class OnednnTrainStep final : public WalkedStep {
       } catch (const dnnl::error&) {
       }
     }
-    if (!usable(wpd))
+    if (strided_1x1 && std::string_view(wpd.impl_info_str()).starts_with("jit_1x1:avx2"))
       throw Error("training step (cpu_onednn): " + net_.name + " layer '" + name +
-                  "': oneDNN has no weight-gradient kernel for it but its reference one");
+                  "': oneDNN's only weight-gradient kernel for it is jit_1x1:avx2, which is wrong for a "
+                  "strided 1x1 conv of fewer than 8 input channels");
     Mem dw = g_mem_[uw];
     const bool copy = wpd.diff_weights_desc() != pdesc_[uw];
     if (copy) {
