@@ -651,10 +651,10 @@ class OnednnTrainStep final : public WalkedStep {
     // and so is stride 1): never run.
     const Layer& l = net_.layers[i];
     const bool strided_1x1 = l.kind == LayerKind::conv && l.window == 1 && l.stride > 1 && l.c < 8;
-    const auto usable = [&](const auto& pd) {
-      const std::string_view impl = pd.impl_info_str();
-      return !impl.starts_with("ref") && !(strided_1x1 && impl.starts_with("jit_1x1:avx2"));
+    const auto wrong_1x1 = [&](const auto& pd) {
+      return strided_1x1 && std::string_view(pd.impl_info_str()).starts_with("jit_1x1:avx2");
     };
+    const auto usable = [&](const auto& pd) { return !is_reference(pd) && !wrong_1x1(pd); };
     auto wpd = make_bwd_weights(pdesc_[uw], fpd, sd, fpd.dst_desc());
     if (!usable(wpd)) {
       auto other = make_bwd_weights(any_desc(wdims), fpd, sd, fpd.dst_desc());
@@ -680,7 +680,7 @@ class OnednnTrainStep final : public WalkedStep {
       } catch (const dnnl::error&) {
       }
     }
-    if (strided_1x1 && std::string_view(wpd.impl_info_str()).starts_with("jit_1x1:avx2"))
+    if (wrong_1x1(wpd))
       throw Error("training step (cpu_onednn): " + net_.name + " layer '" + name +
                   "': oneDNN's only weight-gradient kernel for it is jit_1x1:avx2, which is wrong for a "
                   "strided 1x1 conv of fewer than 8 input channels");
