@@ -25,6 +25,7 @@
 #include "kernels/nn/train/epoch.h"
 #include "kernels/nn/train/train_variants.h"
 #include "tests/expect_error.h"
+#include "tests/sanitizer.h"
 
 namespace dlb {
 namespace {
@@ -149,18 +150,12 @@ void expect_epoch_matches(std::string_view name, std::string_view impl) {
     EXPECT_NEAR(ours[w], theirs[w], kWindowLossTolerance) << "steps " << w * kWindow << ".." << (w + 1) * kWindow - 1;
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizer = true;
-#else
-constexpr bool kSanitizer = false;
-#endif
-
 // Each GEMM library on one network: mnist_cnn with oneDNN (the faster: about
 // 16 s on 2 cores in a Release build, 21 s with Eigen), mnist_lenet with
 // Eigen (about 6 s). The sanitizer build runs the first step and the loader
 // instead: a whole epoch there takes minutes.
 TEST(Epoch, MnistCnnMatchesPyTorch) {
-  if (kSanitizer) GTEST_SKIP() << "a whole epoch of mnist_cnn is too slow under the sanitizers";
+  DLB_SKIP_VOLUME_UNDER_SANITIZERS("Epoch.FirstStepMatchesPyTorch and the loader's tests");
 #if DLB_HAVE_ONEDNN
   expect_epoch_matches("mnist_cnn", "cpu_onednn");
 #else
@@ -169,7 +164,7 @@ TEST(Epoch, MnistCnnMatchesPyTorch) {
 }
 
 TEST(Epoch, MnistLenetMatchesPyTorch) {
-  if (kSanitizer) GTEST_SKIP() << "a whole epoch is too slow under the sanitizers";
+  DLB_SKIP_VOLUME_UNDER_SANITIZERS("Epoch.FirstStepMatchesPyTorch and the loader's tests");
   expect_epoch_matches("mnist_lenet", "cpu_eigen");
 }
 

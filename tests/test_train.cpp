@@ -26,6 +26,7 @@
 #include "reference/compare.h"
 #include "reference/nn/train/train.h"
 #include "tests/expect_error.h"
+#include "tests/sanitizer.h"
 #include "tests/train_checks.h"
 #include "tests/train_nets.h"
 
@@ -607,7 +608,14 @@ TEST_F(MnistCnn, ReferenceMatchesPyTorch) {
 // update), identity and projection joins. The double reference takes a
 // few seconds at this batch (once for the suite).
 constexpr char kResNet20[] = "resnet20";
-struct ResNet20 : CommittedNet<kResNet20> {};
+struct ResNet20 : CommittedNet<kResNet20> {
+  static void SetUpTestSuite() {
+    if (!test::kSanitizer) CommittedNet::SetUpTestSuite();
+  }
+  void SetUp() override {
+    DLB_SKIP_VOLUME_UNDER_SANITIZERS("TrainStep's small nets (tiny_resnet: batch-norm, both joins) and MnistCnn's");
+  }
+};
 
 TEST_F(ResNet20, StepMatchesTheReference) {
   for (const auto impl : impls()) {
