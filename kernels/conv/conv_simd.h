@@ -91,6 +91,17 @@ inline vfloat splat(float x) {
 #endif
 }
 
+// Keeps v in registers from here on. Without it GCC folds a vfloat's two
+// loads into every FMA that reads it: the AVX2 Winograd GEMM's filter pair
+// was loaded again for each of its 4 tiles, 12 loads to 8 FMAs, more than
+// the two 256-bit loads a cycle a Zen 3 core makes (perf: the loop waited
+// on them). With AVX-512 the compiler keeps it by itself: nothing there.
+inline void in_registers([[maybe_unused]] vfloat& v) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+  asm("" : "+x"(v.lo), "+x"(v.hi));
+#endif
+}
+
 // a*b + c, rounded once where the target has FMA (spelled out there).
 // Elsewhere GCC contracts it into an FMA by itself where it can, from -O2
 // up, and at -O1 leaves a multiply and an add, so the kernels' tolerances

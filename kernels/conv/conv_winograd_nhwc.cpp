@@ -90,7 +90,10 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
     vfloat acc[B][T] = {};
     for (std::int64_t cc = 0; cc < c; ++cc) {
       vfloat filter[B];
-      for (int j = 0; j < B; ++j) filter[j] = load(ux + (j * c + cc) * kLanes);
+      for (int j = 0; j < B; ++j) {
+        filter[j] = load(ux + (j * c + cc) * kLanes);
+        in_registers(filter[j]);
+      }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         if constexpr (B == 1) {
