@@ -30,7 +30,8 @@ inline void block(std::int64_t plane, std::int64_t pw, std::int64_t c, std::int6
     for (std::int64_t ky = 0; ky < r; ++ky) {
       const float* in = row + ch * plane + ky * pw;
       for (std::int64_t kx = 0; kx < r; ++kx, w += simd::kLanes) {
-        const vfloat wv = simd::load(w);
+        vfloat wv = simd::load(w);
+        simd::in_registers(wv);  // once, not a load per pixel (conv_simd.h)
 #pragma GCC unroll 8
         for (int t = 0; t < P; ++t) acc[t] = simd::fmadd(simd::splat(in[t + kx]), wv, acc[t]);
       }
