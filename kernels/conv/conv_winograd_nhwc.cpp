@@ -25,8 +25,9 @@ using namespace simd;
 using winograd::input_transform6;
 using winograd::output_transform6;
 
-constexpr int kXi = 36;     // elements of a transformed 6x6 tile
-constexpr int kTiles = 8;   // tiles per block: the GEMM's accumulators in registers
+constexpr int kXi = 36;  // elements of a transformed 6x6 tile
+// Tiles per block: the GEMM's accumulators in registers (see block_gemm).
+constexpr int kTiles = kRegisters == 1 ? 8 : 6;
 
 struct Geometry {
   std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
@@ -75,11 +76,14 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
 // U[xi][kb + j][c][16], block j's M at m + j * kMBlock, the B x T
 // accumulators in registers. With two blocks each broadcast of V feeds two
 // multiply-adds and V is read once for both. With AVX-512 (32 registers)
-// T = 8 and B = 2 where there are 8 tiles and two blocks; with AVX2 (16
-// ymm registers, two per vfloat) T = 4 and B = 1, 8 accumulators, the
-// largest block that leaves registers for the filter and the broadcast
-// (8 tiles or B = 2 spilled; 8 independent sums also cover the 4-cycle
-// latency of two FMA pipes).
+// T = 8 and B = 2 where there are 8 tiles and two blocks. With AVX2 (16
+// ymm registers, two per vfloat) T = 6 and B = 1: 12 accumulators, the
+// filter's 2 and the broadcast's 1, the 6x16 block of the AVX2 SGEMMs
+// (BLIS's Haswell kernel). Per channel 2 filter loads and 6 broadcasts feed
+// 12 multiply-adds; T = 4 fed 8 with 2 + 4, and its 8 independent sums only
+// just covered the 4-cycle latency of two FMA pipes (Zen 3 VM, mnist_cnn's
+// conv2 at batch 64, alternating builds: T = 6 ran it in 2.66-2.72 ms
+// against 2.87-2.96).
 constexpr std::int64_t kMBlock = kXi * kTiles * kLanes;  // one channel block's M
 template <int T, int B>
 void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int t0, float* m) {
@@ -254,8 +258,10 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
         static constexpr Gemm gemms[2][2] = {{block_gemm<4, 1>, block_gemm<4, 2>},
                                              {block_gemm<kTiles, 1>, block_gemm<kTiles, 2>}};
         gemms[present > 4][count - 1](g, v, u_.data(), kb, 0, m);
+      } else if (present > 4) {
+        block_gemm<kTiles, 1>(g, v, u_.data(), kb, 0, m);
       } else {
-        for (int t0 = 0; t0 < present; t0 += 4) block_gemm<4, 1>(g, v, u_.data(), kb, t0, m);
+        block_gemm<4, 1>(g, v, u_.data(), kb, 0, m);
       }
       for (std::int64_t j = 0; j < count; ++j)
         for (int t = 0; t < present; ++t)
