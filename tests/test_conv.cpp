@@ -579,16 +579,25 @@ TEST(ConvWinogradNhwc, FoldedMaxPoolIsThePoolOfItsOutput) {
 // |A^T| (|G| |dy| |G^T| . |B^T| |x| |B|) |A| (F(3x3, 4x4) on 0, +-1, +-2;
 // the row scaling the kernel moves between G and A^T cancels in it). The
 // same bound must not hold for the gradient with one image left out, so a
-// kernel that skipped one would fail. Shapes: both layouts, outputs not
-// multiples of 4 (clipped tiles), padding 0 to 2, more blocks than threads,
-// 16 and 32 output channels (the two GEMM blockings).
+// kernel that skipped one would fail. Shapes: the three layouts, outputs
+// not multiples of 4 (clipped tiles), padding 0 to 2, more blocks than
+// threads, 16 and 32 output channels (the AVX-512 GEMM blockings), 16, 32
+// and 48 input channels (AVX2's: 6 + 6 + 4, 5 x 6 + 2, 8 x 6). The bias
+// gradient too (dy summed over n, y, x): within gamma(16) sum |dy|, and the
+// sum without image 0 outside it.
 TEST(ConvWinogradWeightGrad, MatchesTheGradientInDouble) {
+  enum class Layout { nhwc, nchw16c, nchw8c };
   struct Shape {
     std::int64_t n, c, k, h, w, pad;
-    bool blocked;  // nChw16c, else NHWC
+    Layout layout;
   };
-  const Shape shapes[] = {{2, 16, 16, 8, 8, 1, false},  {3, 16, 32, 9, 7, 1, true}, {2, 32, 16, 6, 6, 0, false},
-                          {1, 16, 16, 4, 5, 2, true},   {5, 32, 64, 8, 8, 1, true}, {2, 16, 16, 20, 20, 1, false}};
+  using enum Layout;
+  const Shape shapes[] = {{2, 16, 16, 8, 8, 1, nhwc},   {3, 16, 32, 9, 7, 1, nchw16c}, {2, 32, 16, 6, 6, 0, nhwc},
+                          {1, 16, 16, 4, 5, 2, nchw16c}, {5, 32, 64, 8, 8, 1, nchw16c}, {2, 16, 16, 20, 20, 1, nhwc},
+                          {3, 32, 32, 9, 7, 1, nchw8c},  {2, 48, 16, 6, 5, 0, nchw8c}};
+  const auto layout = [](Layout l, std::int64_t c, std::int64_t h, std::int64_t w) {
+    return l == nhwc ? Blocked16::nhwc(c, h, w) : l == nchw16c ? Blocked16::nchw16c(c, h, w) : Blocked16::nchw8c(c, h, w);
+  };
   static constexpr double kAt[3][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 1}};
   static constexpr double kG[6][4] = {{1.0 / 4, 0, 0, 0},
                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -602,8 +611,7 @@ TEST(ConvWinogradWeightGrad, MatchesTheGradientInDouble) {
   Lcg next{11u};
   for (const Shape& p : shapes) {
     const std::int64_t oh = p.h + 2 * p.pad - 2, ow = p.w + 2 * p.pad - 2, th = (oh + 3) / 4, tw = (ow + 3) / 4;
-    const Blocked16 x_at = p.blocked ? Blocked16::nchw16c(p.c, p.h, p.w) : Blocked16::nhwc(p.c, p.h, p.w);
-    const Blocked16 dy_at = p.blocked ? Blocked16::nchw16c(p.k, oh, ow) : Blocked16::nhwc(p.k, oh, ow);
+    const Blocked16 x_at = layout(p.layout, p.c, p.h, p.w), dy_at = layout(p.layout, p.k, oh, ow);
     // Values by their logical [image][channel][y][x]; stored by the layout.
     std::vector<float> xv(static_cast<std::size_t>(p.n * p.c * p.h * p.w)),
         dyv(static_cast<std::size_t>(p.n * p.k * oh * ow)), x(xv.size()), dy(dyv.size());
@@ -621,17 +629,36 @@ TEST(ConvWinogradWeightGrad, MatchesTheGradientInDouble) {
       for (std::int64_t ch = 0; ch < p.c; ++ch)
         for (std::int64_t yy = 0; yy < p.h; ++yy)
           for (std::int64_t xx = 0; xx < p.w; ++xx)
-            x[static_cast<std::size_t>(i * x_at.image + ch / 16 * x_at.block + (yy * p.w + xx) * x_at.pixel + ch % 16)] =
+            x[static_cast<std::size_t>(i * x_at.image + x_at.channel(ch) + (yy * p.w + xx) * x_at.pixel)] =
                 static_cast<float>(x_of(i, ch, yy, xx));
     for (std::int64_t i = 0; i < p.n; ++i)
       for (std::int64_t o = 0; o < p.k; ++o)
         for (std::int64_t yy = 0; yy < oh; ++yy)
           for (std::int64_t xx = 0; xx < ow; ++xx)
-            dy[static_cast<std::size_t>(i * dy_at.image + o / 16 * dy_at.block + (yy * ow + xx) * dy_at.pixel + o % 16)] =
+            dy[static_cast<std::size_t>(i * dy_at.image + dy_at.channel(o) + (yy * ow + xx) * dy_at.pixel)] =
                 static_cast<float>(dy_of(i, o, yy, xx));
     const WinogradWeightGrad kernel(p.k, p.c);
-    std::vector<float> dw(static_cast<std::size_t>(p.k * p.c * 9), -7.0f);
-    kernel(x.data(), x_at, dy.data(), dy_at, p.n, p.h, p.w, p.pad, dw.data());
+    std::vector<float> dw(static_cast<std::size_t>(p.k * p.c * 9), -7.0f), db(static_cast<std::size_t>(p.k), -7.0f);
+    kernel(x.data(), x_at, dy.data(), dy_at, p.n, p.h, p.w, p.pad, dw.data(), db.data());
+    std::vector<float> dw_alone(dw.size());
+    kernel(x.data(), x_at, dy.data(), dy_at, p.n, p.h, p.w, p.pad, dw_alone.data());
+    EXPECT_EQ(dw_alone, dw) << "the bias gradient changed the weight gradient";
+    const double gamma16 = 16 * u / (1 - 16 * u);
+    bool bias_image_short_fails = false;
+    for (std::int64_t o = 0; o < p.k; ++o) {
+      double want = 0, image0 = 0, magnitude = 0;
+      for (std::int64_t i = 0; i < p.n; ++i)
+        for (std::int64_t yy = 0; yy < oh; ++yy)
+          for (std::int64_t xx = 0; xx < ow; ++xx) {
+            want += dy_of(i, o, yy, xx);
+            magnitude += std::abs(dy_of(i, o, yy, xx));
+            if (i == 0) image0 += dy_of(i, o, yy, xx);
+          }
+      ASSERT_LE(std::abs(db[static_cast<std::size_t>(o)] - want), gamma16 * magnitude)
+          << "bias gradient, n " << p.n << " c " << p.c << " k " << p.k << " at " << o;
+      if (std::abs(db[static_cast<std::size_t>(o)] - (want - image0)) > gamma16 * magnitude) bias_image_short_fails = true;
+    }
+    EXPECT_TRUE(bias_image_short_fails) << "the bias bound would pass a sum without image 0";
     const double terms = static_cast<double>(p.n * th * tw + 13);
     const double gamma = terms * u / (1 - terms * u);
     bool one_image_short_fails = false;
@@ -673,7 +700,7 @@ TEST(ConvWinogradWeightGrad, MatchesTheGradientInDouble) {
             const double got = dw[static_cast<std::size_t>(((o * p.c + ch) * 3 + r) * 3 + s)];
             ASSERT_LE(std::abs(got - want[r][s]), gamma * magnitude[r][s])
                 << "n " << p.n << " c " << p.c << " k " << p.k << " h " << p.h << " w " << p.w << " pad " << p.pad
-                << " blocked " << p.blocked << " at " << o << "," << ch << "," << r << "," << s << ": " << got
+                << " layout " << static_cast<int>(p.layout) << " at " << o << "," << ch << "," << r << "," << s << ": " << got
                 << ", in double " << want[r][s];
             if (std::abs(got - (want[r][s] - image0[r][s])) > gamma * magnitude[r][s]) one_image_short_fails = true;
           }
@@ -776,48 +803,52 @@ TEST(ConvFewChannelsNhwc, RefusesWhatItDoesNotCompute) {
   }
 }
 
-// The kernel on oneDNN's nChw16c (the training step's layout) computes
-// what it does on NHWC, float for float: the same arithmetic in the same
-// order, only the addresses differ. With bias, the residual sum and ReLU,
-// and with the folded pool; outputs not multiples of 4, two and four
-// channel blocks, padding 0 and 1.
+// The kernel on oneDNN's nChw16c and nChw8c (the training step's layouts
+// with AVX-512 and AVX2) computes what it does on NHWC, float for float:
+// the same arithmetic in the same order, only the addresses differ. With
+// bias, the residual sum and ReLU, and with the folded pool; outputs not
+// multiples of 4, two and four channel blocks, padding 0 and 1.
 TEST(ConvWinogradNhwc, BlockedLayoutIsTheSameArithmetic) {
   struct Shape {
     std::int64_t n, c, k, h, w, pad;
   };
-  for (const Shape& p : {Shape{2, 32, 64, 10, 9, 1}, Shape{3, 64, 32, 8, 8, 1}, Shape{1, 16, 16, 7, 11, 0}}) {
-    Lcg next{21u};
-    const std::int64_t oh = p.h + 2 * p.pad - 2, ow = p.w + 2 * p.pad - 2;
-    std::vector<float> x(static_cast<std::size_t>(p.n * p.h * p.w * p.c)), w(static_cast<std::size_t>(p.k * p.c * 9)),
-        bias(static_cast<std::size_t>(p.k)), residual(static_cast<std::size_t>(p.n * oh * ow * p.k));
-    for (auto* v : {&x, &w, &bias, &residual})
-      for (auto& e : *v) e = next();
-    // NHWC [n][y][x][c] into nChw16c [n][c / 16][y][x][16].
-    const auto blocked = [](const std::vector<float>& nhwc, std::int64_t n, std::int64_t c, std::int64_t h,
-                            std::int64_t w) {
-      std::vector<float> out(nhwc.size());
-      const Blocked16 at = Blocked16::nchw16c(c, h, w);
-      for (std::int64_t i = 0; i < n; ++i)
-        for (std::int64_t px = 0; px < h * w; ++px)
-          for (std::int64_t ch = 0; ch < c; ++ch)
-            out[static_cast<std::size_t>(i * at.image + ch / 16 * at.block + px * at.pixel + ch % 16)] =
-                nhwc[static_cast<std::size_t>((i * h * w + px) * c + ch)];
-      return out;
-    };
-    const WinogradNhwc kernel(w.data(), p.k, p.c);
-    const std::vector<float> xb = blocked(x, p.n, p.c, p.h, p.w);
-    for (const bool pool : {false, true}) {
-      const std::int64_t yh = pool ? oh / 2 : oh, yw = pool ? ow / 2 : ow;
-      const bool accumulate = !pool;
-      std::vector<float> y(static_cast<std::size_t>(p.n * yh * yw * p.k)), yb;
-      if (accumulate) std::copy(residual.begin(), residual.end(), y.begin());
-      yb = blocked(y, p.n, p.k, yh, yw);
-      kernel(x.data(), p.n, p.h, p.w, p.pad, bias.data(), accumulate, true, pool, y.data());
-      kernel(xb.data(), Blocked16::nchw16c(p.c, p.h, p.w), p.n, p.h, p.w, p.pad, bias.data(), accumulate, true, pool,
-             yb.data(), Blocked16::nchw16c(p.k, yh, yw));
-      ASSERT_EQ(blocked(y, p.n, p.k, yh, yw), yb) << "c " << p.c << " k " << p.k << " h " << p.h << " pool " << pool;
+  using Layout = Blocked16 (*)(std::int64_t, std::int64_t, std::int64_t);
+  for (const Layout layout : {&Blocked16::nchw16c, &Blocked16::nchw8c})
+    for (const Shape& p : {Shape{2, 32, 64, 10, 9, 1}, Shape{3, 64, 32, 8, 8, 1}, Shape{1, 16, 16, 7, 11, 0}}) {
+      Lcg next{21u};
+      const std::int64_t oh = p.h + 2 * p.pad - 2, ow = p.w + 2 * p.pad - 2;
+      std::vector<float> x(static_cast<std::size_t>(p.n * p.h * p.w * p.c)),
+          w(static_cast<std::size_t>(p.k * p.c * 9)), bias(static_cast<std::size_t>(p.k)),
+          residual(static_cast<std::size_t>(p.n * oh * ow * p.k));
+      for (auto* v : {&x, &w, &bias, &residual})
+        for (auto& e : *v) e = next();
+      // NHWC [n][y][x][c] into the blocked layout.
+      const auto blocked = [layout](const std::vector<float>& nhwc, std::int64_t n, std::int64_t c, std::int64_t h,
+                                    std::int64_t w) {
+        std::vector<float> out(nhwc.size());
+        const Blocked16 at = layout(c, h, w);
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t px = 0; px < h * w; ++px)
+            for (std::int64_t ch = 0; ch < c; ++ch)
+              out[static_cast<std::size_t>(i * at.image + at.channel(ch) + px * at.pixel)] =
+                  nhwc[static_cast<std::size_t>((i * h * w + px) * c + ch)];
+        return out;
+      };
+      const WinogradNhwc kernel(w.data(), p.k, p.c);
+      const std::vector<float> xb = blocked(x, p.n, p.c, p.h, p.w);
+      for (const bool pool : {false, true}) {
+        const std::int64_t yh = pool ? oh / 2 : oh, yw = pool ? ow / 2 : ow;
+        const bool accumulate = !pool;
+        std::vector<float> y(static_cast<std::size_t>(p.n * yh * yw * p.k)), yb;
+        if (accumulate) std::copy(residual.begin(), residual.end(), y.begin());
+        yb = blocked(y, p.n, p.k, yh, yw);
+        kernel(x.data(), p.n, p.h, p.w, p.pad, bias.data(), accumulate, true, pool, y.data());
+        kernel(xb.data(), layout(p.c, p.h, p.w), p.n, p.h, p.w, p.pad, bias.data(), accumulate, true, pool, yb.data(),
+               layout(p.k, yh, yw));
+        ASSERT_EQ(blocked(y, p.n, p.k, yh, yw), yb)
+            << "c " << p.c << " k " << p.k << " h " << p.h << " pool " << pool << " half " << layout(p.c, 2, 2).half;
+      }
     }
-  }
 }
 
 // Kernels that share one per-thread scratch (a training step's, a network

@@ -1,7 +1,9 @@
-// The activation layouts that keep 16 channels of a pixel adjacent, as the
-// own Winograd kernels (conv_winograd_nhwc.h, conv_winograd_wgrad.h) read
-// and write them: NHWC with channels in multiples of 16, and oneDNN's
-// nChw16c (the training step's blocked layout on AVX-512).
+// The activation layouts that keep 16 channels of a pixel at two places
+// of 8 (or one of 16), as the own Winograd kernels (conv_winograd_nhwc.h,
+// conv_winograd_wgrad.h) read and write them: NHWC with channels in
+// multiples of 16, and oneDNN's nChw16c and nChw8c (the training step's
+// blocked layouts with AVX-512 and with AVX2). The kernels' vectors are 16
+// lanes, on AVX2 a pair of 8: each half of the pair loads from its place.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +11,22 @@
 namespace dlb {
 
 // Where element (image, channel, y, x) of a [n][c][h][w] activation lies:
-// image * image + (channel / 16) * block + (y * w + x) * pixel + channel % 16.
+// image * image + channel(channel) + (y * w + x) * pixel, where a group of
+// 16 channels starts at (channel / 16) * block and its lanes 8-15 lie
+// `half` floats after its lanes 0-7 (8 where the 16 are adjacent).
 struct Blocked16 {
-  std::int64_t image = 0, block = 0, pixel = 0;
-  static Blocked16 nhwc(std::int64_t c, std::int64_t h, std::int64_t w) { return {h * w * c, 16, c}; }
-  static Blocked16 nchw16c(std::int64_t c, std::int64_t h, std::int64_t w) { return {c * h * w, h * w * 16, 16}; }
+  std::int64_t image = 0, block = 0, pixel = 0, half = 8;
+  static Blocked16 nhwc(std::int64_t c, std::int64_t h, std::int64_t w) { return {h * w * c, 16, c, 8}; }
+  static Blocked16 nchw16c(std::int64_t c, std::int64_t h, std::int64_t w) { return {c * h * w, h * w * 16, 16, 8}; }
+  // [n][c / 8][h][w][8]: a group of 16 is two blocks of 8, the second a
+  // plane of 8-channel pixels later.
+  static Blocked16 nchw8c(std::int64_t c, std::int64_t h, std::int64_t w) {
+    return {c * h * w, h * w * 16, 8, h * w * 8};
+  }
+  std::int64_t channel(std::int64_t ch) const {
+    const std::int64_t lane = ch % 16;
+    return ch / 16 * block + (lane < 8 ? lane : half + lane - 8);
+  }
 };
 
 }  // namespace dlb

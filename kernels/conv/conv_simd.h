@@ -78,6 +78,31 @@ inline vfloat load(const float* p) {
 }
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
 #endif
+// Lanes 0-7 at p, lanes 8-15 at p + half (a Blocked16 layout's halves;
+// half = 8: the 16 adjacent, one load).
+inline vfloat load(const float* p, std::int64_t half) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+  return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + half)};
+#else
+  if (half == 8) return load(p);
+  float lanes[kLanes];
+  std::memcpy(lanes, p, sizeof lanes / 2);
+  std::memcpy(lanes + 8, p + half, sizeof lanes / 2);
+  return load(lanes);
+#endif
+}
+inline void store(float* p, vfloat v, std::int64_t half) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+  _mm256_storeu_ps(p, v.lo);
+  _mm256_storeu_ps(p + half, v.hi);
+#else
+  if (half == 8) return store(p, v);
+  float lanes[kLanes];
+  store(lanes, v);
+  std::memcpy(p, lanes, sizeof lanes / 2);
+  std::memcpy(p + half, lanes + 8, sizeof lanes / 2);
+#endif
+}
 // Every lane x. (Not `vfloat{} + x`: 0 + x is not x for x = -0, so GCC keeps the add.)
 inline vfloat splat(float x) {
 #if defined(__AVX512F__)

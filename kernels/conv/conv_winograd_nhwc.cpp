@@ -52,11 +52,11 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
       vfloat d[6];
       if (inside) {
         const float* p = base + (row * g.w + x0) * g.x_at.pixel;
-        for (int j = 0; j < 6; ++j) d[j] = load(p + j * g.x_at.pixel);
+        for (int j = 0; j < 6; ++j) d[j] = load(p + j * g.x_at.pixel, g.x_at.half);
       } else {
         for (int j = 0; j < 6; ++j) {
           const std::int64_t col = x0 + j;
-          d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * g.x_at.pixel)
+          d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * g.x_at.pixel, g.x_at.half)
                                                                  : vfloat{};
         }
       }
@@ -142,7 +142,8 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
         if (oy + 1 >= g.oh || ox + 1 >= g.ow) continue;
         vfloat r = max(max(o[j][i], o[j + 1][i]), max(o[j][i + 1], o[j + 1][i + 1])) + b;
         if (relu) r = simd::relu(r);
-        store(y + image * g.y_at.image + kb * g.y_at.block + (oy / 2 * (g.ow / 2) + ox / 2) * g.y_at.pixel, r);
+        store(y + image * g.y_at.image + kb * g.y_at.block + (oy / 2 * (g.ow / 2) + ox / 2) * g.y_at.pixel, r,
+              g.y_at.half);
       }
     return;
   }
@@ -156,9 +157,9 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
       if (oy >= g.oh || ox >= g.ow) continue;
       float* out = y + image * g.y_at.image + kb * g.y_at.block + (oy * g.ow + ox) * g.y_at.pixel;
       vfloat r = o[i] + b;
-      if (accumulate) r += load(out);
+      if (accumulate) r += load(out, g.y_at.half);
       if (relu) r = simd::relu(r);
-      store(out, r);
+      store(out, r, g.y_at.half);
     }
   }
 }

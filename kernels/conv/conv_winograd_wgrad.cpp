@@ -61,7 +61,7 @@ void transform_input(const Geometry& g, const float* x, const Blocked16& at, con
       vfloat d[6];
       for (int j = 0; j < 6; ++j) {
         const std::int64_t col = x0 + j;
-        d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * at.pixel) : vfloat{};
+        d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * at.pixel, at.half) : vfloat{};
       }
       winograd::input_transform6(d, rows[i]);
     }
@@ -75,22 +75,30 @@ void transform_input(const Geometry& g, const float* x, const Blocked16& at, con
 }
 
 // U[xi][t][k] = (G' dy G'^T)[xi] of tile t's 4x4 output gradients, zeros
-// past the output's edge.
+// past the output's edge; where db is given, the tile's 16 gradients per
+// channel summed in float and added to db[k] in double (the bias gradient:
+// the tiles cover each output once).
 void transform_gradient(const Geometry& g, const float* dy, const Blocked16& at, const TileAt& tile, int t,
-                        float* u) {
+                        float* u, double* db) {
   const std::int64_t y0 = 4 * tile.ty, x0 = 4 * tile.tx;
   const float* image = dy + tile.image * at.image;
   for (std::int64_t kb = 0; kb < g.k / kLanes; ++kb) {
     const float* base = image + kb * at.block;
-    vfloat rows[4][6];
+    vfloat rows[4][6], sum{};
     for (int i = 0; i < 4; ++i) {
       const std::int64_t row = y0 + i;
       vfloat d[4];
       for (int j = 0; j < 4; ++j) {
         const std::int64_t col = x0 + j;
-        d[j] = row < g.oh && col < g.ow ? load(base + (row * g.ow + col) * at.pixel) : vfloat{};
+        d[j] = row < g.oh && col < g.ow ? load(base + (row * g.ow + col) * at.pixel, at.half) : vfloat{};
+        sum += d[j];
       }
       winograd::filter_transform4(d, rows[i]);
+    }
+    if (db != nullptr) {
+      float lanes[kLanes];
+      store(lanes, sum);
+      for (int lane = 0; lane < kLanes; ++lane) db[kb * kLanes + lane] += lanes[lane];
     }
     for (int b = 0; b < 6; ++b) {
       const vfloat column[4] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b]};
@@ -101,35 +109,64 @@ void transform_gradient(const Geometry& g, const float* dy, const Blocked16& at,
   }
 }
 
-// M[xi][c][k] += sum_{t < count} V[xi][t][c] U[xi][t][k]: per xi, C input
-// channels by K vectors of output channels at a time, their accumulators
-// in registers over the block's tiles (a channel of V broadcast, K vectors
-// of U loaded once a tile for the C channels).
+// M[xi][c][k] += sum_{t < count} V[xi][t][c] U[xi][t][k] for input
+// channels c0 .. c0 + C - 1 and output channels k0 .. k0 + 16 K - 1: their
+// accumulators in registers over the block's tiles (a channel of V
+// broadcast, K vectors of U loaded once a tile for the C channels).
 template <int C, int K>
+void tile_gemm(const Geometry& g, const float* vx, const float* ux, float* mx, std::int64_t c0, std::int64_t k0,
+               int count) {
+  const std::int64_t c = g.c, k = g.k;
+  vfloat acc[C][K];
+  for (int i = 0; i < C; ++i)
+    for (int j = 0; j < K; ++j) acc[i][j] = load(mx + (c0 + i) * k + k0 + j * kLanes);
+  for (int t = 0; t < count; ++t) {
+    vfloat grad[K];
+    for (int j = 0; j < K; ++j) {
+      grad[j] = load(ux + t * k + k0 + j * kLanes);
+      simd::in_registers(grad[j]);
+    }
+    const float* vt = vx + t * c + c0;
+#pragma GCC unroll 16
+    for (int i = 0; i < C; ++i) {
+      const vfloat input = simd::splat(vt[i]);
+      for (int j = 0; j < K; ++j) acc[i][j] = simd::fmadd(input, grad[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < C; ++i)
+    for (int j = 0; j < K; ++j) store(mx + (c0 + i) * k + k0 + j * kLanes, acc[i][j]);
+}
+
+// M[xi] += V[xi]^T U[xi] over the block's tiles, per xi in register blocks.
+// With AVX-512 (32 registers) 8 input channels by 2 vectors of output
+// channels (16 accumulators) where K is a multiple of 32, else 16 by 1.
+// With AVX2 (16 ymm, two a vector) 6 by 1: 12 accumulators, the gradient's
+// 2 and the broadcast's 1; the channels past the last 6 (16 = 6 + 6 + 4)
+// 4 or 2 by 1. (The AVX-512 blocks there kept 32 ymm of accumulators on
+// the stack: perf on the Zen 3 VM found 265 of the 356 multiply-adds
+// reading a spilled accumulator.)
 void block_gemm(const Geometry& g, const float* v, const float* u, int count, float* m) {
   const std::int64_t c = g.c, k = g.k;
   for (int xi = 0; xi < kXi; ++xi) {
     const float* vx = v + xi * kTiles * c;
     const float* ux = u + xi * kTiles * k;
     float* mx = m + xi * c * k;
-    for (std::int64_t c0 = 0; c0 < c; c0 += C)
-      for (std::int64_t k0 = 0; k0 < k; k0 += K * kLanes) {
-        vfloat acc[C][K];
-        for (int i = 0; i < C; ++i)
-          for (int j = 0; j < K; ++j) acc[i][j] = load(mx + (c0 + i) * k + k0 + j * kLanes);
-        for (int t = 0; t < count; ++t) {
-          vfloat grad[K];
-          for (int j = 0; j < K; ++j) grad[j] = load(ux + t * k + k0 + j * kLanes);
-          const float* vt = vx + t * c + c0;
-#pragma GCC unroll 16
-          for (int i = 0; i < C; ++i) {
-            const vfloat input = simd::splat(vt[i]);
-            for (int j = 0; j < K; ++j) acc[i][j] = simd::fmadd(input, grad[j], acc[i][j]);
-          }
-        }
-        for (int i = 0; i < C; ++i)
-          for (int j = 0; j < K; ++j) store(mx + (c0 + i) * k + k0 + j * kLanes, acc[i][j]);
+    if constexpr (simd::kRegisters == 1) {
+      if (k % (2 * kLanes) == 0) {
+        for (std::int64_t c0 = 0; c0 < c; c0 += 8)
+          for (std::int64_t k0 = 0; k0 < k; k0 += 2 * kLanes) tile_gemm<8, 2>(g, vx, ux, mx, c0, k0, count);
+      } else {
+        for (std::int64_t c0 = 0; c0 < c; c0 += 16)
+          for (std::int64_t k0 = 0; k0 < k; k0 += kLanes) tile_gemm<16, 1>(g, vx, ux, mx, c0, k0, count);
       }
+    } else {
+      for (std::int64_t k0 = 0; k0 < k; k0 += kLanes) {
+        std::int64_t c0 = 0;
+        for (; c0 + 6 <= c; c0 += 6) tile_gemm<6, 1>(g, vx, ux, mx, c0, k0, count);
+        if (c - c0 == 4) tile_gemm<4, 1>(g, vx, ux, mx, c0, k0, count);
+        if (c - c0 == 2) tile_gemm<2, 1>(g, vx, ux, mx, c0, k0, count);
+      }
+    }
   }
 }
 
@@ -145,8 +182,9 @@ WinogradWeightGrad::WinogradWeightGrad(std::int64_t k, std::int64_t c, std::shar
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd weight gradient F(3x3, 4x4): input and output channels in multiples of 16");
   if (!scratch_) scratch_ = std::make_shared<ThreadScratch>();
-  // Per thread: its M, then V and U of one block.
+  // Per thread: its M, then V and U of one block; and its bias sums.
   scratch_->reserve(kXi * c * k + kXi * kTiles * (c + k));
+  bias_parts_.resize(static_cast<std::size_t>(scratch_->threads() * k));
 }
 
 WinogradWeightGrad::~WinogradWeightGrad() = default;
@@ -158,7 +196,7 @@ std::int64_t WinogradWeightGrad::workspace_bytes() const {
 
 void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const float* dy, const Blocked16& dy_at,
                                     std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
-                                    float* dw) const {
+                                    float* dw, float* db) const {
   Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0};
   DLB_REQUIRE(n > 0 && g.oh > 0 && g.ow > 0 && pad >= 0 && pad <= 2,
               "Winograd weight gradient: no output for this input and padding (0 to 2)");
@@ -175,6 +213,8 @@ void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const
     float* v = m + m_floats;
     float* u = v + kXi * kTiles * c_;
     std::fill(m, m + m_floats, 0.0f);
+    double* bias = db != nullptr ? bias_parts_.data() + thread * k_ : nullptr;
+    if (bias != nullptr) std::fill(bias, bias + k_, 0.0);
     const auto [first_block, last_block] = thread_range(blocks, thread, threads);
     for (std::int64_t block = first_block; block < last_block; ++block) {
       const std::int64_t first = block * kTiles;
@@ -183,14 +223,17 @@ void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const
       locate(g, first, count, at);
       for (int t = 0; t < count; ++t) {
         transform_input(g, x, x_at, at[t], t, v);
-        transform_gradient(g, dy, dy_at, at[t], t, u);
+        transform_gradient(g, dy, dy_at, at[t], t, u, bias);
       }
-      if (k_ % (2 * kLanes) == 0)
-        block_gemm<8, 2>(g, v, u, count, m);
-      else
-        block_gemm<16, 1>(g, v, u, count, m);
+      block_gemm(g, v, u, count, m);
     }
   }
+  if (db != nullptr)
+    for (std::int64_t o = 0; o < k_; ++o) {
+      double sum = 0.0;
+      for (int thread = 0; thread < team; ++thread) sum += bias_parts_[static_cast<std::size_t>(thread * k_ + o)];
+      db[o] = static_cast<float>(sum);
+    }
   // dW[k][c] = A'^T (the threads' M added) A', in double (A'^T = A^T S^-1,
   // winograd_f43.h), 8 output channels a vector: rows, then columns.
   double at[3][6];

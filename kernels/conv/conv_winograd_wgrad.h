@@ -9,14 +9,15 @@
 // 36 multiplications per tile and channel pair instead of 144. The sum over
 // the tiles is 36 GEMMs, M[xi][c][k] += V[xi][tile][c] U[xi][tile][k], run
 // on blocks of 32 tiles with the accumulators of 8 input channels by two
-// vectors of output channels (or 16 by one) in registers; each thread sums
+// vectors of output channels (or 16 by one; 6 by one with AVX2's 16
+// registers) in registers; each thread sums
 // its share of the blocks into its own M, the threads' M are added in
 // thread order (deterministic for a thread count) and A'^T M A' is taken in
 // double, rounded once.
 //
-// Layouts: x and dy each in one of the two layouts that keep 16 channels of
-// a pixel adjacent, given by their strides (blocked16.h): NHWC or oneDNN's
-// nChw16c, the training step's. dW is OIHW.
+// Layouts: x and dy each in one of the layouts that keep a pixel's channels
+// in groups of 16, given by their strides (blocked16.h): NHWC or oneDNN's
+// nChw16c and nChw8c, the training step's. dW is OIHW.
 //
 // Error: each dW element is a sum of batch x tiles products, each product
 // through at most 3 + 3 roundings in each transform (two passes) and one
@@ -29,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/conv/blocked16.h"
 
@@ -52,11 +54,14 @@ class WinogradWeightGrad {
   WinogradWeightGrad& operator=(const WinogradWeightGrad&) = delete;
 
   // dw [k][c][3][3] (overwritten) from x [n][c][h][w] and dy [n][k][oh][ow],
-  // oh = h + 2 pad - 2, ow = w + 2 pad - 2, zero padding `pad` (0 to 2).
+  // oh = h + 2 pad - 2, ow = w + 2 pad - 2, zero padding `pad` (0 to 2);
+  // where db is given, the bias gradient db [k] (overwritten), dy summed
+  // over n, y, x as the tiles read it (each tile's up to 16 in float, the
+  // tiles' sums in double, rounded once: |error| <= gamma(16) sum |dy|).
   // Throws dlb::Error for a shape with no output. Not reentrant: one call
   // at a time per object (its scratch is its own).
   void operator()(const float* x, const Blocked16& x_at, const float* dy, const Blocked16& dy_at, std::int64_t n,
-                  std::int64_t h, std::int64_t w, std::int64_t pad, float* dw) const;
+                  std::int64_t h, std::int64_t w, std::int64_t pad, float* dw, float* db = nullptr) const;
 
   // The per-thread scratch it needs (transformed tiles and partial sums),
   // in bytes, all threads together (shared or not).
@@ -65,6 +70,7 @@ class WinogradWeightGrad {
  private:
   std::int64_t k_, c_;
   std::shared_ptr<ThreadScratch> scratch_;
+  mutable std::vector<double> bias_parts_;  // [thread][k]: each thread's bias sums
 };
 
 }  // namespace dlb

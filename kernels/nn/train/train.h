@@ -209,23 +209,25 @@ bool onednn_winograd_eligible(const Layer& l);
 // on the points 0, +-1, +-2 and infinity) may run in oneDNN's step with
 // OnednnConv::winograd or ::fastest, forward and backward data: those
 // onednn_winograd_eligible takes, padding at most 2, whose activations keep
-// 16 channels of a pixel adjacent (oneDNN's nChw16c; the kernel reads and
-// writes it as it does NHWC, through kernels/conv/blocked16.h). The bound
+// a pixel's channels in groups of 16 (oneDNN's nChw16c with AVX-512,
+// nChw8c with AVX2; the kernel reads and writes them as it does NHWC,
+// through kernels/conv/blocked16.h). The bound
 // counts them too: with the points 0, +-1, +-2 the magnitude factor is
 // 256, so N gains 256^2 (c + 19) + 256^2 (k + 19) per such conv.
 bool own_winograd_eligible(const Layer& l);
 // The convs whose weight gradient the own Winograd F(3x3, 4x4)
 // (kernels/conv/conv_winograd_wgrad.h, the same points) may compute in
 // oneDNN's step with OnednnConv::winograd or ::fastest: those
-// own_winograd_eligible takes without a bias (a conv before batch-norm:
-// all 16 of resnet20's, not mnist_cnn's conv2). Its magnitude factor is
-// 1600/9 = 177.78, so where a network has one, the weight gradient's term
-// above takes 177.78 in place of 50.15 for it.
+// own_winograd_eligible takes (all 16 of resnet20's, mnist_cnn's conv2;
+// with a bias the kernel sums its gradient as it reads dy, within
+// gamma(16) of the sum, less than the direct sum's batch oh ow). Its
+// magnitude factor is 1600/9 = 177.78, so where a network has one, the
+// weight gradient's term above takes 177.78 in place of 50.15 for it.
 //
 // resnet20 at batch 64: 16 eligible convs, all 16 the own kernels' too in
 // every direction, N = 254,791,566, bound 7.6e-3; mnist_cnn: conv2
-// (32 -> 64 channels, the own kernel forward and backward data, oneDNN's
-// weight gradient), N = 15,203,096, bound 1.9e-3.
+// (32 -> 64 channels, the own kernels in every direction), N = 82,779,987,
+// bound 4.3e-3.
 bool own_winograd_weights_eligible(const Layer& l);
 std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch);
 double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch);

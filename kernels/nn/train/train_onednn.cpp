@@ -75,10 +75,10 @@
 // each made for the step's own shapes and layouts, run once and then timed
 // three times on zeroed buffers when the step is made; the lesser of the
 // three runs decides. The weights and activations keep one layout either
-// way on this CPU (nChw16c, OIhw16i16o); Winograd's backward_data takes
+// way on this CPU (nChw16c, OIhw16i16o with AVX-512); Winograd's backward_data takes
 // the forward's weights, so it needs no reorder. The convs
 // own_winograd_eligible takes may run dlbench's own Winograd
-// (kernels/conv/conv_winograd_nhwc.h, on nChw16c as on NHWC) in their
+// (kernels/conv/conv_winograd_nhwc.h, on nChw16c, nChw8c as on NHWC) in their
 // forward and backward_data instead, and those
 // own_winograd_weights_eligible takes its weight gradient
 // (kernels/conv/conv_winograd_wgrad.h), where it times faster than the
@@ -189,14 +189,16 @@ double seconds_per_call(const std::function<void()>& call) {
   return best;
 }
 
-// Where an fp32 activation keeps 16 channels of a pixel adjacent (oneDNN's
-// nChw16c, or NHWC with channels in multiples of 16): its strides as the
-// own Winograd kernels read them, else none.
+// Where an fp32 activation keeps a pixel's channels in groups of 16 that
+// the own Winograd kernels read (oneDNN's nChw16c, nChw8c or NHWC, with
+// channels in multiples of 16): its strides, else none.
 std::optional<Blocked16> blocked16(const memory::desc& d) {
   const memory::dims dims = d.dims();
   if (dims.size() != 4 || dims[1] % 16 != 0 || d.data_type() != memory::data_type::f32) return std::nullopt;
   if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw16c))
     return Blocked16::nchw16c(dims[1], dims[2], dims[3]);
+  if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nChw8c))
+    return Blocked16::nchw8c(dims[1], dims[2], dims[3]);
   if (d == memory::desc(dims, memory::data_type::f32, memory::format_tag::nhwc))
     return Blocked16::nhwc(dims[1], dims[2], dims[3]);
   return std::nullopt;
@@ -854,22 +856,24 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
       }
     }
   }
-  // The weight gradient (no bias: a conv before batch-norm).
+  // The weight gradient, and the bias gradient where the conv has a bias
+  // (the kernel sums dy as it reads it).
   const auto weights = std::find_if(back.begin(), back.end(), [&](const Exec& e) {
     return e.what.starts_with(name + " backward_weights: ");
   });
-  if (own_winograd_weights_eligible(l) && b < 0 && weights != back.end()) {
+  if (own_winograd_weights_eligible(l) && weights != back.end()) {
     const Mem x = weights->args.at(DNNL_ARG_SRC), dy = weights->args.at(DNNL_ARG_DIFF_DST),
               dw = weights->args.at(DNNL_ARG_DIFF_WEIGHTS);
+    const Mem db = b >= 0 ? weights->args.at(DNNL_ARG_DIFF_BIAS) : Mem();
     const auto x_at = blocked16(x.get_desc()), dy_at = blocked16(dy.get_desc());
     if (x_at && dy_at) {
       auto kernel = std::make_unique<WinogradWeightGrad>(l.k, l.c, own_scratch_);
       bool take = conv_ == OnednnConv::winograd;
       if (!take) {
         Floats xs(static_cast<std::size_t>(n * l.c * h * width)), dys(static_cast<std::size_t>(n * l.k * oh * ow)),
-            dws(static_cast<std::size_t>(l.k * l.c * 9));
+            dws(static_cast<std::size_t>(l.k * l.c * 9)), dbs(static_cast<std::size_t>(l.k));
         take = seconds_per_call([&] {
-                 (*kernel)(xs.data(), *x_at, dys.data(), *dy_at, n, h, width, pad, dws.data());
+                 (*kernel)(xs.data(), *x_at, dys.data(), *dy_at, n, h, width, pad, dws.data(), db ? dbs.data() : nullptr);
                }) < seconds_per_run(bwd_weights, eng_, stream_);
       }
       if (take) {
@@ -881,10 +885,11 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
         own->gradient = Mem(plain_[static_cast<std::size_t>(w)], eng_);
         own->from_gradient =
             dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->gradient.get_desc(), eng_, grad.get_desc()));
-        weights->own = [this, own, x, dy, grad, n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
+        weights->own = [this, own, x, dy, grad, db, n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
           (*own->weights)(static_cast<const float*>(x.get_data_handle()), xa,
                           static_cast<const float*>(dy.get_data_handle()), da, n, h, width, pad,
-                          static_cast<float*>(own->gradient.get_data_handle()));
+                          static_cast<float*>(own->gradient.get_data_handle()),
+                          db ? static_cast<float*>(db.get_data_handle()) : nullptr);
           own->from_gradient.execute(stream_, own->gradient, grad);
           stream_.wait();
         };
