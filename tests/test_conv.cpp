@@ -26,6 +26,7 @@
 #include "kernels/conv/conv_wgrad.h"
 #include "kernels/conv/conv_winograd_wgrad.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
+#include "kernels/conv/max_pool_blocked16.h"
 #include "tests/test_device.h"
 
 namespace dlb {
@@ -849,6 +850,65 @@ TEST(ConvWinogradNhwc, BlockedLayoutIsTheSameArithmetic) {
             << "c " << p.c << " k " << p.k << " h " << p.h << " pool " << pool << " half " << layout(p.c, 2, 2).half;
       }
     }
+}
+
+// The own 2x2 max pool (max_pool_blocked16.h) against the definition, on
+// the three layouts, with many ties (values from {-1, 0, 1}, a third of
+// them 0 as after a ReLU) and odd sizes (a row and a column no window
+// reads): the forward exactly the window's maximum; the backward each
+// output's gradient on the window's first element (row-major) equal to
+// that maximum, as PyTorch's index, and zero everywhere else, the whole
+// of dx overwritten. Channels not in groups of 16 are a clear error.
+TEST(MaxPool2x2Blocked16, MatchesTheDefinitionWithTies) {
+  struct Shape {
+    std::int64_t n, c, h, w;
+  };
+  using Layout = Blocked16 (*)(std::int64_t, std::int64_t, std::int64_t);
+  Lcg next{41u};
+  for (const Layout layout : {&Blocked16::nhwc, &Blocked16::nchw16c, &Blocked16::nchw8c})
+    for (const Shape& p : {Shape{2, 16, 6, 6}, Shape{3, 32, 7, 5}, Shape{1, 48, 2, 3}}) {
+      const std::int64_t oh = p.h / 2, ow = p.w / 2;
+      const Blocked16 x_at = layout(p.c, p.h, p.w), y_at = layout(p.c, oh, ow);
+      const auto at = [](const Blocked16& a, std::int64_t i, std::int64_t ch, std::int64_t yy, std::int64_t xx,
+                         std::int64_t width) {
+        return static_cast<std::size_t>(i * a.image + a.channel(ch) + (yy * width + xx) * a.pixel);
+      };
+      std::vector<float> x(static_cast<std::size_t>(p.n * p.c * p.h * p.w)), dy(static_cast<std::size_t>(p.n * p.c * oh * ow));
+      for (auto& e : x) e = std::round(next() * 1.4f);  // -1, 0 or 1
+      for (auto& e : dy) e = next();
+      std::vector<float> y(dy.size(), -7.0f), dx(x.size(), -7.0f);
+      max_pool2x2_forward(x.data(), x_at, p.n, p.c, p.h, p.w, y.data(), y_at, 2);
+      max_pool2x2_backward(x.data(), x_at, dy.data(), y_at, p.n, p.c, p.h, p.w, dx.data(), x_at, 2);
+      std::vector<float> want_dx(x.size(), 0.0f);
+      int ties = 0;
+      for (std::int64_t i = 0; i < p.n; ++i)
+        for (std::int64_t ch = 0; ch < p.c; ++ch)
+          for (std::int64_t oy = 0; oy < oh; ++oy)
+            for (std::int64_t ox = 0; ox < ow; ++ox) {
+              float best = x[at(x_at, i, ch, 2 * oy, 2 * ox, p.w)];
+              std::int64_t by = 2 * oy, bx = 2 * ox;
+              int equal = 0;
+              for (std::int64_t yy = 2 * oy; yy < 2 * oy + 2; ++yy)
+                for (std::int64_t xx = 2 * ox; xx < 2 * ox + 2; ++xx)
+                  if (x[at(x_at, i, ch, yy, xx, p.w)] > best) best = x[at(x_at, i, ch, yy, xx, p.w)], by = yy, bx = xx;
+              for (std::int64_t yy = 2 * oy; yy < 2 * oy + 2; ++yy)
+                for (std::int64_t xx = 2 * ox; xx < 2 * ox + 2; ++xx) equal += x[at(x_at, i, ch, yy, xx, p.w)] == best;
+              ties += equal > 1;
+              ASSERT_EQ(y[at(y_at, i, ch, oy, ox, ow)], best) << "c " << p.c << " h " << p.h << " half " << x_at.half;
+              want_dx[at(x_at, i, ch, by, bx, p.w)] = dy[at(y_at, i, ch, oy, ox, ow)];
+            }
+      EXPECT_EQ(dx, want_dx) << "c " << p.c << " h " << p.h << " w " << p.w << " half " << x_at.half;
+      EXPECT_GT(ties, 0);
+    }
+  EXPECT_FALSE(max_pool2x2_accepts(24, 4, 4));
+  EXPECT_FALSE(max_pool2x2_accepts(16, 1, 4));
+  std::vector<float> x(24 * 16), y(24 * 4);
+  try {
+    max_pool2x2_forward(x.data(), Blocked16::nhwc(24, 4, 4), 1, 24, 4, 4, y.data(), Blocked16::nhwc(24, 2, 2), 2);
+    ADD_FAILURE() << "took 24 channels";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("multiples of 16"), std::string::npos) << e.what();
+  }
 }
 
 // Kernels that share one per-thread scratch (a training step's, a network

@@ -111,7 +111,7 @@ bool onednn_winograd_eligible(const Layer& l) {
 
 bool own_winograd_eligible(const Layer& l) { return onednn_winograd_eligible(l) && l.pad <= 2; }
 
-bool own_winograd_weights_eligible(const Layer& l) { return own_winograd_eligible(l); }
+bool own_winograd_weights_eligible(const Layer& l) { return own_winograd_eligible(l) && l.raw.bias.empty(); }
 
 namespace {
 // The own Winograd's points (winograd_f43.h's transforms, forward and weight gradient).
