@@ -57,6 +57,7 @@ struct ScaledTensor {
   std::span<const float> out;
   std::span<const double> ref;
   std::span<const double> scale;  // as long as ref
+  double tolerance = -1;          // where >= 0, this tensor's own bound in place of compare_scaled's
 };
 Comparison compare_scaled(std::span<const ScaledTensor> tensors, double tolerance);
 // Integer results and raw bytes are compared exactly.

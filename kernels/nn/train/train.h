@@ -218,23 +218,32 @@ bool own_winograd_eligible(const Layer& l);
 // The convs whose weight gradient the own Winograd F(3x3, 4x4)
 // (kernels/conv/conv_winograd_wgrad.h, the same points) may compute in
 // oneDNN's step with OnednnConv::winograd or ::fastest: those
-// own_winograd_eligible takes without a bias (a conv before batch-norm:
-// all 16 of resnet20's, not mnist_cnn's conv2). Its magnitude factor is
-// 1600/9 = 177.78, so where a network has one, the weight gradient's term
-// above takes 177.78 in place of 50.15 for it. (The kernel can sum a
-// bias gradient too, but on mnist_cnn's conv2 that term would make N
-// 82,779,987 and the bound 4.3e-3, through which a step that misses one
-// image of 64 passes: tests/test_train.cpp's AStepThatMissesAnImageFails.
-// The normwise bound takes one N for every tensor; conv2's weights alone
-// need the wider one.)
+// own_winograd_eligible takes (all 16 of resnet20's convs, mnist_cnn's
+// conv2, whose bias gradient the kernel sums as it reads dy: within
+// gamma(16) of the sum, less than the direct sum's batch oh ow). Its
+// magnitude factor is 1600/9 = 177.78, so where a network has one, the
+// weight gradient's term above takes 177.78 in place of 50.15 for it.
+//
+// That term belongs to the conv's own weight gradient alone: no other
+// gradient of the step reads it. onednn_winograd_chain_length and
+// _tolerance are the widest bound, any tensor's (the largest term added);
+// onednn_winograd_gradient_tolerances is the bound of each trainable
+// tensor (trainable_params order), its layer's term added to the weight
+// and bias of an eligible conv only (oneDNN's Winograd weight gradient
+// may compute the bias in the same primitive). One bound for all would
+// let mnist_cnn's fc and conv1 gradients take conv2's 4.3e-3, through
+// which a step that misses one image of 64 passes
+// (tests/test_train.cpp's AStepThatMissesAnImageFails).
 //
 // resnet20 at batch 64: 16 eligible convs, all 16 the own kernels' too in
-// every direction, N = 254,791,566, bound 7.6e-3; mnist_cnn: conv2
-// (32 -> 64 channels, the own kernel forward and backward data, oneDNN's
-// weight gradient), N = 15,203,096, bound 1.9e-3.
+// every direction, N = 254,791,566 (widest), bound 7.6e-3; mnist_cnn:
+// conv2 (32 -> 64 channels, the own kernels in every direction), N =
+// 82,779,987 for conv2's weight and bias (bound 4.34e-3, the widest),
+// 9,361,716 for the other tensors (bound 1.46e-3).
 bool own_winograd_weights_eligible(const Layer& l);
 std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch);
 double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch);
+std::vector<double> onednn_winograd_gradient_tolerances(const Network& net, std::int64_t batch);
 
 // A training step: what every CPU step offers, whichever code runs it.
 class TrainStep {

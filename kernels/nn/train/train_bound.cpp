@@ -111,7 +111,7 @@ bool onednn_winograd_eligible(const Layer& l) {
 
 bool own_winograd_eligible(const Layer& l) { return onednn_winograd_eligible(l) && l.pad <= 2; }
 
-bool own_winograd_weights_eligible(const Layer& l) { return own_winograd_eligible(l) && l.raw.bias.empty(); }
+bool own_winograd_weights_eligible(const Layer& l) { return own_winograd_eligible(l); }
 
 namespace {
 // The own Winograd's points (winograd_f43.h's transforms, forward and weight gradient).
@@ -122,29 +122,55 @@ const std::vector<double> kOnednnWinogradPoints = {0.0, 0.625, -0.625, 1.5, -1.5
 constexpr std::int64_t kWinogradTransformRoundings = 19;
 }  // namespace
 
-std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch) {
+namespace {
+// The chain N of every tensor (the forward and backward data's Winograd
+// terms, whichever algorithm runs), and the weight gradient's term of each
+// layer's own weight gradient (0 where the conv is not eligible).
+struct WinogradChains {
+  double common = 0;
+  std::vector<double> weight_term;  // per layer
+};
+WinogradChains winograd_chains(const Network& net, std::int64_t batch) {
   const double data = winograd_magnitude_factor(winograd_matrices(4, 3, kOnednnWinogradPoints));
   const double weights = winograd_magnitude_factor(winograd_matrices(3, 4, kOnednnWinogradPoints));
   const double own = winograd_magnitude_factor(winograd_matrices(4, 3, kOwnWinogradPoints));
   const double own_weights = winograd_magnitude_factor(winograd_matrices(3, 4, kOwnWinogradPoints));
-  double n = static_cast<double>(onednn_gradient_chain_length(net, batch)), weight_sum = 0;
-  for (const auto& l : net.layers) {
+  WinogradChains w{static_cast<double>(onednn_gradient_chain_length(net, batch)),
+                   std::vector<double>(net.layers.size(), 0.0)};
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
     if (own_winograd_eligible(l)) {
-      n += own * own * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
-      n += own * own * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
+      w.common += own * own * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
+      w.common += own * own * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
     }
     if (!onednn_winograd_eligible(l)) continue;
-    n += data * data * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
-    n += data * data * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
+    w.common += data * data * static_cast<double>(l.c + kWinogradTransformRoundings);  // forward
+    w.common += data * data * static_cast<double>(l.k + kWinogradTransformRoundings);  // backward data
     const std::int64_t tiles = ((l.oh + 3) / 4) * ((l.ow + 3) / 4);
     const double factor = own_winograd_weights_eligible(l) ? std::max(weights, own_weights) : weights;
-    weight_sum = std::max(weight_sum, factor * factor * static_cast<double>(batch * tiles + kWinogradTransformRoundings));
+    w.weight_term[i] = factor * factor * static_cast<double>(batch * tiles + kWinogradTransformRoundings);
   }
-  return static_cast<std::int64_t>(std::ceil(n + weight_sum));
+  return w;
+}
+double bound_of(double n) { return 8.0 * std::sqrt(n) * std::ldexp(1.0, -24); }
+}  // namespace
+
+std::int64_t onednn_winograd_chain_length(const Network& net, std::int64_t batch) {
+  const WinogradChains w = winograd_chains(net, batch);
+  return static_cast<std::int64_t>(
+      std::ceil(w.common + *std::max_element(w.weight_term.begin(), w.weight_term.end())));
 }
 
 double onednn_winograd_gradient_tolerance(const Network& net, std::int64_t batch) {
-  return 8.0 * std::sqrt(static_cast<double>(onednn_winograd_chain_length(net, batch))) * std::ldexp(1.0, -24);
+  return bound_of(static_cast<double>(onednn_winograd_chain_length(net, batch)));
+}
+
+std::vector<double> onednn_winograd_gradient_tolerances(const Network& net, std::int64_t batch) {
+  const WinogradChains w = winograd_chains(net, batch);
+  std::vector<double> out;
+  for (const TrainParam& p : trainable_params(net))
+    out.push_back(bound_of(std::ceil(w.common + (p.bn ? 0.0 : w.weight_term[p.layer]))));
+  return out;
 }
 
 double train_step_flops(const Network& net, std::int64_t batch) {

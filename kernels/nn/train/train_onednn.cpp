@@ -859,22 +859,24 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
       }
     }
   }
-  // The weight gradient (no bias: own_winograd_weights_eligible).
+  // The weight gradient, and the bias gradient where the conv has a bias
+  // (the kernel sums dy as it reads it).
   const auto weights = std::find_if(back.begin(), back.end(), [&](const Exec& e) {
     return e.what.starts_with(name + " backward_weights: ");
   });
-  if (own_winograd_weights_eligible(l) && b < 0 && weights != back.end()) {
+  if (own_winograd_weights_eligible(l) && weights != back.end()) {
     const Mem x = weights->args.at(DNNL_ARG_SRC), dy = weights->args.at(DNNL_ARG_DIFF_DST),
               dw = weights->args.at(DNNL_ARG_DIFF_WEIGHTS);
+    const Mem db = b >= 0 ? weights->args.at(DNNL_ARG_DIFF_BIAS) : Mem();
     const auto x_at = blocked16(x.get_desc()), dy_at = blocked16(dy.get_desc());
     if (x_at && dy_at) {
       auto kernel = std::make_unique<WinogradWeightGrad>(l.k, l.c, own_scratch_);
       bool take = conv_ == OnednnConv::winograd;
       if (!take) {
         Floats xs(static_cast<std::size_t>(n * l.c * h * width)), dys(static_cast<std::size_t>(n * l.k * oh * ow)),
-            dws(static_cast<std::size_t>(l.k * l.c * 9));
+            dws(static_cast<std::size_t>(l.k * l.c * 9)), dbs(static_cast<std::size_t>(l.k));
         take = seconds_per_call([&] {
-                 (*kernel)(xs.data(), *x_at, dys.data(), *dy_at, n, h, width, pad, dws.data());
+                 (*kernel)(xs.data(), *x_at, dys.data(), *dy_at, n, h, width, pad, dws.data(), db ? dbs.data() : nullptr);
                }) < seconds_per_run(bwd_weights, eng_, stream_);
       }
       if (take) {
@@ -886,10 +888,11 @@ void OnednnTrainStep::own_winograd(const Layer& l, int w, int b, bool relu, std:
         own->gradient = Mem(plain_[static_cast<std::size_t>(w)], eng_);
         own->from_gradient =
             dnnl::reorder(dnnl::reorder::primitive_desc(eng_, own->gradient.get_desc(), eng_, grad.get_desc()));
-        weights->own = [this, own, x, dy, grad, n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
+        weights->own = [this, own, x, dy, grad, db, n, h, width, pad, xa = *x_at, da = *dy_at]() mutable {
           (*own->weights)(static_cast<const float*>(x.get_data_handle()), xa,
                           static_cast<const float*>(dy.get_data_handle()), da, n, h, width, pad,
-                          static_cast<float*>(own->gradient.get_data_handle()));
+                          static_cast<float*>(own->gradient.get_data_handle()),
+                          db ? static_cast<float*>(db.get_data_handle()) : nullptr);
           own->from_gradient.execute(stream_, own->gradient, grad);
           stream_.wait();
         };

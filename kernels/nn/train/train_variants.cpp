@@ -44,7 +44,8 @@ const TrainVariant kTrainVariants[] = {
     {"cpu_onednn", Device::cpu, make_onednn, nullptr, onednn_gradient_tolerance, nullptr,
      "oneDNN training primitives, fp32, SGD momentum 0.9", true},
     {"cpu_onednn_wino", Device::cpu, make_onednn_wino, nullptr, onednn_winograd_gradient_tolerance, nullptr,
-     "oneDNN training primitives, Winograd F(4x4, 3x3) where faster, fp32, SGD momentum 0.9"},
+     "oneDNN training primitives, Winograd F(4x4, 3x3) where faster, fp32, SGD momentum 0.9", false,
+     onednn_winograd_gradient_tolerances},
 #endif
     {"cpu_own", Device::cpu, make_own_train_step, nullptr, double_sums_bound, stride1_conv_chain,
      "own direct conv (fwd, bwd data, bwd weights) + Eigen fc, fp32, SGD momentum 0.9"},
@@ -59,6 +60,11 @@ const TrainVariant kTrainVariants[] = {
 }  // namespace
 
 TrainVariantTable train_variants() { return kTrainVariants; }
+
+std::vector<double> TrainVariant::tensor_tolerances(const Network& net, std::int64_t batch) const {
+  if (tolerances != nullptr) return tolerances(net, batch);
+  return std::vector<double>(trainable_params(net).size(), tolerance(net, batch));
+}
 
 bool TrainVariant::refuses(std::string_view network) const {
   if (accepts == nullptr) return false;

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kernels/common/variant.h"
 #include "kernels/nn/model/network.h"
@@ -43,8 +44,13 @@ struct TrainVariant {
   // Also registered fed by the loader (bench/nn/train/train_loaded.cpp:
   // <network>_train/<name>/batch:<b>/workers:<n>); CPU rows only.
   bool loader_cases = false;
+  // Where set, a bound per trainable tensor (trainable_params order) no
+  // wider than `tolerance` (train.h: cpu_onednn_wino's); else `tolerance`
+  // for every tensor: tensor_tolerances.
+  std::vector<double> (*tolerances)(const Network& net, std::int64_t batch) = nullptr;
 
   bool takes(const Network& net) const { return accepts == nullptr || accepts(net); }
+  std::vector<double> tensor_tolerances(const Network& net, std::int64_t batch) const;
   // Whether the named network's description loads and this row does not
   // take it: what bench leaves unregistered. A network whose files cannot
   // be read is not refused (its cases report the missing file).

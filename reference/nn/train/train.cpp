@@ -568,14 +568,21 @@ void update_running_stats(const nn::Network& net, RunningStats& s, const TrainGr
 
 Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
                              const TrainGradients& ref, double tolerance) {
-  DLB_REQUIRE(got.size() == params.size() && ref.grads.size() == params.size() && ref.magnitudes.size() == params.size(),
+  const std::vector<double> each(params.size(), tolerance);
+  return compare_gradients(params, got, ref, each);
+}
+
+Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                             const TrainGradients& ref, std::span<const double> tolerances) {
+  DLB_REQUIRE(got.size() == params.size() && ref.grads.size() == params.size() && ref.magnitudes.size() == params.size() &&
+                  tolerances.size() == params.size(),
               "compare_gradients: tensor count");
   std::vector<ScaledTensor> tensors;
   for (std::size_t j = 0; j < params.size(); ++j) {
     DLB_REQUIRE(got[j].size() == ref.grads[j].size(), "compare_gradients: size of " + params[j].name);
-    tensors.push_back({params[j].name, got[j], ref.grads[j], ref.magnitudes[j]});
+    tensors.push_back({params[j].name, got[j], ref.grads[j], ref.magnitudes[j], tolerances[j]});
   }
-  Comparison c = compare_scaled(tensors, tolerance);
+  Comparison c = compare_scaled(tensors, 0.0);
   c.first = "gradients relative to their magnitudes: " + c.first;
   return c;
 }

@@ -84,6 +84,11 @@ double loss(const nn::Network& net, const Params& p, std::span<const float> x, s
 // to their magnitudes: " and names every tensor over the bound.
 Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
                              const TrainGradients& ref, double tolerance);
+// The same with a bound per tensor (`tolerances`, one per tensor in
+// trainable_params order: nn::TrainVariant::tensor_tolerances); the
+// Comparison's tolerance is the widest.
+Comparison compare_gradients(const std::vector<nn::TrainParam>& params, const std::vector<std::span<const float>>& got,
+                             const TrainGradients& ref, std::span<const double> tolerances);
 
 // torch.optim.SGD's update in double: v = momentum v + (g + wd p); p -= lr v.
 void sgd_update(Params& p, Params& velocity, const Params& grads, const nn::Sgd& sgd);

@@ -55,7 +55,7 @@ ref::Comparison LoadedTrainCase::validate() {
   std::vector<std::span<const float>> got;
   for (std::size_t j = 0; j < fresh.params().size(); ++j) got.push_back(fresh.grad(j));
   const std::size_t batch_checked = c.checked;
-  c = ref::compare_gradients(fresh.params(), got, expected, row_.tolerance(net_, batch_));
+  c = ref::compare_gradients(fresh.params(), got, expected, row_.tensor_tolerances(net_, batch_));
   c.checked += batch_checked;
   c.first = "on the loader's first batch, " + c.first;
   return c;
