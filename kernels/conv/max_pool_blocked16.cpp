@@ -26,9 +26,15 @@ inline v8 larger(v8 a, v8 b) { return a > b ? a : b; }
 inline v8 window_max(v8 a, v8 b, v8 c, v8 d) { return larger(larger(a, b), larger(c, d)); }
 inline v8 keep(v8 v, m8 mask) { return reinterpret_cast<v8>(reinterpret_cast<m8>(v) & mask); }
 
-void require(std::int64_t c, std::int64_t h, std::int64_t w) {
+// body(image, group, oy) for every output row of every 16-channel group,
+// the rows split among the threads, after the shape's check.
+template <class Body>
+void for_each_row(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, int threads, Body body) {
   DLB_REQUIRE(max_pool2x2_accepts(c, h, w),
               "2x2 max pool on 16-channel groups: needs channels in multiples of 16 and an input of at least 2x2");
+  const std::int64_t oh = h / 2, groups = c / kLanes;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t row = 0; row < n * groups * oh; ++row) body(row / (groups * oh), row / oh % groups, row % oh);
 }
 
 }  // namespace
@@ -39,11 +45,8 @@ bool max_pool2x2_accepts(std::int64_t c, std::int64_t h, std::int64_t w) {
 
 void max_pool2x2_forward(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t c, std::int64_t h,
                          std::int64_t w, float* y, const Blocked16& y_at, int threads) {
-  require(c, h, w);
-  const std::int64_t oh = h / 2, ow = w / 2, groups = c / kLanes;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t row = 0; row < n * groups * oh; ++row) {
-    const std::int64_t i = row / (groups * oh), group = row / oh % groups, oy = row % oh;
+  const std::int64_t ow = w / 2;
+  for_each_row(n, c, h, w, threads, [&](std::int64_t i, std::int64_t group, std::int64_t oy) {
     const float* in = x + i * x_at.image + x_at.channel(group * kLanes);
     float* out = y + i * y_at.image + y_at.channel(group * kLanes);
     for (std::int64_t ox = 0; ox < ow; ++ox)
@@ -52,17 +55,14 @@ void max_pool2x2_forward(const float* x, const Blocked16& x_at, std::int64_t n, 
         write(out + (oy * ow + ox) * y_at.pixel + part * y_at.half,
               window_max(read(p), read(p + x_at.pixel), read(p + w * x_at.pixel), read(p + (w + 1) * x_at.pixel)));
       }
-  }
+  });
 }
 
 void max_pool2x2_backward(const float* x, const Blocked16& x_at, const float* dy, const Blocked16& dy_at,
                           std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, float* dx,
                           const Blocked16& dx_at, int threads) {
-  require(c, h, w);
-  const std::int64_t oh = h / 2, ow = w / 2, groups = c / kLanes;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t row = 0; row < n * groups * oh; ++row) {
-    const std::int64_t i = row / (groups * oh), group = row / oh % groups, oy = row % oh;
+  const std::int64_t oh = h / 2, ow = w / 2;
+  for_each_row(n, c, h, w, threads, [&](std::int64_t i, std::int64_t group, std::int64_t oy) {
     const float* in = x + i * x_at.image + x_at.channel(group * kLanes);
     const float* grad = dy + i * dy_at.image + dy_at.channel(group * kLanes);
     float* out = dx + i * dx_at.image + dx_at.channel(group * kLanes);
@@ -87,7 +87,7 @@ void max_pool2x2_backward(const float* x, const Blocked16& x_at, const float* dy
     for (std::int64_t r = 2 * oy; r < (oy + 1 == oh ? h : 2 * oy + 2); ++r)
       for (std::int64_t col = (r < 2 * oh ? 2 * ow : 0); col < w; ++col)
         for (const std::int64_t dh : {std::int64_t{0}, dx_at.half}) write(out + (r * w + col) * dx_at.pixel + dh, v8{});
-  }
+  });
 }
 
 }  // namespace dlb
