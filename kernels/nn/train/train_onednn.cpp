@@ -1140,6 +1140,7 @@ TrainCalls OnednnTrainStep::pool(const Layer& l, const TrainIo& io) {
           impls_.back() = f.what = l.name + " forward: own 2x2 max pool";
         }
       }
+      const std::size_t forward_at = forward_.size() - 1, forward_label = impls_.size() - 1;
       if (need_dx) {
         const dnnl::pooling_backward::primitive_desc bpd(
             dnnl::pooling_backward::desc(alg, sd, fpd.dst_desc(), strides, kernel, pl, pr), attr(), eng_, fpd);
@@ -1157,6 +1158,13 @@ TrainCalls OnednnTrainStep::pool(const Layer& l, const TrainIo& io) {
           };
           e.own_kind = "pooling";
           impls_.back() = e.what = l.name + " backward: own 2x2 max pool";
+        } else if (took) {
+          // oneDNN's backward reads the workspace its forward writes: both
+          // oneDNN's then.
+          Exec& f = forward_[forward_at];
+          f.own = nullptr;
+          f.own_kind = "own_winograd";
+          impls_[forward_label] = f.what = l.name + " forward: " + fpd.impl_info_str();
         }
         add_gradient(bwd_d_[i], i, l.input, dx, l.name + " input gradient added");
       }
