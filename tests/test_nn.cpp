@@ -20,6 +20,8 @@
 #include <set>
 #include <thread>
 
+#include <unistd.h>
+
 #include "bench/cases/nn/infer/nn_case.h"
 #if DLB_TEST_GPU
 #include "bench/cases/nn/infer/nn_stream_case.h"
@@ -108,7 +110,23 @@ std::vector<std::byte> raw(std::initializer_list<T> values) {
   return out;
 }
 
-std::string temp_path(const std::string& name) { return (fs::temp_directory_path() / ("dlb_test_nn_" + name)).string(); }
+// The process's own: ctest runs the tests two at a time, each in its own
+// process, and Idx.BadFiles and Idx.ReadsGzipAndPlain both write "lab.gz"
+// (a CI run read the other's labels).
+std::string temp_prefix() { return "dlb_test_nn_" + std::to_string(::getpid()) + "_"; }
+std::string temp_path(const std::string& name) { return (fs::temp_directory_path() / (temp_prefix() + name)).string(); }
+// Removes this process's files when it exits.
+struct TempFilesRemoved {
+  ~TempFilesRemoved() {
+    try {
+      std::error_code ec;
+      for (const auto& entry : fs::directory_iterator(fs::temp_directory_path(ec), ec))
+        if (entry.path().filename().string().starts_with(temp_prefix())) fs::remove(entry.path(), ec);
+    } catch (const std::exception&) {
+      // Left behind: the next run's names differ (another process id).
+    }
+  }
+} temp_files_removed;
 
 void write_file(const std::string& path, const std::vector<std::byte>& bytes) {
   std::ofstream out(path, std::ios::binary);
