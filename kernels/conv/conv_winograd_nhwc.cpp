@@ -22,7 +22,6 @@ namespace {
 
 // The kernels below use most of conv_simd.h: its whole namespace, not a list.
 using namespace simd;
-using winograd::input_transform6;
 using winograd::output_transform6;
 
 constexpr int kXi = 36;  // elements of a transformed 6x6 tile
@@ -40,35 +39,8 @@ struct Geometry {
 // are: their GEMM results are never stored.)
 void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t, float* v) {
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
-  const std::int64_t y0 = 4 * ty - g.pad, x0 = 4 * tx - g.pad;
-  const float* img = x + image * g.x_at.image;
-  // A tile wholly inside the image (most of them) loads without checks.
-  const bool inside = y0 >= 0 && y0 + 6 <= g.h && x0 >= 0 && x0 + 6 <= g.w;
-  for (std::int64_t cb = 0; cb < g.c / kLanes; ++cb) {
-    const float* base = img + cb * g.x_at.block;
-    vfloat rows[6][6];
-    for (int i = 0; i < 6; ++i) {
-      const std::int64_t row = y0 + i;
-      vfloat d[6];
-      if (inside) {
-        const float* p = base + (row * g.w + x0) * g.x_at.pixel;
-        for (int j = 0; j < 6; ++j) d[j] = load(p + j * g.x_at.pixel, g.x_at.half);
-      } else {
-        for (int j = 0; j < 6; ++j) {
-          const std::int64_t col = x0 + j;
-          d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * g.x_at.pixel, g.x_at.half)
-                                                                 : vfloat{};
-        }
-      }
-      input_transform6(d, rows[i]);
-    }
-    for (int b = 0; b < 6; ++b) {
-      const vfloat column[6] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b], rows[4][b], rows[5][b]};
-      vfloat o[6];
-      input_transform6(column, o);
-      for (int a = 0; a < 6; ++a) store(v + ((a * 6 + b) * kTiles + t) * g.c + cb * kLanes, o[a]);
-    }
-  }
+  winograd::input_tile(x + image * g.x_at.image, g.x_at, g.h, g.w, g.c, 4 * ty - g.pad, 4 * tx - g.pad, v + t * g.c,
+                       kTiles * g.c);
 }
 
 // Output channel blocks kb .. kb + B - 1 (B = 1 or 2) of the block's tiles
@@ -115,13 +87,16 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
 
 // The 4x4 outputs of tile `tile` for output channels [16 kb, 16 kb + 16)
 // from M, with the epilogue, stored where they lie inside the output; with
-// pool, each 2x2 quad's maximum instead, where the quad lies inside the
+// kPool, each 2x2 quad's maximum instead, where the quad lies inside the
 // output, at its place in the pooled output [n][oh / 2][ow / 2][k]. The
 // maximum is taken before the bias and ReLU: both are monotonic and the
 // bias is one value per channel, so max(relu(o + b)) = relu(max(o) + b),
-// the same float as pooling the epilogued outputs.
+// the same float as pooling the epilogued outputs. The epilogue's choices
+// are template arguments, so that the loops over the 16 outputs hold no
+// tests but the edge's, and a tile inside the output (most) has none.
+template <bool kAccumulate, bool kRelu, bool kPool>
 void transform_output(const Geometry& g, const float* m, std::int64_t tile, int t, std::int64_t kb,
-                      const float* bias, bool accumulate, bool relu, bool pool, float* y) {
+                      const float* bias, float* y) {
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   vfloat rows[6][4];
   for (int a = 0; a < 6; ++a) {
@@ -130,7 +105,9 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
     output_transform6(row, rows[a]);
   }
   const vfloat b = bias != nullptr ? load(bias + kb * kLanes) : vfloat{};
-  if (pool) {
+  float* const out = y + image * g.y_at.image + kb * g.y_at.block;
+  const std::int64_t pixel = g.y_at.pixel, half = g.y_at.half;
+  if constexpr (kPool) {
     vfloat o[4][4];  // [column][row]
     for (int j = 0; j < 4; ++j) {
       const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
@@ -141,27 +118,34 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
         const std::int64_t oy = 4 * ty + i, ox = 4 * tx + j;
         if (oy + 1 >= g.oh || ox + 1 >= g.ow) continue;
         vfloat r = max(max(o[j][i], o[j + 1][i]), max(o[j][i + 1], o[j + 1][i + 1])) + b;
-        if (relu) r = simd::relu(r);
-        store(y + image * g.y_at.image + kb * g.y_at.block + (oy / 2 * (g.ow / 2) + ox / 2) * g.y_at.pixel, r,
-              g.y_at.half);
+        if constexpr (kRelu) r = simd::relu(r);
+        store(out + (oy / 2 * (g.ow / 2) + ox / 2) * pixel, r, half);
       }
     return;
   }
+  const bool inside = 4 * ty + 4 <= g.oh && 4 * tx + 4 <= g.ow;
   for (int j = 0; j < 4; ++j) {
     const std::int64_t ox = 4 * tx + j;
     const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
     vfloat o[4];
     output_transform6(column, o);
-    for (int i = 0; i < 4; ++i) {
-      const std::int64_t oy = 4 * ty + i;
-      if (oy >= g.oh || ox >= g.ow) continue;
-      float* out = y + image * g.y_at.image + kb * g.y_at.block + (oy * g.ow + ox) * g.y_at.pixel;
+    float* p = out + (4 * ty * g.ow + ox) * pixel;
+    for (int i = 0; i < 4; ++i, p += g.ow * pixel) {
+      if (!inside && (4 * ty + i >= g.oh || ox >= g.ow)) continue;
       vfloat r = o[i] + b;
-      if (accumulate) r += load(out, g.y_at.half);
-      if (relu) r = simd::relu(r);
-      store(out, r, g.y_at.half);
+      if constexpr (kAccumulate) r += load(p, half);
+      if constexpr (kRelu) r = simd::relu(r);
+      store(p, r, half);
     }
   }
+}
+
+using TransformOutput = void (*)(const Geometry&, const float*, std::int64_t, int, std::int64_t, const float*, float*);
+// transform_output for these epilogue choices (pool takes no accumulate).
+TransformOutput transform_output_for(bool accumulate, bool relu, bool pool) {
+  if (pool) return relu ? transform_output<false, true, true> : transform_output<false, false, true>;
+  if (accumulate) return relu ? transform_output<true, true, false> : transform_output<true, false, false>;
+  return relu ? transform_output<false, true, false> : transform_output<false, false, false>;
 }
 
 }  // namespace
@@ -188,26 +172,25 @@ void WinogradNhwc::set_weights(const float* w) {
                                      {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                      {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                      {0, 0, 1}};
-  // Eight output channels at a time, a lane each, the pairs split among the
-  // threads: the training step calls this every step (one pair at a time,
-  // it took 310 us for 64 x 64 channels; this, 48 us).
-  using vdouble = double __attribute__((vector_size(64)));
-  using vfloat8 = float __attribute__((vector_size(32)));
-  constexpr int kEight = 8;
+  // A register of output channels at a time (vdouble: 4 with AVX2, 8 with
+  // AVX-512), a lane each, the pairs split among the threads: the training
+  // step calls this every step (one pair at a time, it took 310 us for
+  // 64 x 64 channels; 8 a time, 48 us).
+  using vfloats = float __attribute__((vector_size(kDoubles * sizeof(float))));
   const std::int64_t k = k_, c = c_, kblocks = k / kLanes;
 #pragma omp parallel for num_threads(scratch_->threads()) schedule(static)
-  for (std::int64_t pair = 0; pair < k / kEight * c; ++pair) {
-    const std::int64_t o0 = pair / c * kEight, i = pair % c;
+  for (std::int64_t pair = 0; pair < k / kDoubles * c; ++pair) {
+    const std::int64_t o0 = pair / c * kDoubles, i = pair % c;
     vdouble g[9];
     for (int t = 0; t < 9; ++t)
-      for (int lane = 0; lane < kEight; ++lane) g[t][lane] = w[((o0 + lane) * c + i) * 9 + t];
+      for (int lane = 0; lane < kDoubles; ++lane) g[t][lane] = w[((o0 + lane) * c + i) * 9 + t];
     vdouble gg[6][3];  // G g
     for (int a = 0; a < 6; ++a)
       for (int s = 0; s < 3; ++s) gg[a][s] = G[a][0] * g[s] + G[a][1] * g[3 + s] + G[a][2] * g[6 + s];
     for (int a = 0; a < 6; ++a)
       for (int b = 0; b < 6; ++b) {
         const vdouble value = gg[a][0] * G[b][0] + gg[a][1] * G[b][1] + gg[a][2] * G[b][2];
-        const vfloat8 rounded = __builtin_convertvector(value, vfloat8);
+        const vfloats rounded = __builtin_convertvector(value, vfloats);
         std::memcpy(&u_[static_cast<std::size_t>((((a * 6 + b) * kblocks + o0 / kLanes) * c + i) * kLanes + o0 % kLanes)],
                     &rounded, sizeof rounded);
       }
@@ -239,6 +222,7 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
   g.tw = (g.ow + 3) / 4;
   const std::int64_t blocks = (g.tiles() + kTiles - 1) / kTiles, kblocks = k_ / kLanes;
   const int threads = scratch_->threads();
+  const TransformOutput epilogue = transform_output_for(accumulate, relu, pool);
   // Fewer than two blocks per thread (small images at batch 1): the output
   // channels are split too, each part transforming its block's input again.
   const std::int64_t parts =
@@ -266,7 +250,7 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
       }
       for (std::int64_t j = 0; j < count; ++j)
         for (int t = 0; t < present; ++t)
-          transform_output(g, m + j * kMBlock, first + t, t, kb + j, bias, accumulate, relu, pool, y);
+          epilogue(g, m + j * kMBlock, first + t, t, kb + j, bias, y);
       kb += count;
     }
   }

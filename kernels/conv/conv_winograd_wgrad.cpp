@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "kernels/common/error.h"
@@ -51,27 +50,8 @@ void locate(const Geometry& g, std::int64_t first, int count, TileAt* at) {
 // V[xi][t][c] = (B^T x B)[xi] of tile t's 6x6 input window, zeros where it
 // lies in the padding.
 void transform_input(const Geometry& g, const float* x, const Blocked16& at, const TileAt& tile, int t, float* v) {
-  const std::int64_t y0 = 4 * tile.ty - g.pad, x0 = 4 * tile.tx - g.pad;
-  const float* image = x + tile.image * at.image;
-  for (std::int64_t cb = 0; cb < g.c / kLanes; ++cb) {
-    const float* base = image + cb * at.block;
-    vfloat rows[6][6];
-    for (int i = 0; i < 6; ++i) {
-      const std::int64_t row = y0 + i;
-      vfloat d[6];
-      for (int j = 0; j < 6; ++j) {
-        const std::int64_t col = x0 + j;
-        d[j] = row >= 0 && row < g.h && col >= 0 && col < g.w ? load(base + (row * g.w + col) * at.pixel, at.half) : vfloat{};
-      }
-      winograd::input_transform6(d, rows[i]);
-    }
-    for (int b = 0; b < 6; ++b) {
-      const vfloat column[6] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b], rows[4][b], rows[5][b]};
-      vfloat o[6];
-      winograd::input_transform6(column, o);
-      for (int a = 0; a < 6; ++a) store(v + ((a * 6 + b) * kTiles + t) * g.c + cb * kLanes, o[a]);
-    }
-  }
+  winograd::input_tile(x + tile.image * at.image, at, g.h, g.w, g.c, 4 * tile.ty - g.pad, 4 * tile.tx - g.pad,
+                       v + t * g.c, kTiles * g.c);
 }
 
 // U[xi][t][k] = (G' dy G'^T)[xi] of tile t's 4x4 output gradients, zeros
@@ -82,17 +62,23 @@ void transform_gradient(const Geometry& g, const float* dy, const Blocked16& at,
                         float* u, double* db) {
   const std::int64_t y0 = 4 * tile.ty, x0 = 4 * tile.tx;
   const float* image = dy + tile.image * at.image;
+  const bool inside = y0 + 4 <= g.oh && x0 + 4 <= g.ow;  // most tiles: loads without checks
   for (std::int64_t kb = 0; kb < g.k / kLanes; ++kb) {
     const float* base = image + kb * at.block;
     vfloat rows[4][6], sum{};
     for (int i = 0; i < 4; ++i) {
       const std::int64_t row = y0 + i;
       vfloat d[4];
-      for (int j = 0; j < 4; ++j) {
-        const std::int64_t col = x0 + j;
-        d[j] = row < g.oh && col < g.ow ? load(base + (row * g.ow + col) * at.pixel, at.half) : vfloat{};
-        sum += d[j];
+      if (inside) {
+        const float* p = base + (row * g.ow + x0) * at.pixel;
+        for (int j = 0; j < 4; ++j) d[j] = load(p + j * at.pixel, at.half);
+      } else {
+        for (int j = 0; j < 4; ++j) {
+          const std::int64_t col = x0 + j;
+          d[j] = row < g.oh && col < g.ow ? load(base + (row * g.ow + col) * at.pixel, at.half) : vfloat{};
+        }
       }
+      if (db != nullptr) sum += (d[0] + d[1]) + (d[2] + d[3]);
       winograd::filter_transform4(d, rows[i]);
     }
     if (db != nullptr) {
@@ -235,25 +221,21 @@ void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const
       db[o] = static_cast<float>(sum);
     }
   // dW[k][c] = A'^T (the threads' M added) A', in double (A'^T = A^T S^-1,
-  // winograd_f43.h), 8 output channels a vector: rows, then columns.
+  // winograd_f43.h), a register of output channels at a time (simd::vdouble:
+  // 4 with AVX2, 8 with AVX-512): rows, then columns.
   double at[3][6];
   for (int p = 0; p < 3; ++p)
     for (int a = 0; a < 6; ++a) at[p][a] = winograd::kF34OutputTransform[p][a] / winograd::kF34RowScale[a];
-  using vdouble = double __attribute__((vector_size(64)));
-  using vfloat8 = float __attribute__((vector_size(32)));
-  constexpr int kEight = 8;
-  const std::int64_t c = c_, k = k_, octets = k / kEight;
+  using simd::kDoubles;
+  using simd::vdouble;
+  const std::int64_t c = c_, k = k_, groups = k / kDoubles;
 #pragma omp parallel for num_threads(scratch.threads()) schedule(static)
-  for (std::int64_t pair = 0; pair < c * octets; ++pair) {
-    const std::int64_t ci = pair / octets, k0 = pair % octets * kEight;
+  for (std::int64_t pair = 0; pair < c * groups; ++pair) {
+    const std::int64_t ci = pair / groups, k0 = pair % groups * kDoubles;
     vdouble sum[kXi];
     for (int xi = 0; xi < kXi; ++xi) {
       vdouble s = {};
-      for (int thread = 0; thread < team; ++thread) {
-        vfloat8 part;
-        std::memcpy(&part, scratch.of(thread) + (xi * c + ci) * k + k0, sizeof part);
-        s += __builtin_convertvector(part, vdouble);
-      }
+      for (int thread = 0; thread < team; ++thread) s += simd::widen(scratch.of(thread) + (xi * c + ci) * k + k0);
       sum[xi] = s;
     }
     vdouble rows[3][6];
@@ -267,7 +249,7 @@ void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const
       for (int q = 0; q < 3; ++q) {
         vdouble r = {};
         for (int b = 0; b < 6; ++b) r += rows[p][b] * at[q][b];
-        for (int lane = 0; lane < kEight; ++lane)
+        for (int lane = 0; lane < kDoubles; ++lane)
           dw[(((k0 + lane) * c + ci) * 3 + p) * 3 + q] = static_cast<float>(r[lane]);
       }
   }

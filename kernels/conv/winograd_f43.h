@@ -7,11 +7,15 @@
 // from the points). Internal to kernels/conv.
 #pragma once
 
+#include <cstdint>
+
+#include "kernels/conv/blocked16.h"
 #include "kernels/conv/conv_simd.h"
 
 namespace dlb::winograd {
 
 using simd::fmadd;
+using simd::kLanes;
 using simd::splat;
 using simd::vfloat;
 
@@ -29,6 +33,43 @@ inline void input_transform6(const vfloat (&d)[6], vfloat (&o)[6]) {
   o[3] = fmadd(splat(-2.0f), e, b);
   o[4] = fmadd(splat(2.0f), e, b);
   o[5] = fmadd(splat(4.0f), d[1], fmadd(splat(-5.0f), d[3], d[5]));
+}
+
+// B^T d B of the 6x6 input window whose top-left pixel is (y0, x0) of one
+// image (`image` its first element, `at` its layout, h x w pixels, c
+// channels), zeros where the window lies outside the image: element (a, b)
+// of channel group cb at v + (a * 6 + b) * stride + cb * 16. The forward's
+// and backward data's tiles (conv_winograd_nhwc.cpp) and the weight
+// gradient's (conv_winograd_wgrad.cpp) alike. A window wholly inside the
+// image (most of them) loads without checks.
+inline void input_tile(const float* image, const Blocked16& at, std::int64_t h, std::int64_t w, std::int64_t c,
+                       std::int64_t y0, std::int64_t x0, float* v, std::int64_t stride) {
+  const bool inside = y0 >= 0 && y0 + 6 <= h && x0 >= 0 && x0 + 6 <= w;
+  for (std::int64_t cb = 0; cb < c / kLanes; ++cb) {
+    const float* base = image + cb * at.block;
+    vfloat rows[6][6];
+    for (int i = 0; i < 6; ++i) {
+      const std::int64_t row = y0 + i;
+      vfloat d[6];
+      if (inside) {
+        const float* p = base + (row * w + x0) * at.pixel;
+        for (int j = 0; j < 6; ++j) d[j] = simd::load(p + j * at.pixel, at.half);
+      } else {
+        for (int j = 0; j < 6; ++j) {
+          const std::int64_t col = x0 + j;
+          d[j] = row >= 0 && row < h && col >= 0 && col < w ? simd::load(base + (row * w + col) * at.pixel, at.half)
+                                                             : vfloat{};
+        }
+      }
+      input_transform6(d, rows[i]);
+    }
+    for (int b = 0; b < 6; ++b) {
+      const vfloat column[6] = {rows[0][b], rows[1][b], rows[2][b], rows[3][b], rows[4][b], rows[5][b]};
+      vfloat o[6];
+      input_transform6(column, o);
+      for (int a = 0; a < 6; ++a) simd::store(v + (a * 6 + b) * stride + cb * kLanes, o[a]);
+    }
+  }
 }
 
 // F(4x4, 3x3)'s output transform, o = A^T m for one 6-vector:
