@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "kernels/common/error.h"
@@ -228,30 +229,42 @@ void WinogradWeightGrad::operator()(const float* x, const Blocked16& x_at, const
     for (int a = 0; a < 6; ++a) at[p][a] = winograd::kF34OutputTransform[p][a] / winograd::kF34RowScale[a];
   using simd::kDoubles;
   using simd::vdouble;
-  const std::int64_t c = c_, k = k_, groups = k / kDoubles;
+  // Per input channel and 64 output channels, the threads' M rows are
+  // summed first (contiguous runs the prefetcher follows: a step of 4
+  // output channels reading 36 rows 16 KB apart waited on its loads, 14% of
+  // the call at 64 x 64 channels), then transformed a register at a time.
+  constexpr std::int64_t kChunk = 64;
+  const std::int64_t c = c_, k = k_, chunks = (k + kChunk - 1) / kChunk;
 #pragma omp parallel for num_threads(scratch.threads()) schedule(static)
-  for (std::int64_t pair = 0; pair < c * groups; ++pair) {
-    const std::int64_t ci = pair / groups, k0 = pair % groups * kDoubles;
-    vdouble sum[kXi];
+  for (std::int64_t item = 0; item < c * chunks; ++item) {
+    const std::int64_t ci = item / chunks, kc = item % chunks * kChunk, kn = std::min(kChunk, k - kc);
+    alignas(64) double sums[kXi][kChunk];
     for (int xi = 0; xi < kXi; ++xi) {
-      vdouble s = {};
-      for (int thread = 0; thread < team; ++thread) s += simd::widen(scratch.of(thread) + (xi * c + ci) * k + k0);
-      sum[xi] = s;
+      double* row = sums[xi];
+      std::fill(row, row + kn, 0.0);
+      for (int thread = 0; thread < team; ++thread) {
+        const float* part = scratch.of(thread) + (xi * c + ci) * k + kc;
+        for (std::int64_t o = 0; o < kn; ++o) row[o] += part[o];
+      }
     }
-    vdouble rows[3][6];
-    for (int p = 0; p < 3; ++p)
-      for (int b = 0; b < 6; ++b) {
-        vdouble r = {};
-        for (int a = 0; a < 6; ++a) r += at[p][a] * sum[a * 6 + b];
-        rows[p][b] = r;
-      }
-    for (int p = 0; p < 3; ++p)
-      for (int q = 0; q < 3; ++q) {
-        vdouble r = {};
-        for (int b = 0; b < 6; ++b) r += rows[p][b] * at[q][b];
-        for (int lane = 0; lane < kDoubles; ++lane)
-          dw[(((k0 + lane) * c + ci) * 3 + p) * 3 + q] = static_cast<float>(r[lane]);
-      }
+    for (std::int64_t k0 = kc; k0 < kc + kn; k0 += kDoubles) {
+      vdouble sum[kXi];
+      for (int xi = 0; xi < kXi; ++xi) std::memcpy(&sum[xi], &sums[xi][k0 - kc], sizeof sum[xi]);
+      vdouble rows[3][6];
+      for (int p = 0; p < 3; ++p)
+        for (int b = 0; b < 6; ++b) {
+          vdouble r = {};
+          for (int a = 0; a < 6; ++a) r += at[p][a] * sum[a * 6 + b];
+          rows[p][b] = r;
+        }
+      for (int p = 0; p < 3; ++p)
+        for (int q = 0; q < 3; ++q) {
+          vdouble r = {};
+          for (int b = 0; b < 6; ++b) r += rows[p][b] * at[q][b];
+          for (int lane = 0; lane < kDoubles; ++lane)
+            dw[(((k0 + lane) * c + ci) * 3 + p) * 3 + q] = static_cast<float>(r[lane]);
+        }
+    }
   }
 }
 
