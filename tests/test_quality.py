@@ -200,6 +200,35 @@ class Verdicts(unittest.TestCase):
             next(b for b in runs if b["name"].startswith("roofline/cpu_fma"))["flops"] = 50e9
         self.assertTrue(quality(load(self.edited(edit))).clean)
 
+    def as_network(self, times, name="mnist_cnn/cpu_own/batch:1"):
+        """An edit: daxpy/cpu_loop/n:1024 made a network's case (`name`, no
+        ceiling bracket), its five repetitions taking `times` ns."""
+        def edit(runs):
+            for b, t in zip([b for b in runs if b["name"].startswith("daxpy/cpu_loop/n:1024")], times, strict=True):
+                for key in ("ceiling_drift", "ceiling_bytes_per_second", "frac_of_ceiling"):
+                    b.pop(key)
+                b.update(name=f"{name}/real_time", run_name=f"{name}/real_time", real_time=t, time_unit="ns")
+        return edit
+
+    def test_a_network_whose_repetitions_slow_down_is_noisy(self):
+        slowing = (462.0, 582.0, 598.0, 609.0, 608.0)  # resnet20 at batch 1 on the Zen 3 VM, us
+        for name in ("mnist_cnn/cpu_own/batch:1", "resnet20_train/cpu_onednn/batch:64", "resnet20/peer_ort/batch:1"):
+            q = quality(load(self.edited(self.as_network(slowing, name))))
+            self.assertFalse(q.clean, name)
+            self.assertEqual(q.noisy_cases, {name: "repetitions spread 32% (slowest over fastest)"})
+
+    def test_a_network_within_the_spread_of_a_quiet_run_is_clean(self):
+        self.assertTrue(quality(load(self.edited(self.as_network((1000.0, 1100.0, 1200.0, 1240.0, 1050.0))))).clean)
+
+    def test_an_operator_s_spread_is_left_to_its_bracket(self):
+        # Memory-bound operators spread past 25% on quiet machines (the
+        # bandwidth switches level): their bracket judges them.
+        def edit(runs):
+            for b, t in zip([b for b in runs if b["name"].startswith("daxpy/cpu_loop/n:1024")],
+                            (462.0, 582.0, 598.0, 609.0, 608.0), strict=True):
+                b.update(real_time=t, time_unit="ns")
+        self.assertTrue(quality(load(self.edited(edit))).clean)
+
     def test_a_ceiling_that_moves_during_the_run_is_noisy(self):
         def edit(runs):
             for b in runs:

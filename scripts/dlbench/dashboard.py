@@ -38,14 +38,13 @@ import plotly.io as pio
 import plotly.offline
 
 from dlbench import compare as cmp
-from dlbench.names import precision_of
+from dlbench.names import NETWORKS, precision_of
 from dlbench.names import split_name
 from dlbench.quality import warning
 from dlbench.results import Case, Results
 from dlbench.store import Store, describe, summary
 
 GB = 1e9
-NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
 
 # family page -> (title, the ops it shows, what it answers)
 FAMILIES = {

@@ -27,7 +27,7 @@ from pathlib import Path
 # imported: case names come apart in dlbench.names alone, which is standard
 # library only too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from dlbench.names import BadName, precision_of, split_name  # noqa: E402
+from dlbench.names import NETWORKS, BadName, precision_of, split_name  # noqa: E402
 from dlbench import walltime  # noqa: E402
 
 # ----------------------------------------------------------------- sanitizer
@@ -452,7 +452,6 @@ def peers_verdict(doc: dict | None, rc: int, seconds: int, how: str = "",
 
 # ----------------------------------------------------------------- ours against PyTorch
 
-NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
 # The inference passes, then the training steps (<net>_train: images/s of
 # whole steps, our best h2d mode against PyTorch's best GPU training mode).
 OPS = NETWORKS + tuple(f"{n}_train" for n in NETWORKS)

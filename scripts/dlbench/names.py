@@ -45,6 +45,16 @@ PATTERN = re.compile(r"[a-z0-9_]+/(cpu|gpu|peer)(_[a-z0-9_]+)?(/[a-z0-9_]+:[a-z0
                      r"(/min_time:[0-9.]+)?(/iterations:[0-9]+)?/(real_time|manual_time)")
 
 
+# The networks (their inference op; "<net>_train" is the training step's,
+# "<net>_layer" the layer profile's).
+NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
+
+
+def is_network_op(op: str) -> bool:
+    """A whole network's case: an inference pass or a training step."""
+    return op in NETWORKS or op in {f"{n}_train" for n in NETWORKS}
+
+
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8")
 _PRECISION_WORDS = (("int8", {"s8", "int8", "u8"}), ("bf16", {"bf16"}), ("fp16", {"f16", "fp16", "half"}),
                     ("tf32", {"tf32"}))

@@ -10,7 +10,13 @@ and, for memory-bound CPU cases, the ceiling measured right around the case
 
 A case is noisy when more than NOISY_SHARE of its repetitions are (its
 median is then not the code's alone; one disturbed repetition in ten does
-not move it). A run is noisy when
+not move it), or, for a whole network's case (an inference pass or a
+training step, ours or a peer's), when its slowest repetition took more than
+NOISY_REPETITION_SPREAD longer than its fastest: the machine slowed under
+the case while neither contention nor steal showed it (a neighbour on the
+shared caches or the core's other thread), where no ceiling bracket
+watches (these are compute-bound, or bound by caches no bracket measures).
+A run is noisy when
   - a case is noisy, or
   - a roofline ceiling's repetitions spread by more than NOISY_CEILING_SPREAD
     (relative median absolute deviation: the machine moved while the
@@ -30,6 +36,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from dlbench.names import is_network_op
 from dlbench.results import Case, Results, relative_mad
 
 # Set from quiet and loaded runs of a 2-core EPYC VM (docs/methodology.md,
@@ -37,6 +44,13 @@ from dlbench.results import Case, Results, relative_mad
 NOISY_SHARE = 0.2  # bench/machine_state.h kNoisyShare
 NOISY_CEILING_SPREAD = 0.05  # kNoisyCeilingSpread
 NOISY_RUN_DRIFT = 0.10
+# Slowest / fastest - 1 of a network's or a peer's repetitions. On the 2-core
+# Zen 3 VM, of the 59 network and peer cases of a quiet run
+# (20261203T022139Z) none passed 16% and nine in ten stayed under 7%; a run
+# whose own rows were 11-31% slower than that one's (20261202T220158Z, in
+# git at 9ba2418) had 11 of 59 past 15% and 2 past 25%, and earlier runs
+# had repetitions slowing one after another by 32% and 2x (docs/methodology.md).
+NOISY_REPETITION_SPREAD = 0.25
 
 
 def _spread(values: list[float]) -> float:
@@ -63,6 +77,10 @@ def case_reason(case: Case) -> str | None:
         rates = case.values("bytes_per_second") or case.values("flops")
         if len(rates) > 1 and relative_mad(rates) > NOISY_CEILING_SPREAD:
             reasons.append(f"repetitions spread {relative_mad(rates):.0%} (relative MAD)")
+    elif is_network_op(case.op):
+        times = case.seconds()
+        if len(times) >= 3 and _spread(times) > NOISY_REPETITION_SPREAD:
+            reasons.append(f"repetitions spread {_spread(times):.0%} (slowest over fastest)")
     return "; ".join(reasons) or None
 
 

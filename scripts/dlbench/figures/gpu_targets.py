@@ -22,11 +22,10 @@ A target whose sides are not both in the run says so instead of a verdict."""
 from __future__ import annotations
 
 from dlbench.figures._common import tables_with_note
-from dlbench.names import precision_of
+from dlbench.names import NETWORKS, precision_of
 from dlbench.results import Case, Results
 
 FAMILY = "gpu_targets"
-NETWORKS = ("resnet20", "mnist_cnn", "mnist_lenet")
 LATENCY_US = {"resnet20": 60.0, "mnist_cnn": 15.0, "mnist_lenet": 15.0}
 FP32_RATIO = 1.5
 TF32_RATIO = 1.5
