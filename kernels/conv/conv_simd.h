@@ -140,6 +140,16 @@ inline vfloat fmadd(vfloat a, vfloat b, vfloat c) {
   return a * b + c;
 #endif
 }
+// a*b - c: fmadd(a, b, -c) without the sign flip's instruction.
+inline vfloat fmsub(vfloat a, vfloat b, vfloat c) {
+#if defined(__AVX512F__)
+  return _mm512_fmsub_ps(a, b, c);
+#elif defined(__AVX__) && defined(__FMA__)
+  return {_mm256_fmsub_ps(a.lo, b.lo, c.lo), _mm256_fmsub_ps(a.hi, b.hi, c.hi)};
+#else
+  return a * b - c;
+#endif
+}
 
 // acc[kk][v] += b[kk] * a[v] for KB scalars (broadcast) and V vectors: the
 // rank-1 update at the heart of the direct and Winograd kernels, with the
@@ -153,6 +163,62 @@ inline void rank1_update(vfloat (&acc)[KB][V], const float* b, const vfloat (&a)
     for (int v = 0; v < V; ++v) acc[kk][v] = fmadd(bk, a[v], acc[kk][v]);
   }
 }
+
+// A part of a vfloat, what the Winograd kernels' input transform works on:
+// on AVX2 a half (one ymm: the 36 row transforms of a tile's 16 lanes, 72
+// ymm, would all wait on the stack for the column pass), elsewhere the
+// whole vfloat. kHalves parts make a vfloat, part p its lanes 8p .. 8p + 7
+// on AVX2. A vhalf has the vector extension's operators (GCC defines
+// __m256 as one), and splat_as, fmadd and fmsub below.
+#if !defined(__AVX512F__) && defined(__AVX__)
+inline constexpr int kHalves = 2;
+using vhalf = __m256;
+#else
+inline constexpr int kHalves = 1;
+using vhalf = vfloat;
+#endif
+// Every lane x, as a V (vfloat or vhalf).
+template <class V>
+inline V splat_as(float x) {
+  return splat(x);
+}
+#if !defined(__AVX512F__) && defined(__AVX__)
+template <>
+inline vhalf splat_as<vhalf>(float x) {
+  return _mm256_set1_ps(x);
+}
+inline vhalf fmadd(vhalf a, vhalf b, vhalf c) {
+#if defined(__FMA__)
+  return _mm256_fmadd_ps(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+inline vhalf fmsub(vhalf a, vhalf b, vhalf c) {
+#if defined(__FMA__)
+  return _mm256_fmsub_ps(a, b, c);
+#else
+  return a * b - c;
+#endif
+}
+#endif
+// A part at p of a layout whose lanes 8-15 lie `half` floats after lanes
+// 0-7 (as load(p, half)); on AVX2 part 1 starts at p + part_offset(1, half).
+inline vhalf load_part(const float* p, [[maybe_unused]] std::int64_t half) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+  return _mm256_loadu_ps(p);
+#else
+  return load(p, half);
+#endif
+}
+inline void store_part(float* p, vhalf v, [[maybe_unused]] std::int64_t half) {
+#if !defined(__AVX512F__) && defined(__AVX__)
+  _mm256_storeu_ps(p, v);
+#else
+  store(p, v, half);
+#endif
+}
+inline std::int64_t part_offset(int part, std::int64_t half) { return part * half; }
 
 // Doubles a register holds (8 in a zmm, 4 in a ymm), and that vector: the
 // kernels' steps in double (the Winograd filter transform, the weight
