@@ -44,12 +44,13 @@ from dlbench.results import Case, Results, relative_mad
 NOISY_SHARE = 0.2  # bench/machine_state.h kNoisyShare
 NOISY_CEILING_SPREAD = 0.05  # kNoisyCeilingSpread
 NOISY_RUN_DRIFT = 0.10
-# Slowest / fastest - 1 of a network's or a peer's repetitions. On the 2-core
-# Zen 3 VM, of the 59 network and peer cases of a quiet run
-# (20261203T022139Z) none passed 16% and nine in ten stayed under 7%; a run
-# whose own rows were 11-31% slower than that one's (20261202T220158Z, in
-# git at 9ba2418) had 11 of 59 past 15% and 2 past 25%, and earlier runs
-# had repetitions slowing one after another by 32% and 2x (docs/methodology.md).
+# Slowest / fastest - 1 of a network's repetitions (ours or a peer's). On
+# the 2-core Zen 3 VM, of the 59 network and peer cases of a quiet run
+# (20261203T022139Z, in git at 6c2164a) none passed 16% and nine in ten
+# stayed under 7%; a run whose own rows were 11-31% slower than that one's
+# (20261202T220158Z, in git at 9ba2418) had 11 of 59 past 15% and 2 past
+# 25%, and earlier runs had repetitions slowing one after another by 32%
+# and 2x (docs/methodology.md).
 NOISY_REPETITION_SPREAD = 0.25
 
 
