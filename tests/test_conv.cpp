@@ -852,6 +852,68 @@ TEST(ConvWinogradNhwc, BlockedLayoutIsTheSameArithmetic) {
     }
 }
 
+// The moments a forward takes as it stores its output (the training
+// step's batch-norm statistics): against the mean and biased variance of
+// the output it stored, in double, on NHWC and nChw8c, with the channels
+// split at batch 1 (a 8x8 image, 64 output channels), and with a shift far
+// from the mean. The output is the plain call's, bit for bit. Bound: each
+// thread sums d = y - shift in float over a block's tiles, at most 8 x 16
+// terms, then in double, so |S1 - sum d| <= 129 u sum |d| and the same for
+// the squares (130 u sum d^2: the square's rounding too), u = 2^-24; the
+// mean and variance follow, each rounded once more to float. A sum that
+// left out one tile's outputs (1/64 of a 32x32 image's here) would miss
+// it by far more.
+TEST(ConvWinogradNhwc, MomentsAreTheStoredOutputsMeanAndVariance) {
+  struct Shape {
+    std::int64_t n, c, k, h, w;
+    float shift;  // from the mean, in the output's standard deviations (about)
+  };
+  using Layout = Blocked16 (*)(std::int64_t, std::int64_t, std::int64_t);
+  constexpr double u = 0x1p-24;
+  for (const Layout layout : {&Blocked16::nhwc, &Blocked16::nchw8c})
+    for (const Shape& p : {Shape{3, 16, 32, 32, 32, 0.1f}, Shape{1, 32, 64, 8, 8, 0.0f}, Shape{2, 16, 16, 9, 7, 8.0f}}) {
+      Lcg next{33u};
+      std::vector<float> x(static_cast<std::size_t>(p.n * p.h * p.w * p.c)), w(static_cast<std::size_t>(p.k * p.c * 9)),
+          bias(static_cast<std::size_t>(p.k));
+      for (auto* v : {&x, &w, &bias})
+        for (auto& e : *v) e = next();
+      const std::int64_t plane = p.h * p.w;  // pad 1: the output's size
+      const Blocked16 x_at = layout(p.c, p.h, p.w), y_at = layout(p.k, p.h, p.w);
+      const WinogradNhwc kernel(w.data(), p.k, p.c);
+      std::vector<float> plain(static_cast<std::size_t>(p.n * plane * p.k)), y(plain.size());
+      kernel(x.data(), x_at, p.n, p.h, p.w, 1, bias.data(), false, true, false, plain.data(), y_at);
+      // The shift: 0.5 (about the mean after the ReLU) plus p.shift times
+      // about the standard deviation, differing per channel.
+      std::vector<float> shift(static_cast<std::size_t>(p.k)), mean(shift.size()), variance(shift.size());
+      for (std::int64_t o = 0; o < p.k; ++o) shift[o] = 0.5f + p.shift * (0.5f + 0.01f * static_cast<float>(o));
+      kernel(x.data(), x_at, p.n, p.h, p.w, 1, bias.data(), true, y.data(), y_at,
+             ChannelMoments{shift.data(), mean.data(), variance.data()});
+      ASSERT_EQ(plain, y) << "the moments changed the output";
+      const double m = static_cast<double>(p.n * plane);
+      for (std::int64_t o = 0; o < p.k; ++o) {
+        double s1 = 0, s2 = 0, a1 = 0;
+        for (std::int64_t i = 0; i < p.n; ++i)
+          for (std::int64_t px = 0; px < plane; ++px) {
+            const double d = static_cast<double>(y[static_cast<std::size_t>(i * y_at.image + y_at.channel(o) +
+                                                                            px * y_at.pixel)]) -
+                             shift[o];
+            s1 += d, s2 += d * d, a1 += std::abs(d);
+          }
+        const double d = s1 / m, want_mean = shift[o] + d, want_var = s2 / m - d * d;
+        const double mean_bound = 129 * u * a1 / m + u * std::abs(want_mean);
+        const double var_bound = 130 * u * s2 / m + 2 * std::abs(d) * 129 * u * a1 / m + u * want_var;
+        EXPECT_NEAR(mean[o], want_mean, mean_bound) << "channel " << o << " n " << p.n << " h " << p.h;
+        EXPECT_NEAR(variance[o], want_var, var_bound) << "channel " << o << " n " << p.n << " h " << p.h;
+      }
+    }
+  const std::vector<float> w(16 * 16 * 9, 0.0f), x(16 * 16 * 4, 0.0f);
+  std::vector<float> y(16 * 16 * 4), mean(16);
+  const WinogradNhwc kernel(w.data(), 16, 16);
+  EXPECT_THROW(kernel(x.data(), Blocked16::nhwc(16, 4, 4), 1, 4, 4, 1, nullptr, false, y.data(),
+                      Blocked16::nhwc(16, 4, 4), ChannelMoments{nullptr, mean.data(), mean.data()}),
+               dlb::Error);
+}
+
 // The own 2x2 max pool (max_pool_blocked16.h) against the definition, on
 // the three layouts, with many ties (values from {-1, 0, 1}, a third of
 // them 0 as after a ReLU) and odd sizes (a row and a column no window

@@ -429,6 +429,15 @@ struct CommittedNet : public ::testing::Test {
     const double loss = made->forward(b->x.data(), b->labels.data());
     made->backward();
     EXPECT_NEAR(loss, g->loss, 1e-5 * g->loss);
+    // The batch statistics, where batch-norm takes them (the running ones'
+    // update shows them): with the own forward, taken by the conv as it
+    // writes its output.
+    ref::RunningStats want = ref::running_stats(*net);
+    ref::update_running_stats(*net, want, *g, kBatch);
+    if (std::any_of(net->layers.begin(), net->layers.end(), [](const nn::Layer& l) { return !l.raw.bn_mean.empty(); }))
+      expect_running_stats(*net, kBatch, *g, want, running_means(*made, *net), running_vars(*made, *net), 1, 1,
+                           with_own ? "the step with the own Winograd" : "the step with oneDNN's Winograd",
+                           "cpu_onednn_wino");
     const auto c = ref::compare_gradients(made->params(), grads_of(*made), *g,
                                           nn::onednn_winograd_gradient_tolerances(*net, kBatch));
     EXPECT_TRUE(c.ok) << c.summary();

@@ -94,9 +94,12 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
 // the same float as pooling the epilogued outputs. The epilogue's choices
 // are template arguments, so that the loops over the 16 outputs hold no
 // tests but the edge's, and a tile inside the output (most) has none.
-template <bool kAccumulate, bool kRelu, bool kPool>
+//
+// With kMoments (no pool, no residual sum), each value stored, less
+// shift[channel], is added to sums[0] and its square to sums[1].
+template <bool kAccumulate, bool kRelu, bool kPool, bool kMoments>
 void transform_output(const Geometry& g, const float* m, std::int64_t tile, int t, std::int64_t kb,
-                      const float* bias, float* y) {
+                      const float* bias, float* y, const float* shift, vfloat* sums) {
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   vfloat rows[6][4];
   for (int a = 0; a < 6; ++a) {
@@ -124,6 +127,8 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
     return;
   }
   const bool inside = 4 * ty + 4 <= g.oh && 4 * tx + 4 <= g.ow;
+  [[maybe_unused]] const vfloat about = kMoments ? load(shift + kb * kLanes) : vfloat{};
+  [[maybe_unused]] vfloat sum{}, squares{};
   for (int j = 0; j < 4; ++j) {
     const std::int64_t ox = 4 * tx + j;
     const vfloat column[6] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j], rows[4][j], rows[5][j]};
@@ -136,16 +141,25 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
       if constexpr (kAccumulate) r += load(p, half);
       if constexpr (kRelu) r = simd::relu(r);
       store(p, r, half);
+      if constexpr (kMoments) {
+        const vfloat d = r - about;
+        sum += d;
+        squares = fmadd(d, d, squares);
+      }
     }
   }
+  if constexpr (kMoments) sums[0] += sum, sums[1] += squares;
 }
 
-using TransformOutput = void (*)(const Geometry&, const float*, std::int64_t, int, std::int64_t, const float*, float*);
-// transform_output for these epilogue choices (pool takes no accumulate).
-TransformOutput transform_output_for(bool accumulate, bool relu, bool pool) {
-  if (pool) return relu ? transform_output<false, true, true> : transform_output<false, false, true>;
-  if (accumulate) return relu ? transform_output<true, true, false> : transform_output<true, false, false>;
-  return relu ? transform_output<false, true, false> : transform_output<false, false, false>;
+using TransformOutput = void (*)(const Geometry&, const float*, std::int64_t, int, std::int64_t, const float*, float*,
+                                 const float*, vfloat*);
+// transform_output for these epilogue choices (pool takes no accumulate,
+// moments neither).
+TransformOutput transform_output_for(bool accumulate, bool relu, bool pool, bool moments) {
+  if (moments) return relu ? transform_output<false, true, false, true> : transform_output<false, false, false, true>;
+  if (pool) return relu ? transform_output<false, true, true, false> : transform_output<false, false, true, false>;
+  if (accumulate) return relu ? transform_output<true, true, false, false> : transform_output<true, false, false, false>;
+  return relu ? transform_output<false, true, false, false> : transform_output<false, false, false, false>;
 }
 
 }  // namespace
@@ -214,6 +228,20 @@ void WinogradNhwc::operator()(const float* x, std::int64_t n, std::int64_t h, st
 void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
                               std::int64_t pad, const float* bias, bool accumulate, bool relu, bool pool, float* y,
                               const Blocked16& y_at) const {
+  run(x, x_at, n, h, w, pad, bias, accumulate, relu, pool, y, y_at, nullptr);
+}
+
+void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
+                              std::int64_t pad, const float* bias, bool relu, float* y, const Blocked16& y_at,
+                              const ChannelMoments& moments) const {
+  DLB_REQUIRE(moments.shift != nullptr && moments.mean != nullptr && moments.variance != nullptr,
+              "Winograd NHWC: the moments need a shift, a mean and a variance");
+  run(x, x_at, n, h, w, pad, bias, false, relu, false, y, y_at, &moments);
+}
+
+void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
+                       std::int64_t pad, const float* bias, bool accumulate, bool relu, bool pool, float* y,
+                       const Blocked16& y_at, const ChannelMoments* moments) const {
   Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0, x_at, y_at};
   DLB_REQUIRE(n > 0 && g.oh > 0 && g.ow > 0 && pad >= 0, "Winograd NHWC: no output for this input and padding");
   DLB_REQUIRE(!pool || (!accumulate && g.oh >= 2 && g.ow >= 2),
@@ -222,7 +250,9 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
   g.tw = (g.ow + 3) / 4;
   const std::int64_t blocks = (g.tiles() + kTiles - 1) / kTiles, kblocks = k_ / kLanes;
   const int threads = scratch_->threads();
-  const TransformOutput epilogue = transform_output_for(accumulate, relu, pool);
+  const TransformOutput epilogue = transform_output_for(accumulate, relu, pool, moments != nullptr);
+  const float* shift = moments != nullptr ? moments->shift : nullptr;
+  if (moments != nullptr) moment_parts_.assign(static_cast<std::size_t>(threads * 2 * k_), 0.0);
   // Fewer than two blocks per thread (small images at batch 1): the output
   // channels are split too, each part transforming its block's input again.
   const std::int64_t parts =
@@ -248,11 +278,31 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
       } else {
         block_gemm<4, 1>(g, v, u_.data(), kb, 0, m);
       }
-      for (std::int64_t j = 0; j < count; ++j)
-        for (int t = 0; t < present; ++t)
-          epilogue(g, m + j * kMBlock, first + t, t, kb + j, bias, y);
+      for (std::int64_t j = 0; j < count; ++j) {
+        vfloat sums[2] = {};
+        for (int t = 0; t < present; ++t) epilogue(g, m + j * kMBlock, first + t, t, kb + j, bias, y, shift, sums);
+        if (moments != nullptr) {
+          double* part = moment_parts_.data() + omp_get_thread_num() * 2 * k_ + (kb + j) * kLanes;
+          alignas(64) float lanes[2][kLanes];
+          store(lanes[0], sums[0]);
+          store(lanes[1], sums[1]);
+          for (int lane = 0; lane < kLanes; ++lane) part[lane] += lanes[0][lane], part[k_ + lane] += lanes[1][lane];
+        }
+      }
       kb += count;
     }
+  }
+  if (moments == nullptr) return;
+  const double count = static_cast<double>(n * g.oh * g.ow);
+  for (std::int64_t o = 0; o < k_; ++o) {
+    double s1 = 0.0, s2 = 0.0;
+    for (int thread = 0; thread < threads; ++thread) {
+      s1 += moment_parts_[static_cast<std::size_t>(thread * 2 * k_ + o)];
+      s2 += moment_parts_[static_cast<std::size_t>(thread * 2 * k_ + k_ + o)];
+    }
+    const double d = s1 / count;
+    moments->mean[o] = static_cast<float>(moments->shift[o] + d);
+    moments->variance[o] = static_cast<float>(std::max(s2 / count - d * d, 0.0));
   }
 }
 

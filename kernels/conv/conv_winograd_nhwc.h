@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "kernels/common/buffer.h"
 #include "kernels/conv/blocked16.h"
@@ -30,6 +31,21 @@
 namespace dlb {
 
 class ThreadScratch;
+
+// The batch's moments of what a forward stores, per output channel: the
+// training step's batch-norm statistics, taken as the output is written
+// instead of in two more passes over it (train_onednn.cpp). Each thread
+// sums (y - shift) and (y - shift)^2 in float over a block's tiles (at most
+// 8 x 16 terms), then in double; mean = shift + S1 / M and variance =
+// S2 / M - (S1 / M)^2 in double (biased, as batch-norm's forward in
+// training: M = n oh ow). The shift is a guess of the mean (the running
+// mean): the subtraction loses about (mean - shift)^2 / variance of the
+// variance's relative precision, nothing when the guess is close.
+struct ChannelMoments {
+  const float* shift = nullptr;  // [k]
+  float* mean = nullptr;         // [k]
+  float* variance = nullptr;     // [k]
+};
 
 class WinogradNhwc {
  public:
@@ -71,11 +87,21 @@ class WinogradNhwc {
   void operator()(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
                   std::int64_t pad, const float* bias, bool accumulate, bool relu, bool pool, float* y,
                   const Blocked16& y_at) const;
+  // The same, no pool and no residual sum, with y's moments (the values
+  // stored, after the bias and ReLU) into `moments`.
+  void operator()(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
+                  std::int64_t pad, const float* bias, bool relu, float* y, const Blocked16& y_at,
+                  const ChannelMoments& moments) const;
 
  private:
+  void run(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t pad,
+           const float* bias, bool accumulate, bool relu, bool pool, float* y, const Blocked16& y_at,
+           const ChannelMoments* moments) const;
+
   std::int64_t k_, c_;
   HostBuffer<float> u_;  // G g G^T as [36][k / 16][c][16]
   std::shared_ptr<ThreadScratch> scratch_;
+  mutable std::vector<double> moment_parts_;  // per thread: the sums of (y - shift) [k], then of its squares [k]
 };
 
 }  // namespace dlb
