@@ -21,6 +21,7 @@
 #include "bench/cases/conv_case.h"
 #include "kernels/common/error.h"
 #include "kernels/common/thread_scratch.h"
+#include "kernels/conv/batch_norm_join_blocked16.h"
 #include "kernels/conv/conv_cudnn_search.h"
 #include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_wgrad.h"
@@ -911,6 +912,67 @@ TEST(ConvWinogradNhwc, MomentsAreTheStoredOutputsMeanAndVariance) {
   const WinogradNhwc kernel(w.data(), 16, 16);
   EXPECT_THROW(kernel(x.data(), Blocked16::nhwc(16, 4, 4), 1, 4, 4, 1, nullptr, false, y.data(),
                       Blocked16::nhwc(16, 4, 4), ChannelMoments{nullptr, mean.data(), mean.data()}),
+               dlb::Error);
+}
+
+// Batch-norm with given statistics, the join and the ReLU in one pass
+// (batch_norm_join_blocked16.h) against the formula in double, on the
+// three layouts, in place into the residual and not, with and without the
+// ReLU. Bound: every operation rounds at most once in float: s =
+// gamma / sqrt(var + eps) within 3u of itself, d = z - mean within u,
+// then the product and two additions, so |y - want| <= 8u (|d s| + |beta|
+// + |r|) (u = 2^-24; the ReLU moves no error up). A channel given another
+// channel's mean is far outside it.
+TEST(BatchNormJoinBlocked16, MatchesTheFormula) {
+  using Layout = Blocked16 (*)(std::int64_t, std::int64_t, std::int64_t);
+  constexpr double u = 0x1p-24;
+  const std::int64_t n = 3, c = 32, h = 5, w = 7;
+  Lcg next{51u};
+  std::vector<float> z(static_cast<std::size_t>(n * c * h * w)), r(z.size()), mean(c), var(c), gamma(c), beta(c);
+  for (auto* v : {&z, &r, &mean, &gamma, &beta})
+    for (auto& e : *v) e = next();
+  for (auto& e : var) e = 0.5f + std::abs(next());
+  const float eps = 1e-5f;
+  for (const Layout layout : {&Blocked16::nhwc, &Blocked16::nchw16c, &Blocked16::nchw8c})
+    for (const bool relu : {false, true})
+      for (const bool in_place : {false, true}) {
+        const Blocked16 at = layout(c, h, w);
+        std::vector<float> y = in_place ? r : std::vector<float>(z.size(), -7.0f);
+        const BatchNormJoin p{mean.data(), var.data(), gamma.data(), beta.data(), eps, relu};
+        batch_norm_join_forward(z.data(), at, in_place ? y.data() : r.data(), at, n, c, h, w, p, y.data(), at, 2);
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t ch = 0; ch < c; ++ch)
+            for (std::int64_t px = 0; px < h * w; ++px) {
+              const auto e = static_cast<std::size_t>(i * at.image + at.channel(ch) + px * at.pixel);
+              const double s = gamma[ch] / std::sqrt(static_cast<double>(var[ch]) + eps);
+              const double ds = (static_cast<double>(z[e]) - mean[ch]) * s;
+              double want = ds + beta[ch] + r[e];
+              if (relu) want = std::max(want, 0.0);
+              ASSERT_NEAR(y[e], want, 8 * u * (std::abs(ds) + std::abs(beta[ch]) + std::abs(r[e])))
+                  << "half " << at.half << " pixel " << at.pixel << " relu " << relu << " in place " << in_place
+                  << " channel " << ch;
+            }
+      }
+  // Another channel's mean: far off.
+  std::vector<float> shifted(mean.begin() + 1, mean.end());
+  shifted.push_back(mean.front());
+  std::vector<float> y(z.size());
+  const Blocked16 at = Blocked16::nchw8c(c, h, w);
+  batch_norm_join_forward(z.data(), at, r.data(), at, n, c, h, w,
+                          BatchNormJoin{shifted.data(), var.data(), gamma.data(), beta.data(), eps, false}, y.data(), at, 2);
+  double worst = 0;
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    const auto e = static_cast<std::size_t>(at.channel(ch));
+    const double want = (static_cast<double>(z[e]) - mean[ch]) * gamma[ch] / std::sqrt(static_cast<double>(var[ch]) + eps) +
+                        beta[ch] + r[e];
+    worst = std::max(worst, std::abs(y[e] - want));
+  }
+  EXPECT_GT(worst, 1e-3);
+  EXPECT_THROW(batch_norm_join_forward(z.data(), at, r.data(), at, n, 24, h, w,
+                                       BatchNormJoin{mean.data(), var.data(), gamma.data(), beta.data(), eps, true},
+                                       y.data(), at, 2),
+               dlb::Error);
+  EXPECT_THROW(batch_norm_join_forward(z.data(), at, r.data(), at, n, c, h, w, BatchNormJoin{}, y.data(), at, 2),
                dlb::Error);
 }
 

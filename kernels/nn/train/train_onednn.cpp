@@ -124,6 +124,7 @@
 #include "kernels/common/error.h"
 #include "kernels/common/onednn.h"
 #include "kernels/common/thread_scratch.h"
+#include "kernels/conv/batch_norm_join_blocked16.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
 #include "kernels/conv/conv_winograd_wgrad.h"
 #include "kernels/conv/max_pool_blocked16.h"
@@ -1314,7 +1315,30 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
   if (l.residual >= 0) {
     const auto r = static_cast<std::size_t>(l.residual);
     const Mem& res = out_[r];
-    binary_add(forward_, out, res, l.relu, name + " residual join");
+    // With the statistics given, batch-norm, the join and the ReLU in one
+    // pass (batch_norm_join_blocked16.h) where the layouts keep 16 channels
+    // of a pixel adjacent: batch-norm's primitive and the binary add each
+    // read and wrote the output.
+    const auto z_at = blocked16(z.get_desc()), r_at = blocked16(res.get_desc()), o_at = blocked16(out.get_desc());
+    if (moments != nullptr && z_at && r_at && o_at) {
+      Exec& e = forward_.back();
+      const Mem g_mem = p_mem_[static_cast<std::size_t>(gamma)], b_mem = p_mem_[static_cast<std::size_t>(beta)];
+      e.own = [z, res, out, g_mem, b_mem, mean = b.mean, var = b.var, eps, relu = l.relu,
+               n = batch_, k = l.k, oh = l.oh, ow = l.ow, threads = own_scratch_->threads(), za = *z_at,
+               ra = *r_at, oa = *o_at] {
+        const BatchNormJoin p{static_cast<const float*>(mean.get_data_handle()),
+                              static_cast<const float*>(var.get_data_handle()),
+                              static_cast<const float*>(g_mem.get_data_handle()),
+                              static_cast<const float*>(b_mem.get_data_handle()), eps, relu};
+        batch_norm_join_forward(static_cast<const float*>(z.get_data_handle()), za,
+                                static_cast<const float*>(res.get_data_handle()), ra, n, k, oh, ow, p,
+                                static_cast<float*>(out.get_data_handle()), oa, threads);
+      };
+      e.own_kind = "batch_normalization";
+      impls_.back() = e.what = name + " batch-norm forward, the conv's statistics, and the residual join: own";
+    } else {
+      binary_add(forward_, out, res, l.relu, name + " residual join");
+    }
     const bool first = first_write_[r] == static_cast<int>(i);
     if (!needs_[r]) {
       if (l.relu) relu_backward(back, out, dy, name);

@@ -1,0 +1,39 @@
+// Batch-norm with given statistics, a residual join and a ReLU in one pass,
+// on the layouts that keep a pixel's channels in groups of 16
+// (blocked16.h: NHWC, oneDNN's nChw16c and nChw8c): the training step's
+// cpu_onednn_wino where the own Winograd forward took the batch statistics
+// (conv_winograd_nhwc.h, ChannelMoments) and a join follows batch-norm.
+// oneDNN's batch-norm forward and its binary add read and write the
+// output twice; this reads z and the residual once and writes y once.
+//
+// Per channel c: y = relu?((z - mean[c]) * s[c] + beta[c] + r), with
+// s[c] = gamma[c] / sqrt(variance[c] + eps) in float; each operation
+// rounds at most once in float (the subtraction, the product, the two
+// additions, s's sum, square root and division; the compiler may fuse the
+// product and the addition after it into one rounding).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/conv/blocked16.h"
+
+namespace dlb {
+
+struct BatchNormJoin {
+  const float* mean = nullptr;      // [c]
+  const float* variance = nullptr;  // [c], biased, as batch-norm's training forward
+  const float* gamma = nullptr;     // [c]
+  const float* beta = nullptr;      // [c]
+  float eps = 0.0f;
+  bool relu = true;
+};
+
+// y from z and r ([n][c][h][w] each, in their layouts; y may be r or z
+// where it has that one's layout),
+// on `threads` OpenMP threads. Throws dlb::Error unless c is a positive
+// multiple of 16 and every pointer is given.
+void batch_norm_join_forward(const float* z, const Blocked16& z_at, const float* r, const Blocked16& r_at,
+                             std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, const BatchNormJoin& p,
+                             float* y, const Blocked16& y_at, int threads);
+
+}  // namespace dlb
