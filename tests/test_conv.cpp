@@ -976,6 +976,71 @@ TEST(BatchNormJoinBlocked16, MatchesTheFormula) {
                dlb::Error);
 }
 
+// Its backward (ReLU where the kept join output y > 0, then batch-norm's
+// backward in training mode from the given statistics) against the
+// formula in double, on the three layouts, dz into dy's buffer and not.
+// d is exact (dy or 0). The sums: each image's run of L = h w terms in
+// float, then double, each term within 6u of itself (xhat's three
+// roundings and s's three, the product's one), so |dbeta - want| <= (L + 1)
+// u sum |d| and |dgamma - want| <= (L + 7) u sum |d xhat|, plus the final
+// rounding. dz = gamma s (d - mean d - xhat mean(d xhat)): each operation
+// at most one rounding, the means off by the sums' bounds over M, so
+// |dz - want| <= |gamma s| (10u (|d| + |mean d| + |xhat mean(d xhat)|) +
+// (L + 8) u (mean |d| + |xhat| mean |d xhat|)).
+TEST(BatchNormJoinBlocked16, BackwardMatchesTheFormula) {
+  using Layout = Blocked16 (*)(std::int64_t, std::int64_t, std::int64_t);
+  constexpr double u = 0x1p-24;
+  const std::int64_t n = 3, c = 32, h = 5, w = 7, size = n * c * h * w;
+  const double m = static_cast<double>(n * h * w), run = static_cast<double>(h * w);
+  Lcg next{61u};
+  std::vector<float> dy(static_cast<std::size_t>(size)), y(dy.size()), z(dy.size()), mean(c), var(c), gamma(c);
+  for (auto* v : {&dy, &y, &z, &mean, &gamma})
+    for (auto& e : *v) e = next();
+  for (auto& e : var) e = 0.5f + std::abs(next());
+  const float eps = 1e-5f;
+  for (const Layout layout : {&Blocked16::nhwc, &Blocked16::nchw16c, &Blocked16::nchw8c})
+    for (const bool into_dy : {false, true}) {
+      const Blocked16 at = layout(c, h, w);
+      std::vector<float> grad = dy, d(dy.size(), -9.0f), dz(dy.size(), -9.0f), dgamma(c), dbeta(c);
+      float* out = into_dy ? grad.data() : dz.data();
+      batch_norm_join_backward(grad.data(), at, y.data(), at, z.data(), at, n, c, h, w,
+                               BatchNormJoin{mean.data(), var.data(), gamma.data(), nullptr, eps, true},
+                               BatchNormJoinGrads{d.data(), out, dgamma.data(), dbeta.data()}, at, at, 2);
+      for (std::int64_t ch = 0; ch < c; ++ch) {
+        const double s = 1 / std::sqrt(static_cast<double>(var[ch]) + eps);
+        double sd = 0, sdx = 0, ad = 0, adx = 0;
+        const auto index = [&](std::int64_t i, std::int64_t px) {
+          return static_cast<std::size_t>(i * at.image + at.channel(ch) + px * at.pixel);
+        };
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t px = 0; px < h * w; ++px) {
+            const std::size_t e = index(i, px);
+            const double want_d = y[e] > 0 ? dy[e] : 0.0, xhat = (static_cast<double>(z[e]) - mean[ch]) * s;
+            ASSERT_EQ(d[e], static_cast<float>(want_d)) << "d, channel " << ch << " half " << at.half;
+            sd += want_d, sdx += want_d * xhat, ad += std::abs(want_d), adx += std::abs(want_d * xhat);
+          }
+        EXPECT_NEAR(dbeta[ch], sd, (run + 1) * u * ad + u * std::abs(sd)) << "channel " << ch;
+        EXPECT_NEAR(dgamma[ch], sdx, (run + 7) * u * adx + u * std::abs(sdx)) << "channel " << ch;
+        const double gs = gamma[ch] * s, md = sd / m, mdx = sdx / m;
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t px = 0; px < h * w; ++px) {
+            const std::size_t e = index(i, px);
+            const double want_d = y[e] > 0 ? dy[e] : 0.0, xhat = (static_cast<double>(z[e]) - mean[ch]) * s;
+            const double want = gs * (want_d - md - xhat * mdx);
+            const double bound = std::abs(gs) * (10 * u * (std::abs(want_d) + std::abs(md) + std::abs(xhat * mdx)) +
+                                                 (run + 8) * u * (ad / m + std::abs(xhat) * adx / m));
+            ASSERT_NEAR(out[e], want, bound) << "dz, channel " << ch << " half " << at.half << " into dy " << into_dy;
+          }
+      }
+    }
+  std::vector<float> d(dy.size()), dz(dy.size()), dg(c), db(c);
+  const Blocked16 at = Blocked16::nchw8c(c, h, w);
+  EXPECT_THROW(batch_norm_join_backward(dy.data(), at, y.data(), at, z.data(), at, n, c, h, w,
+                                        BatchNormJoin{mean.data(), var.data(), nullptr, nullptr, eps, true},
+                                        BatchNormJoinGrads{d.data(), dz.data(), dg.data(), db.data()}, at, at, 2),
+               dlb::Error);
+}
+
 // The own 2x2 max pool (max_pool_blocked16.h) against the definition, on
 // the three layouts, with many ties (values from {-1, 0, 1}, a third of
 // them 0 as after a ReLU) and odd sizes (a row and a column no window

@@ -36,4 +36,27 @@ void batch_norm_join_forward(const float* z, const Blocked16& z_at, const float*
                              std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, const BatchNormJoin& p,
                              float* y, const Blocked16& y_at, int threads);
 
+// The backward of the above with relu, where the join's output y (kept)
+// says where the ReLU passed: d = dy where y > 0, else 0, written to `d`
+// (the residual's gradient and batch-norm's output gradient), then
+// batch-norm's backward in training mode from the same statistics:
+//   xhat = (z - mean) / sqrt(variance + eps), M = n h w,
+//   dbeta[c] = sum d, dgamma[c] = sum d xhat,
+//   dz = gamma / sqrt(variance + eps) (d - dbeta / M - xhat dgamma / M),
+// dz written to `dz` (which may be dy's buffer: dy is read first). Two
+// passes: d with the sums (each image's run of h w pixels summed in float,
+// the runs in double), then dz; oneDNN's ReLU backward and batch-norm
+// backward make three, reading d and z twice. Each operation on an element
+// rounds at most once in float.
+struct BatchNormJoinGrads {
+  float* d = nullptr;       // [n][c][h][w], d_at
+  float* dz = nullptr;      // [n][c][h][w], dz_at
+  float* dgamma = nullptr;  // [c]
+  float* dbeta = nullptr;   // [c]
+};
+void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const float* y, const Blocked16& y_at,
+                              const float* z, const Blocked16& z_at, std::int64_t n, std::int64_t c, std::int64_t h,
+                              std::int64_t w, const BatchNormJoin& p, const BatchNormJoinGrads& g,
+                              const Blocked16& d_at, const Blocked16& dz_at, int threads);
+
 }  // namespace dlb

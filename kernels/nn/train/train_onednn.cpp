@@ -1269,6 +1269,8 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
   const auto taking = std::find_if(own_.begin(), own_.end(), [&](const auto& o) { return o->layer == i; });
   OwnWinograd* const moments = bn && taking != own_.end() && (*taking)->runs_forward ? taking->get() : nullptr;
   std::optional<dnnl::batch_normalization_forward::primitive_desc> given;  // the executed one, with moments
+  bool own_join = false;             // batch-norm, the join and the ReLU in one own pass (forward)
+  std::function<void()> own_back;    // and their backward, where set
   if (bn) {
     fpd.emplace(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, z.get_desc(), eps, flags),
                 attr(), eng_);
@@ -1320,7 +1322,8 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
     // of a pixel adjacent: batch-norm's primitive and the binary add each
     // read and wrote the output.
     const auto z_at = blocked16(z.get_desc()), r_at = blocked16(res.get_desc()), o_at = blocked16(out.get_desc());
-    if (moments != nullptr && z_at && r_at && o_at) {
+    own_join = moments != nullptr && z_at && r_at && o_at;
+    if (own_join) {
       Exec& e = forward_.back();
       const Mem g_mem = p_mem_[static_cast<std::size_t>(gamma)], b_mem = p_mem_[static_cast<std::size_t>(beta)];
       e.own = [z, res, out, g_mem, b_mem, mean = b.mean, var = b.var, eps, relu = l.relu,
@@ -1345,7 +1348,28 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
     } else if (bn && first && l.relu && res.get_desc() == out.get_desc()) {
       // ReLU's backward writes the residual's gradient; batch-norm's reads it.
       d = grad_of(r);
-      relu_backward(back, out, dy, d, name);
+      const auto dy_at = blocked16(dy.get_desc()), d_at = blocked16(d.get_desc());
+      if (own_join && dy_at && d_at) {
+        // Both in two own passes, after the forward's own pass (below).
+        own_back = [dy, d, out, z, g_mem = p_mem_[static_cast<std::size_t>(gamma)],
+                    dg = g_mem_[static_cast<std::size_t>(gamma)], db = g_mem_[static_cast<std::size_t>(beta)],
+                    mean = b.mean, var = b.var, eps, n = batch_, k = l.k, oh = l.oh, ow = l.ow,
+                    threads = own_scratch_->threads(), ya = *dy_at, da = *d_at, oa = *o_at, za = *z_at] {
+          const BatchNormJoin p{static_cast<const float*>(mean.get_data_handle()),
+                                static_cast<const float*>(var.get_data_handle()),
+                                static_cast<const float*>(g_mem.get_data_handle()), nullptr, eps, true};
+          const BatchNormJoinGrads grads{static_cast<float*>(d.get_data_handle()),
+                                         static_cast<float*>(dy.get_data_handle()),
+                                         static_cast<float*>(dg.get_data_handle()),
+                                         static_cast<float*>(db.get_data_handle())};
+          batch_norm_join_backward(static_cast<const float*>(dy.get_data_handle()), ya,
+                                   static_cast<const float*>(out.get_data_handle()), oa,
+                                   static_cast<const float*>(z.get_data_handle()), za, n, k, oh, ow, p, grads, da, ya,
+                                   threads);
+        };
+      } else {
+        relu_backward(back, out, dy, d, name);
+      }
     } else {
       if (l.relu) relu_backward(back, out, dy, name);
       if (first) {
@@ -1371,6 +1395,14 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
                                          {DNNL_ARG_DIFF_SHIFT, g_mem_[static_cast<std::size_t>(beta)]}};
     if (fuse) args[DNNL_ARG_WORKSPACE] = ws;
     add(back, dnnl::batch_normalization_backward(bpd), bpd, std::move(args), name + " batch-norm backward");
+    if (own_back) {
+      // The join's ReLU backward and batch-norm's backward in two own
+      // passes (batch_norm_join_backward) where the forward's was own.
+      Exec& e = back.back();
+      e.own = std::move(own_back);
+      e.own_kind = "batch_normalization";
+      impls_.back() = e.what = name + " ReLU and batch-norm backward, the residual's gradient: own";
+    }
     bn_.push_back(std::move(b));
   }
 }
