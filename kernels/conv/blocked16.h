@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace dlb {
 
@@ -28,5 +29,19 @@ struct Blocked16 {
     return ch / 16 * block + (lane < 8 ? lane : half + lane - 8);
   }
 };
+
+// Half a 16-channel group, 8 floats (a ymm register with AVX2 or
+// AVX-512), GCC's vector extension, and its unaligned load and store: the
+// own passes over these layouts (max_pool_blocked16.cpp,
+// batch_norm_join_blocked16.cpp) work a half at a time.
+namespace half8 {
+using v8 = float __attribute__((vector_size(32)));
+inline v8 read(const float* p) {
+  v8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void write(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
+}  // namespace half8
 
 }  // namespace dlb

@@ -1,8 +1,6 @@
 // See max_pool_blocked16.h.
 #include "kernels/conv/max_pool_blocked16.h"
 
-#include <cstring>
-
 #include "kernels/common/error.h"
 
 namespace dlb {
@@ -11,16 +9,12 @@ namespace {
 constexpr int kLanes = 16;
 
 // A 16-channel group is two halves of 8 lanes (`half` floats apart): each
-// half one 8-float vector (a ymm register with AVX2 or AVX-512), GCC's
-// vector extension, so that the masks below compile to compares and ands.
-using v8 = float __attribute__((vector_size(32)));
+// half one 8-float vector (blocked16.h's half8), so that the masks below
+// compile to compares and ands.
+using half8::read;
+using half8::v8;
+using half8::write;
 using m8 = int __attribute__((vector_size(32)));
-inline v8 read(const float* p) {
-  v8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void write(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
 // The forward's maximum, and the backward's: the same operations.
 inline v8 larger(v8 a, v8 b) { return a > b ? a : b; }
 inline v8 window_max(v8 a, v8 b, v8 c, v8 d) { return larger(larger(a, b), larger(c, d)); }
