@@ -1002,10 +1002,11 @@ TEST(BatchNormJoinBlocked16, BackwardMatchesTheFormula) {
     for (const bool into_dy : {false, true}) {
       const Blocked16 at = layout(c, h, w);
       std::vector<float> grad = dy, d(dy.size(), -9.0f), dz(dy.size(), -9.0f), dgamma(c), dbeta(c);
+      BatchNormJoinWork work;
       float* out = into_dy ? grad.data() : dz.data();
       batch_norm_join_backward(grad.data(), at, y.data(), at, z.data(), at, n, c, h, w,
                                BatchNormJoin{mean.data(), var.data(), gamma.data(), nullptr, eps, true},
-                               BatchNormJoinGrads{d.data(), out, dgamma.data(), dbeta.data()}, at, at, 2);
+                               BatchNormJoinGrads{d.data(), out, dgamma.data(), dbeta.data()}, at, at, 2, work);
       for (std::int64_t ch = 0; ch < c; ++ch) {
         const double s = 1 / std::sqrt(static_cast<double>(var[ch]) + eps);
         double sd = 0, sdx = 0, ad = 0, adx = 0;
@@ -1034,10 +1035,11 @@ TEST(BatchNormJoinBlocked16, BackwardMatchesTheFormula) {
       }
     }
   std::vector<float> d(dy.size()), dz(dy.size()), dg(c), db(c);
+  BatchNormJoinWork work;
   const Blocked16 at = Blocked16::nchw8c(c, h, w);
   EXPECT_THROW(batch_norm_join_backward(dy.data(), at, y.data(), at, z.data(), at, n, c, h, w,
                                         BatchNormJoin{mean.data(), var.data(), nullptr, nullptr, eps, true},
-                                        BatchNormJoinGrads{d.data(), dz.data(), dg.data(), db.data()}, at, at, 2),
+                                        BatchNormJoinGrads{d.data(), dz.data(), dg.data(), db.data()}, at, at, 2, work),
                dlb::Error);
 }
 

@@ -55,7 +55,7 @@ void batch_norm_join_forward(const float* z, const Blocked16& z_at, const float*
 void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const float* y, const Blocked16& y_at,
                               const float* z, const Blocked16& z_at, std::int64_t n, std::int64_t c, std::int64_t h,
                               std::int64_t w, const BatchNormJoin& p, const BatchNormJoinGrads& g,
-                              const Blocked16& d_at, const Blocked16& dz_at, int threads) {
+                              const Blocked16& d_at, const Blocked16& dz_at, int threads, BatchNormJoinWork& work) {
   DLB_REQUIRE(n > 0 && h > 0 && w > 0 && c > 0 && c % kLanes == 0,
               "batch-norm join backward on 16-channel groups: needs channels in multiples of 16 and a non-empty input");
   DLB_REQUIRE(dy != nullptr && y != nullptr && z != nullptr && p.mean != nullptr && p.variance != nullptr &&
@@ -63,10 +63,14 @@ void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const flo
               "batch-norm join backward: the gradients, the kept output and input, the statistics and gamma are all "
               "needed");
   const std::int64_t halves = c / 8, pixels = h * w, items = n * halves;
-  std::vector<float> inv(static_cast<std::size_t>(c));  // 1 / sqrt(variance + eps)
+  work.channels.resize(static_cast<std::size_t>(3 * c));
+  float* const inv = work.channels.data();  // 1 / sqrt(variance + eps)
+  float* const mean_d = inv + c;
+  float* const mean_dx = inv + 2 * c;
   for (std::int64_t ch = 0; ch < c; ++ch) inv[ch] = 1.0f / std::sqrt(p.variance[ch] + p.eps);
   // Per thread, per channel: sum d, then sum d xhat (double).
-  std::vector<double> sums(static_cast<std::size_t>(threads * 2 * c), 0.0);
+  std::vector<double>& sums = work.sums;
+  sums.assign(static_cast<std::size_t>(threads * 2 * c), 0.0);
   int team = 1;
   const auto at = [](const Blocked16& a, std::int64_t i, std::int64_t ch) { return i * a.image + a.channel(ch); };
 #pragma omp parallel num_threads(threads)
@@ -77,7 +81,7 @@ void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const flo
     const auto [first, last] = thread_range(items, thread, omp_get_num_threads());
     for (std::int64_t item = first; item < last; ++item) {
       const std::int64_t i = item / halves, ch = item % halves * 8;
-      const v8 mean = read(p.mean + ch), s = read(inv.data() + ch), zero{};
+      const v8 mean = read(p.mean + ch), s = read(inv + ch), zero{};
       const float* dyp = dy + at(dy_at, i, ch);
       const float* yp = y + at(y_at, i, ch);
       const float* zp = z + at(z_at, i, ch);
@@ -93,7 +97,6 @@ void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const flo
     }
   }
   const double m = static_cast<double>(n * pixels);
-  std::vector<float> mean_d(static_cast<std::size_t>(c)), mean_dx(mean_d.size());
   for (std::int64_t ch = 0; ch < c; ++ch) {
     double sd = 0, sdx = 0;
     for (int t = 0; t < team; ++t) sd += sums[static_cast<std::size_t>(t * 2 * c + ch)], sdx += sums[static_cast<std::size_t>(t * 2 * c + c + ch)];
@@ -105,8 +108,8 @@ void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const flo
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t item = 0; item < items; ++item) {
     const std::int64_t i = item / halves, ch = item % halves * 8;
-    const v8 mean = read(p.mean + ch), s = read(inv.data() + ch), md = read(mean_d.data() + ch),
-             mdx = read(mean_dx.data() + ch);
+    const v8 mean = read(p.mean + ch), s = read(inv + ch), md = read(mean_d + ch),
+             mdx = read(mean_dx + ch);
     v8 gs;
     for (int lane = 0; lane < 8; ++lane) gs[lane] = p.gamma[ch + lane] * inv[ch + lane];
     const float* dp = g.d + at(d_at, i, ch);

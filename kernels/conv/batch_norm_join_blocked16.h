@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/conv/blocked16.h"
 
@@ -54,9 +55,15 @@ struct BatchNormJoinGrads {
   float* dgamma = nullptr;  // [c]
   float* dbeta = nullptr;   // [c]
 };
+// Its per-channel buffers, kept by the caller so that a step's calls
+// allocate nothing (sized on the first call).
+struct BatchNormJoinWork {
+  std::vector<float> channels;  // 1 / sqrt(variance + eps), mean d, mean d xhat: [3][c]
+  std::vector<double> sums;     // per thread: sum d [c], then sum d xhat [c]
+};
 void batch_norm_join_backward(const float* dy, const Blocked16& dy_at, const float* y, const Blocked16& y_at,
                               const float* z, const Blocked16& z_at, std::int64_t n, std::int64_t c, std::int64_t h,
                               std::int64_t w, const BatchNormJoin& p, const BatchNormJoinGrads& g,
-                              const Blocked16& d_at, const Blocked16& dz_at, int threads);
+                              const Blocked16& d_at, const Blocked16& dz_at, int threads, BatchNormJoinWork& work);
 
 }  // namespace dlb

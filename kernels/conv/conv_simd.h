@@ -130,22 +130,39 @@ inline void in_registers([[maybe_unused]] vfloat& v) {
 // a*b + c, rounded once where the target has FMA (spelled out there).
 // Elsewhere GCC contracts it into an FMA by itself where it can, from -O2
 // up, and at -O1 leaves a multiply and an add, so the kernels' tolerances
-// allow either rounding.
-inline vfloat fmadd(vfloat a, vfloat b, vfloat c) {
-#if defined(__AVX512F__)
-  return _mm512_fmadd_ps(a, b, c);
-#elif defined(__AVX__) && defined(__FMA__)
-  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+// allow either rounding. On AVX2 a vfloat is a pair of ymm, each taking
+// the one-register form.
+#if !defined(__AVX512F__) && defined(__AVX__)
+inline __m256 fmadd(__m256 a, __m256 b, __m256 c) {
+#if defined(__FMA__)
+  return _mm256_fmadd_ps(a, b, c);
 #else
   return a * b + c;
 #endif
 }
 // a*b - c: fmadd(a, b, -c) without the sign flip's instruction.
+inline __m256 fmsub(__m256 a, __m256 b, __m256 c) {
+#if defined(__FMA__)
+  return _mm256_fmsub_ps(a, b, c);
+#else
+  return a * b - c;
+#endif
+}
+#endif
+inline vfloat fmadd(vfloat a, vfloat b, vfloat c) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(a, b, c);
+#elif defined(__AVX__)
+  return {fmadd(a.lo, b.lo, c.lo), fmadd(a.hi, b.hi, c.hi)};
+#else
+  return a * b + c;
+#endif
+}
 inline vfloat fmsub(vfloat a, vfloat b, vfloat c) {
 #if defined(__AVX512F__)
   return _mm512_fmsub_ps(a, b, c);
-#elif defined(__AVX__) && defined(__FMA__)
-  return {_mm256_fmsub_ps(a.lo, b.lo, c.lo), _mm256_fmsub_ps(a.hi, b.hi, c.hi)};
+#elif defined(__AVX__)
+  return {fmsub(a.lo, b.lo, c.lo), fmsub(a.hi, b.hi, c.hi)};
 #else
   return a * b - c;
 #endif
@@ -169,7 +186,7 @@ inline void rank1_update(vfloat (&acc)[KB][V], const float* b, const vfloat (&a)
 // ymm, would all wait on the stack for the column pass), elsewhere the
 // whole vfloat. kHalves parts make a vfloat, part p its lanes 8p .. 8p + 7
 // on AVX2. A vhalf has the vector extension's operators (GCC defines
-// __m256 as one), and splat_as, fmadd and fmsub below.
+// __m256 as one), splat_as below, and fmadd and fmsub (above).
 #if !defined(__AVX512F__) && defined(__AVX__)
 inline constexpr int kHalves = 2;
 using vhalf = __m256;
@@ -186,20 +203,6 @@ inline V splat_as(float x) {
 template <>
 inline vhalf splat_as<vhalf>(float x) {
   return _mm256_set1_ps(x);
-}
-inline vhalf fmadd(vhalf a, vhalf b, vhalf c) {
-#if defined(__FMA__)
-  return _mm256_fmadd_ps(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-inline vhalf fmsub(vhalf a, vhalf b, vhalf c) {
-#if defined(__FMA__)
-  return _mm256_fmsub_ps(a, b, c);
-#else
-  return a * b - c;
-#endif
 }
 #endif
 // A part at p of a layout whose lanes 8-15 lie `half` floats after lanes

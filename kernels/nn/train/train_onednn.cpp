@@ -1354,7 +1354,8 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
         own_back = [dy, d, out, z, g_mem = p_mem_[static_cast<std::size_t>(gamma)],
                     dg = g_mem_[static_cast<std::size_t>(gamma)], db = g_mem_[static_cast<std::size_t>(beta)],
                     mean = b.mean, var = b.var, eps, n = batch_, k = l.k, oh = l.oh, ow = l.ow,
-                    threads = own_scratch_->threads(), ya = *dy_at, da = *d_at, oa = *o_at, za = *z_at] {
+                    threads = own_scratch_->threads(), ya = *dy_at, da = *d_at, oa = *o_at, za = *z_at,
+                    work = std::make_shared<BatchNormJoinWork>()] {
           const BatchNormJoin p{static_cast<const float*>(mean.get_data_handle()),
                                 static_cast<const float*>(var.get_data_handle()),
                                 static_cast<const float*>(g_mem.get_data_handle()), nullptr, eps, true};
@@ -1365,7 +1366,7 @@ void OnednnTrainStep::join_and_batch_norm(std::size_t i, std::vector<Exec>& back
           batch_norm_join_backward(static_cast<const float*>(dy.get_data_handle()), ya,
                                    static_cast<const float*>(out.get_data_handle()), oa,
                                    static_cast<const float*>(z.get_data_handle()), za, n, k, oh, ow, p, grads, da, ya,
-                                   threads);
+                                   threads, *work);
         };
       } else {
         relu_backward(back, out, dy, d, name);
