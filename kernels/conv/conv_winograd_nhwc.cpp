@@ -27,9 +27,11 @@ using winograd::output_transform6;
 constexpr int kXi = 36;  // elements of a transformed 6x6 tile
 // Tiles per block: the GEMM's accumulators in registers (see block_gemm).
 constexpr int kTiles = kRegisters == 1 ? 8 : 6;
+constexpr int kMaxTiles = 2 * kTiles;  // tiles per block at most
 
 struct Geometry {
   std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
+  std::int64_t ts;  // tiles per block: a multiple of kTiles
   Blocked16 x_at, y_at;  // the input's layout, the output's (the pooled output's with pool)
   std::int64_t tiles() const { return n * th * tw; }
 };
@@ -40,13 +42,13 @@ struct Geometry {
 void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t, float* v) {
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   winograd::input_tile(x + image * g.x_at.image, g.x_at, g.h, g.w, g.c, 4 * ty - g.pad, 4 * tx - g.pad, v + t * g.c,
-                       kTiles * g.c);
+                       g.ts * g.c);
 }
 
-// Output channel blocks kb .. kb + B - 1 (B = 1 or 2) of the block's tiles
-// t0 .. t0 + T - 1 (T = 8, or 4): M_j[xi][t][16] = sum_c V[xi][t][c] *
-// U[xi][kb + j][c][16], block j's M at m + j * kMBlock, the B x T
-// accumulators in registers. With two blocks each broadcast of V feeds two
+// One xi of output channel blocks kb .. kb + B - 1 (B = 1 or 2) for T
+// tiles (kTiles, or 4) of a block: M_j[xi][t][16] = sum_c V[xi][t][c] *
+// U[xi][kb + j][c][16] (vx, ux and mx at xi and the first tile), block j's
+// M mblock floats after block 0's, the B x T accumulators in registers. With two blocks each broadcast of V feeds two
 // multiply-adds and V is read once for both. With AVX-512 (32 registers)
 // T = 8 and B = 2 where there are 8 tiles and two blocks. With AVX2 (16
 // ymm registers, two per vfloat) T = 6 and B = 1: 12 accumulators, the
@@ -56,13 +58,8 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
 // just covered the 4-cycle latency of two FMA pipes (Zen 3 VM, mnist_cnn's
 // conv2 at batch 64, alternating builds: T = 6 ran it in 2.66-2.72 ms
 // against 2.87-2.96).
-constexpr std::int64_t kMBlock = kXi * kTiles * kLanes;  // one channel block's M
 template <int T, int B>
-void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int t0, float* m) {
-  const std::int64_t kblocks = g.k / kLanes, c = g.c;
-  for (int xi = 0; xi < kXi; ++xi) {
-    const float* vx = v + (xi * kTiles + t0) * c;
-    const float* ux = u + (xi * kblocks + kb) * c * kLanes;
+void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx, std::int64_t mblock) {
     vfloat acc[B][T] = {};
     for (std::int64_t cc = 0; cc < c; ++cc) {
       vfloat filter[B];
@@ -81,7 +78,25 @@ void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t 
       }
     }
     for (int j = 0; j < B; ++j)
-      for (int t = 0; t < T; ++t) store(m + j * kMBlock + (xi * kTiles + t0 + t) * kLanes, acc[j][t]);
+      for (int t = 0; t < T; ++t) store(mx + j * mblock + t * kLanes, acc[j][t]);
+}
+
+// The block's `present` tiles, kTiles at a time (the last group 4 where
+// at most 4 are left), for each xi in turn, so that U[xi]'s channel blocks
+// serve every group of the block from L1.
+template <int B>
+void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int present, float* m) {
+  const std::int64_t kblocks = g.k / kLanes, c = g.c, mblock = kXi * g.ts * kLanes;
+  for (int xi = 0; xi < kXi; ++xi) {
+    const float* ux = u + (xi * kblocks + kb) * c * kLanes;
+    for (int t0 = 0; t0 < present; t0 += kTiles) {
+      const float* vx = v + (xi * g.ts + t0) * c;
+      float* mx = m + (xi * g.ts + t0) * kLanes;
+      if (present - t0 > 4)
+        tiles_gemm<kTiles, B>(vx, ux, c, mx, mblock);
+      else
+        tiles_gemm<4, B>(vx, ux, c, mx, mblock);
+    }
   }
 }
 
@@ -104,7 +119,7 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
   vfloat rows[6][4];
   for (int a = 0; a < 6; ++a) {
     vfloat row[6];
-    for (int b = 0; b < 6; ++b) row[b] = load(m + ((a * 6 + b) * kTiles + t) * kLanes);
+    for (int b = 0; b < 6; ++b) row[b] = load(m + ((a * 6 + b) * g.ts + t) * kLanes);
     output_transform6(row, rows[a]);
   }
   const vfloat b = bias != nullptr ? load(bias + kb * kLanes) : vfloat{};
@@ -173,7 +188,7 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c, std::
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs input and output channels in multiples of 16");
   if (!scratch_) scratch_ = std::make_shared<ThreadScratch>();
-  scratch_->reserve(kXi * kTiles * c + 2 * kMBlock);  // V, then M for two blocks
+  scratch_->reserve(kXi * kMaxTiles * (c + 2 * kLanes));  // V, then M for two channel blocks
   set_weights(w);
 }
 
@@ -212,7 +227,7 @@ void WinogradNhwc::set_weights(const float* w) {
 }
 
 std::int64_t WinogradNhwc::workspace_bytes() const {
-  return static_cast<std::int64_t>(scratch_->threads()) * (kXi * kTiles * c_ + 2 * kMBlock) *
+  return static_cast<std::int64_t>(scratch_->threads()) * kXi * kMaxTiles * (c_ + 2 * kLanes) *
          static_cast<std::int64_t>(sizeof(float));
 }
 
@@ -242,14 +257,23 @@ void WinogradNhwc::operator()(const float* x, const Blocked16& x_at, std::int64_
 void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, std::int64_t h, std::int64_t w,
                        std::int64_t pad, const float* bias, bool accumulate, bool relu, bool pool, float* y,
                        const Blocked16& y_at, const ChannelMoments* moments) const {
-  Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0, x_at, y_at};
+  Geometry g{n, h, w, c_, k_, pad, h + 2 * pad - 2, w + 2 * pad - 2, 0, 0, kTiles, x_at, y_at};
   DLB_REQUIRE(n > 0 && g.oh > 0 && g.ow > 0 && pad >= 0, "Winograd NHWC: no output for this input and padding");
   DLB_REQUIRE(!pool || (!accumulate && g.oh >= 2 && g.ow >= 2),
               "Winograd NHWC: a 2x2 max pool takes no residual sum and an output of at least 2x2");
   g.th = (g.oh + 3) / 4;
   g.tw = (g.ow + 3) / 4;
-  const std::int64_t blocks = (g.tiles() + kTiles - 1) / kTiles, kblocks = k_ / kLanes;
   const int threads = scratch_->threads();
+  // Two register blocks of tiles a block where the transformed filters U
+  // (36 k c floats) outgrow a quarter of a 512 KB L2 (32 channels in and
+  // out and up): each U[xi] then serves both from L1, and U streams from
+  // L3 half as often (on Zen 3, 590 KB at 64 channels: the 64x64x8x8
+  // forward 3-5% faster at batch 64, the 32x32x16x16 one 1-9%; at 16
+  // channels no change), where that leaves 4 blocks a thread.
+  if (kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
+      g.tiles() >= 4 * threads * 2 * kTiles)
+    g.ts = 2 * kTiles;
+  const std::int64_t blocks = (g.tiles() + g.ts - 1) / g.ts, kblocks = k_ / kLanes;
   const TransformOutput epilogue = transform_output_for(accumulate, relu, pool, moments != nullptr);
   const float* shift = moments != nullptr ? moments->shift : nullptr;
   if (moments != nullptr) moment_parts_.assign(static_cast<std::size_t>(threads * 2 * k_), 0.0);
@@ -260,27 +284,26 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t item = 0; item < blocks * parts; ++item) {
     float* v = scratch_->of(omp_get_thread_num());
-    float* m = v + kXi * kTiles * c_;
-    const std::int64_t block = item / parts, part = item % parts, first = block * kTiles;
-    const int present = static_cast<int>(std::min<std::int64_t>(kTiles, g.tiles() - first));
+    float* m = v + kXi * g.ts * c_;
+    const std::int64_t block = item / parts, part = item % parts, first = block * g.ts;
+    const int present = static_cast<int>(std::min<std::int64_t>(g.ts, g.tiles() - first));
     for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
     const std::int64_t end = kblocks * (part + 1) / parts;
     for (std::int64_t kb = kblocks * part / parts; kb < end;) {
       std::int64_t count = 1;
       if constexpr (kRegisters == 1) {
         count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
-        using Gemm = void (*)(const Geometry&, const float*, const float*, std::int64_t, int, float*);
-        static constexpr Gemm gemms[2][2] = {{block_gemm<4, 1>, block_gemm<4, 2>},
-                                             {block_gemm<kTiles, 1>, block_gemm<kTiles, 2>}};
-        gemms[present > 4][count - 1](g, v, u_.data(), kb, 0, m);
-      } else if (present > 4) {
-        block_gemm<kTiles, 1>(g, v, u_.data(), kb, 0, m);
+        if (count == 2)
+          block_gemm<2>(g, v, u_.data(), kb, present, m);
+        else
+          block_gemm<1>(g, v, u_.data(), kb, present, m);
       } else {
-        block_gemm<4, 1>(g, v, u_.data(), kb, 0, m);
+        block_gemm<1>(g, v, u_.data(), kb, present, m);
       }
       for (std::int64_t j = 0; j < count; ++j) {
         vfloat sums[2] = {};
-        for (int t = 0; t < present; ++t) epilogue(g, m + j * kMBlock, first + t, t, kb + j, bias, y, shift, sums);
+        for (int t = 0; t < present; ++t)
+          epilogue(g, m + j * kXi * g.ts * kLanes, first + t, t, kb + j, bias, y, shift, sums);
         if (moments != nullptr) {
           double* part = moment_parts_.data() + omp_get_thread_num() * 2 * k_ + (kb + j) * kLanes;
           alignas(64) float lanes[2][kLanes];

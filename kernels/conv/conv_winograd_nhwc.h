@@ -10,15 +10,17 @@
 // Each 4x4 output tile comes from a 6x6 input tile (neighbours overlap by 2):
 //     Y = A^T [ sum_c (G g_kc G^T) .* (B^T d_c B) ] A
 // 36 multiplications per tile and channel pair instead of 144. The tiles of
-// the batch are numbered (image, tile row, tile column) and done 8 at a time,
-// start to end in cache: the input transform of the 8 tiles' channels into
-// V [36][8][c]; per 16 output channels, 36 GEMMs of [8 x c] x [c x 16] with
-// the 8 tiles' accumulators in registers (a channel of V broadcast, 16
-// filter values loaded once per 8 tiles) into M [36][8][16]; the output
-// transform of M, the epilogue, and the store. Threads split the blocks, and
-// where there are fewer than two per thread (batch 1), the output channels.
-// A block of at most 4 tiles (the last, or all of an 8x8 image's) runs a
-// GEMM of 4 tiles.
+// the batch are numbered (image, tile row, tile column) and done a block of
+// T at a time (T = 8 with AVX-512, 6 with AVX2; 2T where the transformed
+// filters are large: conv_winograd_nhwc.cpp), start to end in cache: the
+// input transform of the T tiles' channels into V [36][T][c]; per 16
+// output channels, 36 GEMMs of [T x c] x [c x 16] with the accumulators of
+// 8 or 6 tiles in registers (a channel of V broadcast, 16 filter values
+// loaded once per 8 or 6 tiles) into M [36][T][16]; the output transform of
+// M, the epilogue, and the store. Threads split the blocks, and where there
+// are fewer than two per thread (batch 1), the output channels. A group of
+// at most 4 tiles (the last, or all of an 8x8 image's) runs a GEMM of 4
+// tiles.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +38,7 @@ class ThreadScratch;
 // training step's batch-norm statistics, taken as the output is written
 // instead of in two more passes over it (train_onednn.cpp). Each thread
 // sums (y - shift) and (y - shift)^2 in float over a block's tiles (at most
-// 8 x 16 terms), then in double; mean = shift + S1 / M and variance =
+// 16 x 16 terms: 16 tiles of 16 outputs), then in double; mean = shift + S1 / M and variance =
 // S2 / M - (S1 / M)^2 in double (biased, as batch-norm's forward in
 // training: M = n oh ow). The shift is a guess of the mean (the running
 // mean): the subtraction loses about (mean - shift)^2 / variance of the
