@@ -1451,11 +1451,42 @@ TEST(GpuOwnMmaS8OnTheHost, FragmentLayoutsAndTheModelledMma) {
     }
 }
 
+// Split k (s8_mma_math.h): a layer of few warps and many k-steps gets
+// ranges enough for twice the multiprocessors' blocks, never under
+// kMmaMinStepsPerSplit steps a range; a layer that fills the GPU, or one
+// of few steps, keeps one. The ranges cover the steps once, in order.
+TEST(GpuOwnMmaS8OnTheHost, SplitsFillTheGpuWithFourStepsARangeAtLeast) {
+  const auto mma = [](std::int64_t batch, int oh, int k, int k_steps) {
+    nn::s8::MmaConv p;
+    p.conv.batch = batch, p.conv.oh = oh, p.conv.ow = oh, p.conv.k = k;
+    p.k_steps = k_steps;
+    p.nt = nn::s8::mma_warp_n_tiles(k);
+    p.n_tiles = ((k + 7) / 8 + p.nt - 1) / p.nt * p.nt;
+    return p;
+  };
+  // mnist_cnn's fc1 (9216 codes: 288 steps, 128 outputs: 2 column groups).
+  EXPECT_EQ(nn::s8::mma_splits(mma(1, 1, 128, 288), 132), 72);     // 2 blocks: the steps' limit
+  EXPECT_EQ(nn::s8::mma_splits(mma(1024, 1, 128, 288), 132), 17);  // 16 blocks: ceil(264 / 16)
+  EXPECT_EQ(nn::s8::mma_splits(mma(1024, 24, 64, 9), 132), 1);     // conv2 at batch 1024: 4,608 blocks
+  EXPECT_EQ(nn::s8::mma_splits(mma(1, 32, 16, 5), 132), 1);        // 5 steps: no two ranges of 4
+  EXPECT_EQ(nn::s8::mma_splits(mma(1, 8, 64, 18), 132), 4);        // resnet20's 64-channel conv at batch 1
+  for (const int steps : {8, 9, 18, 288})
+    for (int splits = 1; splits <= steps / nn::s8::kMmaMinStepsPerSplit; ++splits) {
+      nn::s8::MmaConv p = mma(1, 1, 8, steps);
+      p.splits = splits;
+      EXPECT_EQ(p.split_begin(0), 0);
+      EXPECT_EQ(p.split_begin(splits), steps);
+      for (int r = 0; r < splits; ++r)
+        EXPECT_GE(p.split_begin(r + 1) - p.split_begin(r), nn::s8::kMmaMinStepsPerSplit) << steps << " " << splits;
+    }
+}
+
 #if !DLB_TEST_GPU
 // The twin of gpu_own_mma_s8 computes the exact integer sums of gpu_own_s8's
 // direct twin and the same epilogue: its outputs equal that twin's and
 // cpu_own_s8's bit for bit (batch 5: a last warp of 32 rows only partly
-// pixels in every layer of the MNIST networks, 5 rows in each fc), and the
+// pixels in every layer of the MNIST networks, 5 rows in each fc; the k
+// ranges an H200 would split the small layers into, fc1's 72), and the
 // int8 rows' checks against PyTorch hold. CPU only: the GPU binary compares
 // the GPU row with this twin instead, and the kit's time is short.
 TEST(GpuOwnMmaS8OnTheHost, EqualsTheDirectTwinAndCpuOwnS8) {

@@ -185,16 +185,19 @@ __global__ void each_element(const Params p) {
 }
 
 // s8_mma_math.h's implicit GEMM: one warp per kMmaRows output pixels and NT
-// n-tiles of 8 channels (blockIdx.y: which NT), every lane its fragments.
+// n-tiles of 8 channels (blockIdx.y: which NT) over k-step range blockIdx.z,
+// every lane its fragments.
 template <int NT>
 __global__ void __launch_bounds__(32 * s8::kMmaWarps) s8_mma_conv(const s8::MmaConv p) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const long long warp = blockIdx.x * static_cast<long long>(s8::kMmaWarps) + threadIdx.x / 32;
   if (warp >= p.warps()) return;  // the whole warp: mma.sync needs all 32 lanes
   const int nt0 = static_cast<int>(blockIdx.y) * NT;
+  const int split = static_cast<int>(blockIdx.z);
   const s8::MmaRows rows = s8::mma_rows(p, warp, lane);
   s8::MmaLane<NT> l{};
-  for (int s = 0; s < p.k_steps; ++s) {
+  const int end = p.split_begin(split + 1);
+  for (int s = p.split_begin(split); s < end; ++s) {
     s8::mma_load_a(p, rows, s, lane, l);
     s8::mma_load_b(p, nt0, s, lane, l);
 #pragma unroll
@@ -202,7 +205,10 @@ __global__ void __launch_bounds__(32 * s8::kMmaWarps) s8_mma_conv(const s8::MmaC
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) s8::mma_u8s8(l.a[mt], l.b[nt], l.c[mt][nt]);
   }
-  s8::mma_store(p, warp, nt0, lane, l);
+  if (p.splits > 1)
+    s8::mma_add_partial(p, warp, nt0, lane, l);
+  else
+    s8::mma_store(p, warp, nt0, lane, l);
 }
 
 template <class Params>
@@ -265,8 +271,14 @@ void launch_s8_avg_pool(const s8::AvgPool& p, CUstream_st* stream) { launch_each
 
 void launch_s8_mma_conv(const s8::MmaConv& p, CUstream_st* stream) {
   if (p.warps() == 0) return;
+  DLB_REQUIRE(p.splits >= 1 && p.splits <= p.k_steps && (p.splits == 1 || p.partial != nullptr),
+              "gpu_own_mma_s8: " + std::to_string(p.splits) + " k ranges for " + std::to_string(p.k_steps) +
+                  " k-steps" + (p.splits > 1 && p.partial == nullptr ? ", and no partial sums" : ""));
+  if (p.splits > 1)
+    DLB_CUDA_CHECK(cudaMemsetAsync(p.partial, 0, static_cast<std::size_t>(p.conv.elements()) * sizeof(std::int32_t),
+                                   stream));
   const dim3 grid(static_cast<unsigned>((p.warps() + s8::kMmaWarps - 1) / s8::kMmaWarps),
-                  static_cast<unsigned>(p.column_groups()));
+                  static_cast<unsigned>(p.column_groups()), static_cast<unsigned>(p.splits));
   const unsigned block = 32 * s8::kMmaWarps;
   switch (p.nt) {
     case 1: s8_mma_conv<1><<<grid, block, 0, stream>>>(p); break;
@@ -276,6 +288,7 @@ void launch_s8_mma_conv(const s8::MmaConv& p, CUstream_st* stream) {
     default: DLB_REQUIRE(false, "gpu_own_mma_s8: no kernel for " + std::to_string(p.nt) + " n-tiles a warp");
   }
   DLB_CUDA_CHECK_LAUNCH();
+  if (p.splits > 1) launch_each(s8::MmaFinish{p.conv, p.partial}, stream);
 }
 
 void launch_to_nhwc16(NhwcType type, const float* x, std::int64_t n, std::int64_t c, std::int64_t plane, void* y,

@@ -85,16 +85,23 @@ struct MmaTarget : DeviceTarget {
   static constexpr const char* implementation =
       "own implicit GEMM on int8 tensor cores (mma.sync m16n8k32 u8 x s8), requantization fused, NHWC u8, "
       "weight scales per channel";
+  int multiprocessors = 1;  // the device's: how far a layer's k-steps are split (s8_mma_math.h)
   Run conv(const s8::Conv& c, const s8::PackedWeights& packed) const {
     struct Mma {
       DeviceBuffer<std::uint32_t> b;
       DeviceBuffer<s8::MmaTap> taps;
+      DeviceBuffer<std::int32_t> partial;  // with split k
     };
     const s8::MmaPacked m = s8::pack_mma(c, packed);
     auto buffers = std::make_shared<Mma>();
     buffers->b = upload(m.b);
     buffers->taps = upload(m.taps);
-    const s8::MmaConv p{c, buffers->b.data(), buffers->taps.data(), m.k_steps, m.n_tiles, m.nt};
+    s8::MmaConv p{c, buffers->b.data(), buffers->taps.data(), m.k_steps, m.n_tiles, m.nt};
+    p.splits = s8::mma_splits(p, multiprocessors);
+    if (p.splits > 1) {
+      buffers->partial = DeviceBuffer<std::int32_t>(static_cast<std::size_t>(c.elements()));
+      p.partial = buffers->partial.data();
+    }
     return [buffers, p, stream = stream] { launch_s8_mma_conv(p, stream); };
   }
 };
@@ -109,6 +116,7 @@ Run prepare_net_gpu_own_mma_s8(const NetArgs& args, const Exec& exec) {
   DLB_REQUIRE(major >= 8, "gpu_own_mma_s8 needs int8 mma.sync (compute capability 8.0 or later)");
   MmaTarget target;
   target.stream = exec.stream;
+  DLB_CUDA_CHECK(cudaDeviceGetAttribute(&target.multiprocessors, cudaDevAttrMultiProcessorCount, device));
   return s8::prepare_direct(args, target);
 }
 

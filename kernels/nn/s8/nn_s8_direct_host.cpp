@@ -18,26 +18,38 @@ namespace {
 
 // The warps of the grid of launch_s8_mma_conv, each as the kernel runs it:
 // every lane's loads for a k-step, then the step's mma on the warp's
-// registers, then every lane's stores.
+// registers, then every lane's stores; with split k, each k range's warp
+// in turn adding its partial sums (a warp's rows are its own, so the
+// threads never add into the same sums), then MmaFinish's elements.
 template <int NT>
 void run_mma_warps(const s8::MmaConv& p) {
+  if (p.splits > 1) std::fill(p.partial, p.partial + p.conv.elements(), 0);
 #pragma omp parallel for schedule(static)
   for (std::int64_t warp = 0; warp < p.warps(); ++warp)
-    for (int group = 0; group < p.column_groups(); ++group) {
-      const int nt0 = group * NT;
-      s8::MmaLane<NT> lanes[32] = {};
-      s8::MmaRows rows[32];
-      for (int lane = 0; lane < 32; ++lane) rows[lane] = s8::mma_rows(p, warp, lane);
-      for (int s = 0; s < p.k_steps; ++s) {
-        for (int lane = 0; lane < 32; ++lane) {
-          s8::mma_load_a(p, rows[lane], s, lane, lanes[lane]);
-          s8::mma_load_b(p, nt0, s, lane, lanes[lane]);
+    for (int group = 0; group < p.column_groups(); ++group)
+      for (int split = 0; split < p.splits; ++split) {
+        const int nt0 = group * NT;
+        s8::MmaLane<NT> lanes[32] = {};
+        s8::MmaRows rows[32];
+        for (int lane = 0; lane < 32; ++lane) rows[lane] = s8::mma_rows(p, warp, lane);
+        for (int s = p.split_begin(split); s < p.split_begin(split + 1); ++s) {
+          for (int lane = 0; lane < 32; ++lane) {
+            s8::mma_load_a(p, rows[lane], s, lane, lanes[lane]);
+            s8::mma_load_b(p, nt0, s, lane, lanes[lane]);
+          }
+          for (int mt = 0; mt < s8::kMmaMTiles; ++mt)
+            for (int nt = 0; nt < NT; ++nt) s8::mma_on_host(lanes, mt, nt);
         }
-        for (int mt = 0; mt < s8::kMmaMTiles; ++mt)
-          for (int nt = 0; nt < NT; ++nt) s8::mma_on_host(lanes, mt, nt);
+        for (int lane = 0; lane < 32; ++lane)
+          if (p.splits > 1)
+            s8::mma_add_partial(p, warp, nt0, lane, lanes[lane]);
+          else
+            s8::mma_store(p, warp, nt0, lane, lanes[lane]);
       }
-      for (int lane = 0; lane < 32; ++lane) s8::mma_store(p, warp, nt0, lane, lanes[lane]);
-    }
+  if (p.splits == 1) return;
+  const s8::MmaFinish finish{p.conv, p.partial};
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < finish.elements(); ++i) s8::element(finish, i);
 }
 
 void run_mma(const s8::MmaConv& p) {
@@ -51,6 +63,8 @@ void run_mma(const s8::MmaConv& p) {
 }
 
 enum class HostConv { direct, gemm, mma };
+
+constexpr int kTwinMultiprocessors = 132;
 
 struct HostTarget {
   static constexpr const char* name = "gpu_own_s8 (host twin)";
@@ -73,8 +87,18 @@ struct HostTarget {
   }
   Run conv(const s8::Conv& c, const s8::PackedWeights& packed) const {
     if (path == HostConv::mma) {
-      auto m = std::make_shared<const s8::MmaPacked>(s8::pack_mma(c, packed));
-      const s8::MmaConv p{c, m->b.data(), m->taps.data(), m->k_steps, m->n_tiles, m->nt};
+      struct Mma {
+        s8::MmaPacked packed;
+        std::vector<std::int32_t> partial;
+      };
+      auto m = std::make_shared<Mma>(Mma{s8::pack_mma(c, packed), {}});
+      s8::MmaConv p{c, m->packed.b.data(), m->packed.taps.data(), m->packed.k_steps, m->packed.n_tiles, m->packed.nt};
+      // The k ranges an H200 (132 multiprocessors) would run.
+      p.splits = s8::mma_splits(p, kTwinMultiprocessors);
+      if (p.splits > 1) {
+        m->partial.resize(static_cast<std::size_t>(c.elements()));
+        p.partial = m->partial.data();
+      }
       return [m, p] { run_mma(p); };
     }
     if (path != HostConv::gemm || c.k % 4 != 0) return [*this, c] { run(c); };

@@ -27,6 +27,17 @@
 // 2 x nt mma. Operands come straight from global memory through the L1
 // (the weights of a layer are at most 36 KiB and read by every warp): no
 // shared-memory staging, no cp.async pipeline yet.
+//
+// Split k: a warp's k-steps run one after another, each waiting on its
+// loads, so a layer of few warps and many steps waits on that chain:
+// mnist_cnn's fc1 (288 steps; 1 warp at batch 1, 32 at 1024) is the likely
+// reason its int8 pass took 216 us at batch 1 and 253 at 64 on the H200,
+// where fp16 took 29 and 41 (unverified until a GPU run's layer times). Where the grid's blocks
+// are fewer than twice the GPU's multiprocessors, the k-steps are split
+// into `splits` ranges (at least kMmaMinStepsPerSplit steps each), one per
+// grid z: each warp adds its partial sums into `partial` [pixels, k] (int32,
+// zeroed before; integer sums are exact, so the order of the adds is free),
+// and MmaFinish's elements take every sum through the same epilogue.
 #pragma once
 
 #include <cstdint>
@@ -98,9 +109,25 @@ struct MmaConv {
   int k_steps = 0;
   int n_tiles = 0;  // a multiple of nt
   int nt = 1;       // n-tiles a warp: 1, 2, 4 or 8
+  int splits = 1;   // k-step ranges (grid z): 1, or partial sums into `partial`
+  std::int32_t* partial = nullptr;  // [pixels, k] where splits > 1
   DLB_HOST_DEVICE std::int64_t warps() const { return (conv.pixels() + kMmaRows - 1) / kMmaRows; }
   DLB_HOST_DEVICE int column_groups() const { return n_tiles / nt; }
+  // The first k-step of range `split` (split = splits: k_steps).
+  DLB_HOST_DEVICE int split_begin(int split) const { return k_steps * split / splits; }
 };
+
+inline constexpr int kMmaMinStepsPerSplit = 4;
+
+// The k-step ranges for p on a GPU of `multiprocessors`: enough that the
+// grid has twice as many blocks as the GPU has multiprocessors, where the
+// k-steps allow kMmaMinStepsPerSplit each; 1 where the grid fills it already.
+inline int mma_splits(const MmaConv& p, int multiprocessors) {
+  const std::int64_t blocks = (p.warps() + kMmaWarps - 1) / kMmaWarps * p.column_groups();
+  const std::int64_t want = (2 * static_cast<std::int64_t>(multiprocessors) + blocks - 1) / blocks;
+  const std::int64_t most = p.k_steps / kMmaMinStepsPerSplit;
+  return static_cast<int>(want < most ? (want > 1 ? want : 1) : (most > 1 ? most : 1));
+}
 
 // n-tiles a warp for k output channels: all of them up to 64.
 inline int mma_warp_n_tiles(int k) {
@@ -193,6 +220,43 @@ DLB_HOST_DEVICE inline void mma_store(const MmaConv& p, std::int64_t warp, int n
         const int o = (nt0 + nt) * 8 + 2 * (lane % 4) + (i & 1);
         if (pixel < c.pixels() && o < c.k) finish_sum(c, pixel, o, l.c[mt][nt][i]);
       }
+}
+
+// With split k: the warp's partial sums added into p.partial (on the GPU
+// one atomic add each: the ranges' warps add into the same sums).
+template <int NT>
+DLB_HOST_DEVICE inline void mma_add_partial(const MmaConv& p, std::int64_t warp, int nt0, int lane,
+                                            const MmaLane<NT>& l) {
+  const Conv& c = p.conv;
+  DLB_MMA_UNROLL
+  for (int mt = 0; mt < kMmaMTiles; ++mt)
+    DLB_MMA_UNROLL
+    for (int nt = 0; nt < NT; ++nt)
+      DLB_MMA_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t pixel = warp * kMmaRows + mt * 16 + (lane >> 2) + (i >= 2 ? 8 : 0);
+        const int o = (nt0 + nt) * 8 + 2 * (lane % 4) + (i & 1);
+        if (pixel < c.pixels() && o < c.k) {
+          std::int32_t* sum = p.partial + pixel * c.k + o;
+#if defined(__CUDA_ARCH__)
+          atomicAdd(sum, l.c[mt][nt][i]);
+#else
+          *sum += l.c[mt][nt][i];
+#endif
+        }
+      }
+}
+
+// After the split ranges: element i = pixel * k + o of the conv's output
+// from its whole sum.
+struct MmaFinish {
+  Conv conv;
+  const std::int32_t* partial = nullptr;  // [pixels, k]
+  DLB_HOST_DEVICE std::int64_t elements() const { return conv.elements(); }
+};
+
+DLB_HOST_DEVICE inline void element(const MmaFinish& f, std::int64_t i) {
+  finish_sum(f.conv, i / f.conv.k, static_cast<int>(i % f.conv.k), f.partial[i]);
 }
 
 // The host's model of one mma.sync.m16n8k32.row.col.s32.u8.s8.s32 of the
