@@ -205,10 +205,12 @@ DLB_HOST_DEVICE inline void mma_load_b(const MmaConv& p, int nt0, int s, int lan
   }
 }
 
-// The warp's outputs: register i of tile (mt, nt) is row mt * 16 + groupID
+// Each of the lane's sums that is an output of the conv, as
+// out(pixel, o, sum): register i of tile (mt, nt) is row mt * 16 + groupID
 // (+ 8 for i >= 2), column (nt0 + nt) * 8 + 2 threadID_in_group + (i & 1).
-template <int NT>
-DLB_HOST_DEVICE inline void mma_store(const MmaConv& p, std::int64_t warp, int nt0, int lane, const MmaLane<NT>& l) {
+template <int NT, class Out>
+DLB_HOST_DEVICE inline void mma_outputs(const MmaConv& p, std::int64_t warp, int nt0, int lane, const MmaLane<NT>& l,
+                                        Out&& out) {
   const Conv& c = p.conv;
   DLB_MMA_UNROLL
   for (int mt = 0; mt < kMmaMTiles; ++mt)
@@ -218,8 +220,15 @@ DLB_HOST_DEVICE inline void mma_store(const MmaConv& p, std::int64_t warp, int n
       for (int i = 0; i < 4; ++i) {
         const std::int64_t pixel = warp * kMmaRows + mt * 16 + (lane >> 2) + (i >= 2 ? 8 : 0);
         const int o = (nt0 + nt) * 8 + 2 * (lane % 4) + (i & 1);
-        if (pixel < c.pixels() && o < c.k) finish_sum(c, pixel, o, l.c[mt][nt][i]);
+        if (pixel < c.pixels() && o < c.k) out(pixel, o, l.c[mt][nt][i]);
       }
+}
+
+// The warp's outputs through the epilogue.
+template <int NT>
+DLB_HOST_DEVICE inline void mma_store(const MmaConv& p, std::int64_t warp, int nt0, int lane, const MmaLane<NT>& l) {
+  mma_outputs(p, warp, nt0, lane, l,
+              [&p](std::int64_t pixel, int o, std::int32_t sum) { finish_sum(p.conv, pixel, o, sum); });
 }
 
 // With split k: the warp's partial sums added into p.partial (on the GPU
@@ -227,24 +236,14 @@ DLB_HOST_DEVICE inline void mma_store(const MmaConv& p, std::int64_t warp, int n
 template <int NT>
 DLB_HOST_DEVICE inline void mma_add_partial(const MmaConv& p, std::int64_t warp, int nt0, int lane,
                                             const MmaLane<NT>& l) {
-  const Conv& c = p.conv;
-  DLB_MMA_UNROLL
-  for (int mt = 0; mt < kMmaMTiles; ++mt)
-    DLB_MMA_UNROLL
-    for (int nt = 0; nt < NT; ++nt)
-      DLB_MMA_UNROLL
-      for (int i = 0; i < 4; ++i) {
-        const std::int64_t pixel = warp * kMmaRows + mt * 16 + (lane >> 2) + (i >= 2 ? 8 : 0);
-        const int o = (nt0 + nt) * 8 + 2 * (lane % 4) + (i & 1);
-        if (pixel < c.pixels() && o < c.k) {
-          std::int32_t* sum = p.partial + pixel * c.k + o;
+  mma_outputs(p, warp, nt0, lane, l, [&p](std::int64_t pixel, int o, std::int32_t sum) {
+    std::int32_t* to = p.partial + pixel * p.conv.k + o;
 #if defined(__CUDA_ARCH__)
-          atomicAdd(sum, l.c[mt][nt][i]);
+    atomicAdd(to, sum);
 #else
-          *sum += l.c[mt][nt][i];
+    *to += sum;
 #endif
-        }
-      }
+  });
 }
 
 // After the split ranges: element i = pixel * k + o of the conv's output
