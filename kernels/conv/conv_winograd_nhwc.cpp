@@ -34,6 +34,7 @@ struct Geometry {
   std::int64_t ts;  // tiles per block: a multiple of kTiles
   Blocked16 x_at, y_at;  // the input's layout, the output's (the pooled output's with pool)
   std::int64_t tiles() const { return n * th * tw; }
+  std::int64_t m_block() const { return kXi * ts * kLanes; }  // one channel block's M, in floats
 };
 
 // V[xi][t][c] of block slot t: the input tile of tile `tile`, with zeros
@@ -48,8 +49,9 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
 // One xi of output channel blocks kb .. kb + B - 1 (B = 1 or 2) for T
 // tiles (kTiles, or 4) of a block: M_j[xi][t][16] = sum_c V[xi][t][c] *
 // U[xi][kb + j][c][16] (vx, ux and mx at xi and the first tile), block j's
-// M mblock floats after block 0's, the B x T accumulators in registers. With two blocks each broadcast of V feeds two
-// multiply-adds and V is read once for both. With AVX-512 (32 registers)
+// M mblock floats after block 0's, the B x T accumulators in registers.
+// With two blocks each broadcast of V feeds two multiply-adds and V is
+// read once for both. With AVX-512 (32 registers)
 // T = 8 and B = 2 where there are 8 tiles and two blocks. With AVX2 (16
 // ymm registers, two per vfloat) T = 6 and B = 1: 12 accumulators, the
 // filter's 2 and the broadcast's 1, the 6x16 block of the AVX2 SGEMMs
@@ -86,7 +88,7 @@ void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx, std
 // serve every group of the block from L1.
 template <int B>
 void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int present, float* m) {
-  const std::int64_t kblocks = g.k / kLanes, c = g.c, mblock = kXi * g.ts * kLanes;
+  const std::int64_t kblocks = g.k / kLanes, c = g.c, mblock = g.m_block();
   for (int xi = 0; xi < kXi; ++xi) {
     const float* ux = u + (xi * kblocks + kb) * c * kLanes;
     for (int t0 = 0; t0 < present; t0 += kTiles) {
@@ -303,7 +305,7 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
       for (std::int64_t j = 0; j < count; ++j) {
         vfloat sums[2] = {};
         for (int t = 0; t < present; ++t)
-          epilogue(g, m + j * kXi * g.ts * kLanes, first + t, t, kb + j, bias, y, shift, sums);
+          epilogue(g, m + j * g.m_block(), first + t, t, kb + j, bias, y, shift, sums);
         if (moments != nullptr) {
           double* part = moment_parts_.data() + omp_get_thread_num() * 2 * k_ + (kb + j) * kLanes;
           alignas(64) float lanes[2][kLanes];
