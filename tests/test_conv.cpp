@@ -711,6 +711,29 @@ TEST(ConvWinogradWeightGrad, MatchesTheGradientInDouble) {
   }
 }
 
+// A thread's first block starts its partial sums at zero instead of reading
+// a zeroed M; a thread with no block must then still add zeros, not the
+// sums of the call before. One tile (one block) after a call that gave both
+// threads' M sums: the same floats as a new kernel's.
+TEST(ConvWinogradWeightGrad, AThreadWithoutTilesAddsNothingOfTheCallBefore) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  Lcg next{5u};
+  const std::int64_t c = 16, k = 16;
+  std::vector<float> x_big(static_cast<std::size_t>(4 * c * 16 * 16)), dy_big(x_big.size()),
+      x(static_cast<std::size_t>(c * 4 * 4)), dy(static_cast<std::size_t>(k * 4 * 4));
+  for (auto* v : {&x_big, &dy_big, &x, &dy})
+    for (auto& e : *v) e = next();
+  const WinogradWeightGrad used(k, c), fresh(k, c);
+  std::vector<float> dw(static_cast<std::size_t>(k * c * 9)), want(dw.size());
+  used(x_big.data(), Blocked16::nchw16c(c, 16, 16), dy_big.data(), Blocked16::nchw16c(k, 16, 16), 4, 16, 16, 1,
+       dw.data());
+  used(x.data(), Blocked16::nchw16c(c, 4, 4), dy.data(), Blocked16::nchw16c(k, 4, 4), 1, 4, 4, 1, dw.data());
+  fresh(x.data(), Blocked16::nchw16c(c, 4, 4), dy.data(), Blocked16::nchw16c(k, 4, 4), 1, 4, 4, 1, want.data());
+  omp_set_num_threads(threads);
+  EXPECT_EQ(dw, want);
+}
+
 TEST(ConvWinogradWeightGrad, RefusesWhatItDoesNotCompute) {
   EXPECT_FALSE(WinogradWeightGrad::accepts(16, 16, 3, 3, 2));  // stride 2
   EXPECT_FALSE(WinogradWeightGrad::accepts(24, 16, 3, 3, 1));  // c not a multiple of 16
