@@ -1173,6 +1173,8 @@ TEST(ConvWinogradNhwc, SharedScratchIsTheSameArithmetic) {
 // tiles for such blocks), float for float: with the bias, the residual sum
 // and ReLU, on NHWC and nChw8c, a last block of 9 tiles (6 + 3) with AVX2
 // and of 5 with AVX-512 (549 tiles: enough for 8 threads).
+// A batch of blocks of two tile groups (with AVX2; with AVX-512 one group
+// a block) against its images alone, each under one block.
 TEST(ConvWinogradNhwc, TwoTileGroupsABlockAreTheSameArithmetic) {
   const std::int64_t n = 61, c = 32, k = 32, h = 12, w = 12;
   Lcg next{41u};

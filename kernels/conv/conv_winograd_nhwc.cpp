@@ -61,7 +61,7 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
 // conv2 at batch 64, alternating builds: T = 6 ran it in 2.66-2.72 ms
 // against 2.87-2.96).
 template <int T, int B>
-void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx, std::int64_t mblock) {
+[[gnu::always_inline]] inline void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx, std::int64_t mblock) {
     vfloat acc[B][T] = {};
     for (std::int64_t cc = 0; cc < c; ++cc) {
       vfloat filter[B];
@@ -83,23 +83,40 @@ void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx, std
       for (int t = 0; t < T; ++t) store(mx + j * mblock + t * kLanes, acc[j][t]);
 }
 
-// The block's `present` tiles, kTiles at a time (the last group 4 where
-// at most 4 are left), for each xi in turn, so that U[xi]'s channel blocks
-// serve every group of the block from L1.
-template <int B>
-void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int present, float* m) {
+// G groups of T tiles from block slot t0 on (T = kTiles, or 4 for the last
+// few; G = 2 only for a block of two full groups), xi by xi, so that each
+// U[xi] channel block serves the groups from L1. Its own function, T, B and
+// G fixed: inlined into the parallel loop's body (a GEMM call for each xi
+// and group, the group's size tested at run time, as from fd4b180 to
+// 1803b9c) the 64x16x32x32 forward took 777-1,355 us against 726-1,230
+// this way (11 of 12 pairs slower, alternated in one process; nChw16c,
+// batch 64, 2-core Zen 4 VM, AVX-512; the same floats). As before fd4b180.
+template <int T, int B, int G>
+[[gnu::noinline]] void groups_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int t0,
+                                   float* m) {
   const std::int64_t kblocks = g.k / kLanes, c = g.c, mblock = g.m_block();
   for (int xi = 0; xi < kXi; ++xi) {
     const float* ux = u + (xi * kblocks + kb) * c * kLanes;
-    for (int t0 = 0; t0 < present; t0 += kTiles) {
-      const float* vx = v + (xi * g.ts + t0) * c;
-      float* mx = m + (xi * g.ts + t0) * kLanes;
-      if (present - t0 > 4)
-        tiles_gemm<kTiles, B>(vx, ux, c, mx, mblock);
-      else
-        tiles_gemm<4, B>(vx, ux, c, mx, mblock);
+    for (int group = 0; group < G; ++group) {
+      const std::int64_t t = xi * g.ts + t0 + group * T;
+      tiles_gemm<T, B>(v + t * c, ux, c, m + t * kLanes, mblock);
     }
   }
+}
+
+// The block's `present` tiles: two groups in one pass where the block
+// holds two full ones, else kTiles at a time (4 where at most 4 are left).
+template <int B>
+void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int present, float* m) {
+  if (present == 2 * kTiles) {
+    groups_gemm<kTiles, B, 2>(g, v, u, kb, 0, m);
+    return;
+  }
+  for (int t0 = 0; t0 < present; t0 += kTiles)
+    if (present - t0 > 4)
+      groups_gemm<kTiles, B, 1>(g, v, u, kb, t0, m);
+    else
+      groups_gemm<4, B, 1>(g, v, u, kb, t0, m);
 }
 
 // The 4x4 outputs of tile `tile` for output channels [16 kb, 16 kb + 16)
@@ -266,13 +283,16 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
   g.th = (g.oh + 3) / 4;
   g.tw = (g.ow + 3) / 4;
   const int threads = scratch_->threads();
-  // Two register blocks of tiles a block where the transformed filters U
-  // (36 k c floats) outgrow a quarter of a 512 KB L2 (32 channels in and
-  // out and up): each U[xi] then serves both from L1, and U streams from
-  // L3 half as often (on Zen 3, 590 KB at 64 channels: the 64x64x8x8
-  // forward 3-5% faster at batch 64, the 32x32x16x16 one 1-9%; at 16
-  // channels no change), where that leaves 4 blocks a thread.
-  if (kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
+  // With AVX2, two register blocks of tiles a block where the transformed
+  // filters U (36 k c floats) outgrow a quarter of a 512 KB L2 (32
+  // channels in and out and up): each U[xi] then serves both from L1, and
+  // U streams from L3 half as often (on Zen 3, 590 KB at 64 channels: the
+  // 64x64x8x8 forward 3-5% faster at batch 64, the 32x32x16x16 one 1-9%;
+  // at 16 channels no change), where that leaves 4 blocks a thread. With
+  // AVX-512 (8-tile groups) one group was faster on the Zen 4 VM (1 MB of
+  // L2): 64x32x16x16 543-865 us against 557-908, 64x64x8x8 435-489
+  // against 447-510 (10 and 9 of 12 pairs, alternated in one process).
+  if (kRegisters == 2 && kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
       g.tiles() >= 4 * threads * 2 * kTiles)
     g.ts = 2 * kTiles;
   const std::int64_t blocks = (g.tiles() + g.ts - 1) / g.ts, kblocks = k_ / kLanes;
