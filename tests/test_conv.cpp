@@ -1168,13 +1168,12 @@ TEST(ConvWinogradNhwc, SharedScratchIsTheSameArithmetic) {
 
 // Where the transformed filters are large (32 channels in and out and up)
 // and the batch has tiles enough, a block is two register groups of tiles
-// (conv_winograd_nhwc.cpp); each tile's sums still run over the channels in
-// the same order, so the batch's output is each image's alone (too few
-// tiles for such blocks), float for float: with the bias, the residual sum
-// and ReLU, on NHWC and nChw8c, a last block of 9 tiles (6 + 3) with AVX2
-// and of 5 with AVX-512 (549 tiles: enough for 8 threads).
-// A batch of blocks of two tile groups (with AVX2; with AVX-512 one group
-// a block) against its images alone, each under one block.
+// with AVX2 (conv_winograd_nhwc.cpp; one with AVX-512); each tile's sums
+// still run over the channels in the same order, so the batch's output is
+// each image's alone (too few tiles for such blocks), float for float:
+// with the bias, the residual sum and ReLU, on NHWC and nChw8c, a last
+// block of 9 tiles (6 + 3) with AVX2 and of 5 with AVX-512 (549 tiles:
+// enough for 8 threads).
 TEST(ConvWinogradNhwc, TwoTileGroupsABlockAreTheSameArithmetic) {
   const std::int64_t n = 61, c = 32, k = 32, h = 12, w = 12;
   Lcg next{41u};

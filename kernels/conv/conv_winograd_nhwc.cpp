@@ -61,7 +61,8 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
 // conv2 at batch 64, alternating builds: T = 6 ran it in 2.66-2.72 ms
 // against 2.87-2.96).
 template <int T, int B>
-[[gnu::always_inline]] inline void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx, std::int64_t mblock) {
+[[gnu::always_inline]] inline void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx,
+                                              std::int64_t mblock) {
     vfloat acc[B][T] = {};
     for (std::int64_t cc = 0; cc < c; ++cc) {
       vfloat filter[B];
