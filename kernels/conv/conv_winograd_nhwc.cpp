@@ -27,7 +27,10 @@ using winograd::output_transform6;
 constexpr int kXi = 36;  // elements of a transformed 6x6 tile
 // Tiles per block: the GEMM's accumulators in registers (see block_gemm).
 constexpr int kTiles = kRegisters == 1 ? 8 : 6;
-constexpr int kMaxTiles = 2 * kTiles;  // tiles per block at most
+// Two register groups of tiles a block where U is large: AVX2's only (see
+// run()); the scratch is sized for them only there.
+constexpr bool kTwoGroups = kRegisters == 2;
+constexpr int kMaxTiles = kTwoGroups ? 2 * kTiles : kTiles;  // tiles per block at most
 
 struct Geometry {
   std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
@@ -109,10 +112,11 @@ template <int T, int B, int G>
 // holds two full ones, else kTiles at a time (4 where at most 4 are left).
 template <int B>
 void block_gemm(const Geometry& g, const float* v, const float* u, std::int64_t kb, int present, float* m) {
-  if (present == 2 * kTiles) {
-    groups_gemm<kTiles, B, 2>(g, v, u, kb, 0, m);
-    return;
-  }
+  if constexpr (kTwoGroups)
+    if (present == 2 * kTiles) {
+      groups_gemm<kTiles, B, 2>(g, v, u, kb, 0, m);
+      return;
+    }
   for (int t0 = 0; t0 < present; t0 += kTiles)
     if (present - t0 > 4)
       groups_gemm<kTiles, B, 1>(g, v, u, kb, t0, m);
@@ -293,7 +297,7 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
   // AVX-512 (8-tile groups) one group was faster on the Zen 4 VM (1 MB of
   // L2): 64x32x16x16 543-865 us against 557-908, 64x64x8x8 435-489
   // against 447-510 (10 and 9 of 12 pairs, alternated in one process).
-  if (kRegisters == 2 && kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
+  if (kTwoGroups && kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
       g.tiles() >= 4 * threads * 2 * kTiles)
     g.ts = 2 * kTiles;
   const std::int64_t blocks = (g.tiles() + g.ts - 1) / g.ts, kblocks = k_ / kLanes;

@@ -38,11 +38,12 @@ class ThreadScratch;
 // training step's batch-norm statistics, taken as the output is written
 // instead of in two more passes over it (train_onednn.cpp). Each thread
 // sums (y - shift) and (y - shift)^2 in float over a block's tiles (at most
-// 16 x 16 terms: 16 tiles of 16 outputs), then in double; mean = shift +
-// S1 / M and variance = S2 / M - (S1 / M)^2 in double (biased, as
-// batch-norm's forward in training: M = n oh ow). The shift is a guess of the mean (the running
-// mean): the subtraction loses about (mean - shift)^2 / variance of the
-// variance's relative precision, nothing when the guess is close.
+// 12 x 16 terms: 12 tiles of 16 outputs, two groups of 6 with AVX2; 8 with
+// AVX-512), then in double; mean = shift + S1 / M and variance = S2 / M -
+// (S1 / M)^2 in double (biased, as batch-norm's forward in training:
+// M = n oh ow). The shift is a guess of the mean (the running mean): the
+// subtraction loses about (mean - shift)^2 / variance of the variance's
+// relative precision, nothing when the guess is close.
 struct ChannelMoments {
   const float* shift = nullptr;  // [k]
   float* mean = nullptr;         // [k]
