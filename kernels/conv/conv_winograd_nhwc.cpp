@@ -31,13 +31,25 @@ constexpr int kTiles = kRegisters == 1 ? 8 : 6;
 // run()); the scratch is sized for them only there.
 constexpr bool kTwoGroups = kRegisters == 2;
 constexpr int kMaxTiles = kTwoGroups ? 2 * kTiles : kTiles;  // tiles per block at most
+// V[xi] and M[xi] of a block start a line more than their rows apart
+// where the input has more than 16 channels (Geometry::v_row, m_row): at
+// 32 and 64 they were 1 and 2 KB apart (8 tiles, AVX-512), so that the 36
+// rows of a tile's input transform and GEMM fell on 4 or 2 sets of the
+// 8-way L1 (as in the weight gradient, conv_winograd_wgrad.cpp).
+// 64x32x16x16 and 64x64x8x8 forwards in 519-533 and 423-427 us against
+// 548-574 and 446-462 (every one of 32 pairs each, alternated in one
+// process, either one first; NHWC, batch 64, 2-core Zen 4 VM). At 16
+// channels (512 bytes apart) it was no faster (1-3% slower in three runs
+// of 10-12 pairs), so none there.
+constexpr std::int64_t kXiPad = 16;
 
 struct Geometry {
   std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
   std::int64_t ts;  // tiles per block: a multiple of kTiles
   Blocked16 x_at, y_at;  // the input's layout, the output's (the pooled output's with pool)
   std::int64_t tiles() const { return n * th * tw; }
-  std::int64_t m_block() const { return kXi * ts * kLanes; }  // one channel block's M, in floats
+  std::int64_t v_row = 0, m_row = 0;  // V[xi] to V[xi + 1], M[xi] to M[xi + 1], in floats (kXiPad)
+  std::int64_t m_block() const { return kXi * m_row; }  // one channel block's M
 };
 
 // V[xi][t][c] of block slot t: the input tile of tile `tile`, with zeros
@@ -46,7 +58,7 @@ struct Geometry {
 void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t, float* v) {
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   winograd::input_tile(x + image * g.x_at.image, g.x_at, g.h, g.w, g.c, 4 * ty - g.pad, 4 * tx - g.pad, v + t * g.c,
-                       g.ts * g.c);
+                       g.v_row);
 }
 
 // One xi of output channel blocks kb .. kb + B - 1 (B = 1 or 2) for T
@@ -102,8 +114,8 @@ template <int T, int B, int G>
   for (int xi = 0; xi < kXi; ++xi) {
     const float* ux = u + (xi * kblocks + kb) * c * kLanes;
     for (int group = 0; group < G; ++group) {
-      const std::int64_t t = xi * g.ts + t0 + group * T;
-      tiles_gemm<T, B>(v + t * c, ux, c, m + t * kLanes, mblock);
+      const std::int64_t t = t0 + group * T;
+      tiles_gemm<T, B>(v + xi * g.v_row + t * c, ux, c, m + xi * g.m_row + t * kLanes, mblock);
     }
   }
 }
@@ -143,7 +155,7 @@ void transform_output(const Geometry& g, const float* m, std::int64_t tile, int 
   vfloat rows[6][4];
   for (int a = 0; a < 6; ++a) {
     vfloat row[6];
-    for (int b = 0; b < 6; ++b) row[b] = load(m + ((a * 6 + b) * g.ts + t) * kLanes);
+    for (int b = 0; b < 6; ++b) row[b] = load(m + (a * 6 + b) * g.m_row + t * kLanes);
     output_transform6(row, rows[a]);
   }
   const vfloat b = bias != nullptr ? load(bias + kb * kLanes) : vfloat{};
@@ -212,7 +224,7 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c, std::
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs input and output channels in multiples of 16");
   if (!scratch_) scratch_ = std::make_shared<ThreadScratch>();
-  scratch_->reserve(kXi * kMaxTiles * (c + 2 * kLanes));  // V, then M for two channel blocks
+  scratch_->reserve(kXi * (kMaxTiles * (c + 2 * kLanes) + 3 * kXiPad));  // V, then M for two channel blocks
   set_weights(w);
 }
 
@@ -251,7 +263,7 @@ void WinogradNhwc::set_weights(const float* w) {
 }
 
 std::int64_t WinogradNhwc::workspace_bytes() const {
-  return static_cast<std::int64_t>(scratch_->threads()) * kXi * kMaxTiles * (c_ + 2 * kLanes) *
+  return static_cast<std::int64_t>(scratch_->threads()) * kXi * (kMaxTiles * (c_ + 2 * kLanes) + 3 * kXiPad) *
          static_cast<std::int64_t>(sizeof(float));
 }
 
@@ -300,6 +312,9 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
   if (kTwoGroups && kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
       g.tiles() >= 4 * threads * 2 * kTiles)
     g.ts = 2 * kTiles;
+  const std::int64_t row_pad = c_ > kLanes ? kXiPad : 0;
+  g.v_row = g.ts * c_ + row_pad;
+  g.m_row = g.ts * kLanes + row_pad;
   const std::int64_t blocks = (g.tiles() + g.ts - 1) / g.ts, kblocks = k_ / kLanes;
   const TransformOutput epilogue = transform_output_for(accumulate, relu, pool, moments != nullptr);
   const float* shift = moments != nullptr ? moments->shift : nullptr;
@@ -311,7 +326,7 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t item = 0; item < blocks * parts; ++item) {
     float* v = scratch_->of(omp_get_thread_num());
-    float* m = v + kXi * g.ts * c_;
+    float* m = v + kXi * g.v_row;
     const std::int64_t block = item / parts, part = item % parts, first = block * g.ts;
     const int present = static_cast<int>(std::min<std::int64_t>(g.ts, g.tiles() - first));
     for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
