@@ -36,7 +36,7 @@ constexpr int kMaxTiles = kTwoGroups ? 2 * kTiles : kTiles;  // tiles per block 
 // 32 and 64 they were 1 and 2 KB apart (8 tiles, AVX-512), so that the 36
 // rows of a tile's input transform and GEMM fell on 4 or 2 sets of the
 // 8-way L1 (as in the weight gradient, conv_winograd_wgrad.cpp).
-// 64x32x16x16 and 64x64x8x8 forwards in 519-533 and 423-427 us against
+// 64x32x16x16 and 64x64x8x8 forwards in 515-540 and 419-442 us against
 // 548-574 and 446-462 (every one of 32 pairs each, alternated in one
 // process, either one first; NHWC, batch 64, 2-core Zen 4 VM). At 16
 // channels (512 bytes apart) it was no faster (1-3% slower in three runs
