@@ -42,6 +42,12 @@ constexpr int kMaxTiles = kTwoGroups ? 2 * kTiles : kTiles;  // tiles per block 
 // channels (512 bytes apart) it was no faster (1-3% slower in three runs
 // of 10-12 pairs), so none there.
 constexpr std::int64_t kXiPad = 16;
+std::int64_t row_pad(std::int64_t c) { return c > kLanes ? kXiPad : 0; }
+// Floats of a thread's scratch for c input channels: V of kMaxTiles tiles,
+// then M of two channel blocks, their rows padded (row_pad).
+std::int64_t scratch_floats(std::int64_t c) {
+  return kXi * (kMaxTiles * c + row_pad(c) + 2 * (kMaxTiles * kLanes + row_pad(c)));
+}
 
 struct Geometry {
   std::int64_t n, h, w, c, k, pad, oh, ow, th, tw;
@@ -224,7 +230,7 @@ WinogradNhwc::WinogradNhwc(const float* w, std::int64_t k, std::int64_t c, std::
   if (!accepts(c, k, 3, 3, 1))
     throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs input and output channels in multiples of 16");
   if (!scratch_) scratch_ = std::make_shared<ThreadScratch>();
-  scratch_->reserve(kXi * (kMaxTiles * (c + 2 * kLanes) + 3 * kXiPad));  // V, then M for two channel blocks
+  scratch_->reserve(scratch_floats(c));
   set_weights(w);
 }
 
@@ -263,8 +269,7 @@ void WinogradNhwc::set_weights(const float* w) {
 }
 
 std::int64_t WinogradNhwc::workspace_bytes() const {
-  return static_cast<std::int64_t>(scratch_->threads()) * kXi * (kMaxTiles * (c_ + 2 * kLanes) + 3 * kXiPad) *
-         static_cast<std::int64_t>(sizeof(float));
+  return static_cast<std::int64_t>(scratch_->threads()) * scratch_floats(c_) * static_cast<std::int64_t>(sizeof(float));
 }
 
 WinogradNhwc::~WinogradNhwc() = default;
@@ -312,9 +317,8 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
   if (kTwoGroups && kXi * k_ * c_ * static_cast<std::int64_t>(sizeof(float)) > 128 * 1024 &&
       g.tiles() >= 4 * threads * 2 * kTiles)
     g.ts = 2 * kTiles;
-  const std::int64_t row_pad = c_ > kLanes ? kXiPad : 0;
-  g.v_row = g.ts * c_ + row_pad;
-  g.m_row = g.ts * kLanes + row_pad;
+  g.v_row = g.ts * c_ + row_pad(c_);
+  g.m_row = g.ts * kLanes + row_pad(c_);
   const std::int64_t blocks = (g.tiles() + g.ts - 1) / g.ts, kblocks = k_ / kLanes;
   const TransformOutput epilogue = transform_output_for(accumulate, relu, pool, moments != nullptr);
   const float* shift = moments != nullptr ? moments->shift : nullptr;
