@@ -54,7 +54,10 @@ constexpr EnvHelp kBenchEnvironment[] = {
 constexpr EnvHelp kToolEnvironment[] = {
     {"DLB_MIN_TIME", "scripts/bench: --benchmark_min_time of its run (default 0.1 seconds)"},
     {"DLB_REPETITIONS", "scripts/bench: --benchmark_repetitions of its run (default 5)"},
-    {"DLB_PROCESSES", "scripts/bench: runs bench that many times into one results file (default 1)"},
+    {"DLB_PROCESSES",
+     "scripts/bench: runs bench that many times into one results file (default 1); with --peers, the peers "
+     "after each time"},
+    {"DLB_RESULTS_DIR", "scripts/bench: the folder its results file goes into (default results/ of the source tree)"},
     {"DLB_RESULTS_DB",
      "scripts/bench, scripts/results: the results store (default ~/.local/share/dlbench/results.sqlite)"},
     {"DLB_REQUIRE_GPU",

@@ -94,6 +94,28 @@ class ResultsFiles(TempDirTestCase):
         self.assertNotIn("dlbench_wall_s", all_three)
         self.assertNotIn("process_wall_s", merge_files([paths[2], paths[2]])["context"])
 
+    def test_merged_rounds_keep_what_any_round_of_peers_labelled_left_or_stopped(self):
+        doc = read_document(FIXTURE)
+        rounds = [({"a/peer_x": "x 1.0"}, ["a/peer_y"], None), ({"a/peer_z": "z 2.0"}, ["a/peer_y", "b/peer_y"],
+                                                                  "SIGTERM"), ({}, [], None)]
+        paths = []
+        for i, (labels, not_run, stopped) in enumerate(rounds):
+            d = json.loads(json.dumps(doc))
+            if labels:
+                d["context"]["peers"] = labels
+            if not_run:
+                d["context"]["peers_not_run"] = not_run
+            if stopped:
+                d["context"]["peers_stopped"] = stopped
+            paths.append(self.dir / f"{i}.json")
+            write_document(paths[-1], d)
+        merged = merge_files(paths)["context"]
+        self.assertEqual(merged["peers"], {"a/peer_x": "x 1.0", "a/peer_z": "z 2.0"})
+        self.assertEqual(merged["peers_not_run"], ["a/peer_y", "b/peer_y"])
+        self.assertEqual(merged["peers_stopped"], "SIGTERM")  # the second round's, though the first had none
+        plain = merge_files(paths[2:])["context"]
+        self.assertFalse({"peers", "peers_not_run", "peers_stopped"} & set(plain))
+
     def test_walltime_records_into_json_and_gz_and_refuses_bad_input(self):
         cli = [sys.executable, str(ROOT / "scripts" / "dlbench" / "walltime.py"), "record"]
         gz = self.dir / "run.json.gz"

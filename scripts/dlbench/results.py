@@ -227,6 +227,20 @@ def merge_files(paths: list[Path]) -> dict:
         merged["context"].pop("dlbench_wall_s", None)
         if all(isinstance(w, (int, float)) for w in walls):
             merged["context"]["dlbench_wall_s"] = round(sum(walls), 1)
+    # Peers appended to each process's run (scripts/bench --peers with
+    # DLB_PROCESSES > 1, in rounds): what any round labelled, left unrun or
+    # stopped is the merged run's.
+    labels: dict = {}
+    for d in docs:
+        labels.update(d["context"].get("peers") or {})
+    if labels:
+        merged["context"]["peers"] = labels
+    not_run = [name for d in docs for name in d["context"].get("peers_not_run") or []]
+    if not_run:
+        merged["context"]["peers_not_run"] = list(dict.fromkeys(not_run))
+    stopped = [d["context"]["peers_stopped"] for d in docs if "peers_stopped" in d["context"]]
+    if stopped:
+        merged["context"]["peers_stopped"] = stopped[0]
     for index, d in enumerate(docs):
         for entry in d["benchmarks"]:
             merged["benchmarks"].append({**entry, "process_index": index})
