@@ -726,7 +726,7 @@ TEST(CpuOnednnLayouts, BothPoliciesMatchTheReference) {
 // images (partial blocks of tiles), against the reference, with the layer
 // calls making the pass. oneDNN's convs are nhwc (its own choice on
 // AVX-512, asked for elsewhere), so it must take ResNet20's 3x3 convs past
-// the first and mnist_cnn's second conv, on any CPU.
+// the first (stride 1 and 2) and mnist_cnn's second conv, on any CPU.
 TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
   for (const std::string name : {"resnet20", "mnist_cnn"}) {
     const nn::Network& net = nn::network(name);
@@ -742,6 +742,10 @@ TEST(CpuOnednnOwnWinograd, MatchesTheReferenceOnEveryLayerItTakes) {
       // The first conv (3 or 1 input channels into NHWC) on the own
       // few-channel kernel.
       EXPECT_NE(report.implementation.find("own direct conv (few channels, into NHWC)"), std::string::npos)
+          << report.implementation;
+      // resnet20's two stride-2 3x3 convs on the own stride-2 kernel
+      // (conv_winograd_s2_nhwc.h); mnist_cnn has none.
+      EXPECT_EQ(report.implementation.find("own stride-2 Winograd NHWC") != std::string::npos, name == "resnet20")
           << report.implementation;
       // mnist_cnn's conv2 runs the 2x2 max pool that alone reads it in
       // its output transform; resnet20 has no such pool.

@@ -2,7 +2,7 @@
 //   y[n][k][oh][ow] = sum_{c,r,s} x[n][c][oh*stride + r - pad][ow*stride + s - pad] * w[k][c][r][s]
 // with zero padding. NCHW input, OIHW weights, NCHW output on both sides of
 // every variant; a variant that computes in another layout converts inside
-// the timed call (said per row below), except cpu_winograd_nhwc and the one
+// the timed call (said per row below), except cpu_winograd_nhwc, cpu_winograd_s2_nhwc and the one
 // named _blocked, whose timed calls stay in their layout (NHWC, oneDNN's) as
 // a network keeping that layout between layers runs them (they are
 // validated converted to NCHW).
@@ -24,6 +24,10 @@
 //                           with c and k multiples of 16: 8 tiles at a time, input transform, 36
 //                           GEMMs in registers, output transform in cache; x transposed to NHWC in
 //                           prepare, the timed call the kernel alone (ConvReport::timed_call)
+//   cpu_winograd_s2_nhwc    own Winograd for 3x3 stride 2 on NHWC (conv_winograd_s2_nhwc.h): the
+//                           four parity phases' F(4x4, 2x2) summed in one 5x5 domain, 81 products
+//                           per tile and channel pair; c and k multiples of 16; layouts and timed
+//                           call as cpu_winograd_nhwc
 //   cpu_onednn_direct       oneDNN convolution_direct; the layouts it prefers (format_tag::any), the
 //                           NCHW -> blocked and blocked -> NCHW reorders inside the timed call
 //   cpu_onednn_winograd     oneDNN convolution_winograd, same layout handling; skipped with
@@ -139,6 +143,9 @@ Run prepare_conv_winograd(const ConvArgs& args, const Exec& exec);
 // Shapes of cpu_winograd_nhwc: 3x3 at stride 1, c and k multiples of 16.
 bool conv_winograd_nhwc_accepts(const ConvArgs& args);
 Run prepare_conv_winograd_nhwc(const ConvArgs& args, const Exec& exec);
+// Shapes of cpu_winograd_s2_nhwc: 3x3 at stride 2, c and k multiples of 16.
+bool conv_winograd_s2_nhwc_accepts(const ConvArgs& args);
+Run prepare_conv_winograd_s2_nhwc(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_direct(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_winograd(const ConvArgs& args, const Exec& exec);
 Run prepare_conv_onednn_auto(const ConvArgs& args, const Exec& exec);

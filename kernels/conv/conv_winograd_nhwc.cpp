@@ -9,13 +9,17 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/conv/conv.h"
 #include "kernels/conv/conv_simd.h"
 #include "kernels/conv/conv_threads.h"
+#include "kernels/conv/conv_winograd_s2_nhwc.h"
 #include "kernels/conv/winograd_f43.h"
+#include "kernels/conv/winograd_gemm.h"
 
 namespace dlb {
 namespace {
@@ -23,6 +27,7 @@ namespace {
 // The kernels below use most of conv_simd.h: its whole namespace, not a list.
 using namespace simd;
 using winograd::output_transform6;
+using winograd::tiles_gemm;
 
 constexpr int kXi = 36;  // elements of a transformed 6x6 tile
 // Tiles per block: the GEMM's accumulators in registers (see block_gemm).
@@ -65,44 +70,6 @@ void transform_input(const Geometry& g, const float* x, std::int64_t tile, int t
   const std::int64_t image = tile / (g.th * g.tw), ty = tile / g.tw % g.th, tx = tile % g.tw;
   winograd::input_tile(x + image * g.x_at.image, g.x_at, g.h, g.w, g.c, 4 * ty - g.pad, 4 * tx - g.pad, v + t * g.c,
                        g.v_row);
-}
-
-// One xi of output channel blocks kb .. kb + B - 1 (B = 1 or 2) for T
-// tiles (kTiles, or 4) of a block: M_j[xi][t][16] = sum_c V[xi][t][c] *
-// U[xi][kb + j][c][16] (vx, ux and mx at xi and the first tile), block j's
-// M mblock floats after block 0's, the B x T accumulators in registers.
-// With two blocks each broadcast of V feeds two multiply-adds and V is
-// read once for both. With AVX-512 (32 registers)
-// T = 8 and B = 2 where there are 8 tiles and two blocks. With AVX2 (16
-// ymm registers, two per vfloat) T = 6 and B = 1: 12 accumulators, the
-// filter's 2 and the broadcast's 1, the 6x16 block of the AVX2 SGEMMs
-// (BLIS's Haswell kernel). Per channel 2 filter loads and 6 broadcasts feed
-// 12 multiply-adds; T = 4 fed 8 with 2 + 4, and its 8 independent sums only
-// just covered the 4-cycle latency of two FMA pipes (Zen 3 VM, mnist_cnn's
-// conv2 at batch 64, alternating builds: T = 6 ran it in 2.66-2.72 ms
-// against 2.87-2.96).
-template <int T, int B>
-[[gnu::always_inline]] inline void tiles_gemm(const float* vx, const float* ux, std::int64_t c, float* mx,
-                                              std::int64_t mblock) {
-    vfloat acc[B][T] = {};
-    for (std::int64_t cc = 0; cc < c; ++cc) {
-      vfloat filter[B];
-      for (int j = 0; j < B; ++j) {
-        filter[j] = load(ux + (j * c + cc) * kLanes);
-        in_registers(filter[j]);
-      }
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        if constexpr (B == 1) {
-          acc[0][t] = fmadd(splat(vx[t * c + cc]), filter[0], acc[0][t]);  // the broadcast folds into the FMA
-        } else {
-          const vfloat x = splat(vx[t * c + cc]);
-          for (int j = 0; j < B; ++j) acc[j][t] = fmadd(x, filter[j], acc[j][t]);
-        }
-      }
-    }
-    for (int j = 0; j < B; ++j)
-      for (int t = 0; t < T; ++t) store(mx + j * mblock + t * kLanes, acc[j][t]);
 }
 
 // G groups of T tiles from block slot t0 on (T = kTiles, or 4 for the last
@@ -377,13 +344,14 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
 
 namespace {
 
-// x and y of a conv family problem in NHWC, the kernel, and the transposes.
+// x and y of a conv family problem in NHWC, the kernel's call, and the
+// transposes: the conv family's rows of both own NHWC Winograd kernels.
 struct NhwcConv {
   ConvShape p;
-  std::unique_ptr<WinogradNhwc> kernel;
+  std::function<void(const float*, float*)> kernel;  // x NHWC to y NHWC
   HostBuffer<float> x, y;
   float* user_y = nullptr;
-  void convolve() { (*kernel)(x.data(), p.n, p.h, p.w, p.pad, nullptr, false, false, false, y.data()); }
+  void convolve() { kernel(x.data(), y.data()); }
   void run() {
     convolve();
     const std::int64_t plane = p.oh() * p.ow();
@@ -396,22 +364,17 @@ struct NhwcConv {
   }
 };
 
-}  // namespace
-
-bool conv_winograd_nhwc_accepts(const ConvArgs& args) {
+// The row: x transposed into NHWC once, here; `kernel` made by `make`
+// from the weights; the timed call the kernel alone.
+template <class Kernel, class Call>
+Run prepare_nhwc(const ConvArgs& args, const char* row, const char* implementation, Call call) {
   const ConvShape& p = args.shape;
-  return WinogradNhwc::accepts(p.c, p.k, p.r, p.s, p.stride);
-}
-
-Run prepare_conv_winograd_nhwc(const ConvArgs& args, const Exec&) {
-  validate_conv_shape(args.shape);
-  const ConvShape& p = args.shape;
-  if (!conv_winograd_nhwc_accepts(args))
-    throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs a 3x3 filter at stride 1 and channels in multiples of 16");
-  DLB_REQUIRE(args.report != nullptr, "cpu_winograd_nhwc reports the call to time through ConvArgs::report");
+  DLB_REQUIRE(args.report != nullptr, std::string(row) + " reports the call to time through ConvArgs::report");
   auto c = std::make_shared<NhwcConv>();
   c->p = p;
-  c->kernel = std::make_unique<WinogradNhwc>(args.w, p.k, p.c);
+  c->kernel = [kernel = std::make_shared<Kernel>(args.w, p.k, p.c), p, call](const float* x, float* y) {
+    call(*kernel, x, p, y);
+  };
   c->x = HostBuffer<float>(static_cast<std::size_t>(p.x_size()));
   c->y = HostBuffer<float>(static_cast<std::size_t>(p.y_size()));
   c->user_y = args.y;
@@ -421,8 +384,42 @@ Run prepare_conv_winograd_nhwc(const ConvArgs& args, const Exec&) {
       for (std::int64_t i = 0; i < plane; ++i)
         c->x[static_cast<std::size_t>((image * plane + i) * p.c + ch)] = args.x[(image * p.c + ch) * plane + i];
   args.report->timed_call = [c] { c->convolve(); };
-  args.report->implementation = "F(4x4, 3x3), NHWC, no transposes timed";
+  args.report->implementation = implementation;
   return [c] { c->run(); };
+}
+
+}  // namespace
+
+bool conv_winograd_nhwc_accepts(const ConvArgs& args) {
+  const ConvShape& p = args.shape;
+  return WinogradNhwc::accepts(p.c, p.k, p.r, p.s, p.stride);
+}
+
+Run prepare_conv_winograd_nhwc(const ConvArgs& args, const Exec&) {
+  validate_conv_shape(args.shape);
+  if (!conv_winograd_nhwc_accepts(args))
+    throw Unsupported("Winograd F(4x4, 3x3) on NHWC needs a 3x3 filter at stride 1 and channels in multiples of 16");
+  return prepare_nhwc<WinogradNhwc>(
+      args, "cpu_winograd_nhwc", "F(4x4, 3x3), NHWC, no transposes timed",
+      [](const WinogradNhwc& kernel, const float* x, const ConvShape& p, float* y) {
+        kernel(x, p.n, p.h, p.w, p.pad, nullptr, false, false, false, y);
+      });
+}
+
+bool conv_winograd_s2_nhwc_accepts(const ConvArgs& args) {
+  const ConvShape& p = args.shape;
+  return WinogradStride2Nhwc::accepts(p.c, p.k, p.r, p.s, p.stride);
+}
+
+Run prepare_conv_winograd_s2_nhwc(const ConvArgs& args, const Exec&) {
+  validate_conv_shape(args.shape);
+  if (!conv_winograd_s2_nhwc_accepts(args))
+    throw Unsupported("Winograd stride 2 on NHWC needs a 3x3 filter at stride 2 and channels in multiples of 16");
+  return prepare_nhwc<WinogradStride2Nhwc>(
+      args, "cpu_winograd_s2_nhwc", "F(4x4, 2x2) on the four parity phases, NHWC, no transposes timed",
+      [](const WinogradStride2Nhwc& kernel, const float* x, const ConvShape& p, float* y) {
+        kernel(x, p.n, p.h, p.w, p.pad, nullptr, false, false, y);
+      });
 }
 
 }  // namespace dlb

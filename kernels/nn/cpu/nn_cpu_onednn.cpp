@@ -31,6 +31,7 @@
 #include "kernels/common/thread_scratch.h"
 #include "kernels/conv/conv_few_channels_nhwc.h"
 #include "kernels/conv/conv_winograd_nhwc.h"
+#include "kernels/conv/conv_winograd_s2_nhwc.h"
 #include "kernels/nn/infer/layers.h"
 #include "kernels/nn/infer/nn.h"
 #include "kernels/nn/cpu/onednn_plan.h"
@@ -212,26 +213,39 @@ class OnednnLayers final : public GraphBackend<memory> {
         }
       }
     }
+    const bool own_stride1 = WinogradNhwc::accepts(l.c, l.k, l.window, l.window, l.stride);
     if (layouts_ == Layouts::own_winograd && !s.first && act_ == f32 &&
-        WinogradNhwc::accepts(l.c, l.k, l.window, l.window, l.stride)) {
+        (own_stride1 || WinogradStride2Nhwc::accepts(l.c, l.k, l.window, l.window, l.stride))) {
       // Own Winograd reads and writes NHWC: where oneDNN's choice has the
       // same layouts (its input, its output or the shortcut it adds
       // into), the two are timed on the same memories and the faster kept.
+      // At stride 1 F(4x4, 3x3), at stride 2 the parity phases' F(4x4, 2x2)
+      // (conv_winograd_s2_nhwc.h).
       const memory::desc nhwc_in(s.src_desc.dims(), f32, tag::nhwc), nhwc_out(s.dst_dims, f32, tag::nhwc);
       if (choice.pd.src_desc() == nhwc_in && src.get_desc() == nhwc_in && choice.pd.dst_desc() == nhwc_out) {
         const memory y = dst ? *dst : buffers_.take(io.index, io.index, nhwc_out);
-        auto kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c, own_scratch_);
         auto bias = std::make_shared<std::vector<float>>(l.bias);
         const std::int64_t h = l.h, w = l.w, pad = l.pad;
         const bool accumulate = l.residual >= 0, relu = l.relu;
-        std::function<void()> own = [kernel, bias, src, y, n, h, w, pad, accumulate, relu] {
-          (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
-                    relu, false, static_cast<float*>(y.get_data_handle()));
-        };
+        std::shared_ptr<WinogradNhwc> kernel;
+        std::function<void()> own;
+        if (own_stride1) {
+          kernel = std::make_shared<WinogradNhwc>(l.weight.data(), l.k, l.c, own_scratch_);
+          own = [kernel, bias, src, y, n, h, w, pad, accumulate, relu] {
+            (*kernel)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
+                      relu, false, static_cast<float*>(y.get_data_handle()));
+          };
+        } else {
+          auto strided = std::make_shared<WinogradStride2Nhwc>(l.weight.data(), l.k, l.c, own_scratch_);
+          own = [strided, bias, src, y, n, h, w, pad, accumulate, relu] {
+            (*strided)(static_cast<const float*>(src.get_data_handle()), n, h, w, pad, bias->data(), accumulate,
+                       relu, static_cast<float*>(y.get_data_handle()));
+          };
+        }
         const std::vector<Step> theirs = conv_steps(choice, src, y, l, w_dims);
         const auto zero = [&] { zero_activations(theirs); };
         if (winograd_always_ || first_is_faster(zero, own, [&] { run_steps(theirs); })) {
-          if (!dst && pool_folds_into(io.index)) {
+          if (kernel && !dst && pool_folds_into(io.index)) {
             // The pool that alone reads this conv runs in its output
             // transform: the conv writes the pool's output (NHWC), and the
             // pool layer has nothing left to do (its layer_us is ~0).
@@ -246,7 +260,7 @@ class OnednnLayers final : public GraphBackend<memory> {
             return {pooled, call(io.index)};
           }
           plan.own = std::move(own);
-          kernels_.insert("own F(4x4, 3x3) Winograd NHWC");
+          kernels_.insert(kernel ? "own F(4x4, 3x3) Winograd NHWC" : "own stride-2 Winograd NHWC (parity phases)");
           return {y, call(io.index)};
         }
       }
