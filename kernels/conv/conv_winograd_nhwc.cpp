@@ -286,48 +286,30 @@ void WinogradNhwc::run(const float* x, const Blocked16& x_at, std::int64_t n, st
     g.ts = 2 * kTiles;
   g.v_row = g.ts * c_ + row_pad(c_);
   g.m_row = g.ts * kLanes + row_pad(c_);
-  const std::int64_t blocks = (g.tiles() + g.ts - 1) / g.ts, kblocks = k_ / kLanes;
   const TransformOutput epilogue = transform_output_for(accumulate, relu, pool, moments != nullptr);
   const float* shift = moments != nullptr ? moments->shift : nullptr;
   if (moments != nullptr) moment_parts_.assign(static_cast<std::size_t>(threads * 2 * k_), 0.0);
-  // Fewer than two blocks per thread (small images at batch 1): the output
-  // channels are split too, each part transforming its block's input again.
-  const std::int64_t parts =
-      blocks >= 2 * threads ? 1 : std::min<std::int64_t>(kblocks, (2 * threads + blocks - 1) / blocks);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t item = 0; item < blocks * parts; ++item) {
-    float* v = scratch_->of(omp_get_thread_num());
-    float* m = v + kXi * g.v_row;
-    const std::int64_t block = item / parts, part = item % parts, first = block * g.ts;
-    const int present = static_cast<int>(std::min<std::int64_t>(g.ts, g.tiles() - first));
-    for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
-    const std::int64_t end = kblocks * (part + 1) / parts;
-    for (std::int64_t kb = kblocks * part / parts; kb < end;) {
-      std::int64_t count = 1;
-      if constexpr (kRegisters == 1) {
-        count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
-        if (count == 2)
-          block_gemm<2>(g, v, u_.data(), kb, present, m);
-        else
-          block_gemm<1>(g, v, u_.data(), kb, present, m);
-      } else {
-        block_gemm<1>(g, v, u_.data(), kb, present, m);
-      }
-      for (std::int64_t j = 0; j < count; ++j) {
-        vfloat sums[2] = {};
-        for (int t = 0; t < present; ++t)
-          epilogue(g, m + j * g.m_block(), first + t, t, kb + j, bias, y, shift, sums);
-        if (moments != nullptr) {
-          double* part = moment_parts_.data() + omp_get_thread_num() * 2 * k_ + (kb + j) * kLanes;
-          alignas(64) float lanes[2][kLanes];
-          store(lanes[0], sums[0]);
-          store(lanes[1], sums[1]);
-          for (int lane = 0; lane < kLanes; ++lane) part[lane] += lanes[0][lane], part[k_ + lane] += lanes[1][lane];
+  const float* const u = u_.data();
+  winograd::for_each_block(
+      *scratch_, g.tiles(), g.ts, k_ / kLanes, kXi * g.v_row,
+      [&](std::int64_t tile, int t, float* v) { transform_input(g, x, tile, t, v); },
+      [&](auto blocks, const float* v, std::int64_t kb, int present, float* m) {
+        block_gemm<decltype(blocks)::value>(g, v, u, kb, present, m);
+      },
+      [&](const float* m, std::int64_t first, int present, std::int64_t kb, std::int64_t count) {
+        for (std::int64_t j = 0; j < count; ++j) {
+          vfloat sums[2] = {};
+          for (int t = 0; t < present; ++t)
+            epilogue(g, m + j * g.m_block(), first + t, t, kb + j, bias, y, shift, sums);
+          if (moments != nullptr) {
+            double* part = moment_parts_.data() + omp_get_thread_num() * 2 * k_ + (kb + j) * kLanes;
+            alignas(64) float lanes[2][kLanes];
+            store(lanes[0], sums[0]);
+            store(lanes[1], sums[1]);
+            for (int lane = 0; lane < kLanes; ++lane) part[lane] += lanes[0][lane], part[k_ + lane] += lanes[1][lane];
+          }
         }
-      }
-      kb += count;
-    }
-  }
+      });
   if (moments == nullptr) return;
   const double count = static_cast<double>(n * g.oh * g.ow);
   for (std::int64_t o = 0; o < k_; ++o) {

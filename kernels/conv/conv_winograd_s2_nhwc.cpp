@@ -1,8 +1,6 @@
 // cpu_winograd_s2_nhwc: see conv_winograd_s2_nhwc.h for the kernel.
 #include "kernels/conv/conv_winograd_s2_nhwc.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -248,37 +246,18 @@ void WinogradStride2Nhwc::operator()(const float* x, std::int64_t n, std::int64_
   Geometry g{n, h, w, c_, k_, pad, (h + 2 * pad - 3) / 2 + 1, (w + 2 * pad - 3) / 2 + 1, 0, 0, v_row(c_), m_row()};
   g.th = (g.oh + 3) / 4;
   g.tw = (g.ow + 3) / 4;
-  const int threads = scratch_->threads();
-  const std::int64_t blocks = (g.tiles() + kBlock - 1) / kBlock, kblocks = k_ / kLanes;
   const TransformOutput epilogue = transform_output_for(accumulate, relu);
-  // Fewer than two blocks per thread: the output channels are split too
-  // (as WinogradNhwc's), each part transforming its block's input again.
-  const std::int64_t parts =
-      blocks >= 2 * threads ? 1 : std::min<std::int64_t>(kblocks, (2 * threads + blocks - 1) / blocks);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t item = 0; item < blocks * parts; ++item) {
-    float* v = scratch_->of(omp_get_thread_num());
-    float* m = v + kXi * g.v_row;
-    const std::int64_t block = item / parts, part = item % parts, first = block * kBlock;
-    const int present = static_cast<int>(std::min<std::int64_t>(kBlock, g.tiles() - first));
-    for (int t = 0; t < present; ++t) transform_input(g, x, first + t, t, v);
-    const std::int64_t end = kblocks * (part + 1) / parts;
-    for (std::int64_t kb = kblocks * part / parts; kb < end;) {
-      std::int64_t count = 1;
-      if constexpr (kRegisters == 1) {
-        count = kb + 1 < end ? 2 : 1;  // two channel blocks at a time where there are two
-        if (count == 2)
-          block_gemm<2>(g, v, u_.data(), kb, present, m);
-        else
-          block_gemm<1>(g, v, u_.data(), kb, present, m);
-      } else {
-        block_gemm<1>(g, v, u_.data(), kb, present, m);
-      }
-      for (std::int64_t j = 0; j < count; ++j)
-        for (int t = 0; t < present; ++t) epilogue(g, m + j * g.m_block(), first + t, t, kb + j, bias, y);
-      kb += count;
-    }
-  }
+  const float* const u = u_.data();
+  winograd::for_each_block(
+      *scratch_, g.tiles(), kBlock, k_ / kLanes, kXi * g.v_row,
+      [&](std::int64_t tile, int t, float* v) { transform_input(g, x, tile, t, v); },
+      [&](auto blocks, const float* v, std::int64_t kb, int present, float* m) {
+        block_gemm<decltype(blocks)::value>(g, v, u, kb, present, m);
+      },
+      [&](const float* m, std::int64_t first, int present, std::int64_t kb, std::int64_t count) {
+        for (std::int64_t j = 0; j < count; ++j)
+          for (int t = 0; t < present; ++t) epilogue(g, m + j * g.m_block(), first + t, t, kb + j, bias, y);
+      });
 }
 
 }  // namespace dlb
