@@ -58,11 +58,11 @@ const ConvShape kOddShapes[] = {
     {1, 16, 1, 1, 16, 3, 3, 1, 1},   // a 1x1 image
     {1, 64, 11, 11, 48, 3, 3, 1, 1}, // 3 blocks of 16 output channels
     // ... and at stride 2 (what cpu_winograd_s2_nhwc takes):
-    {3, 16, 9, 11, 32, 3, 3, 2, 1},  // 5x6 output: tiles clipped, 6 tiles
+    {3, 16, 9, 11, 32, 3, 3, 2, 1},  // 5x6 output: tiles clipped, 12 tiles (a block not full)
     {2, 32, 16, 16, 64, 3, 3, 2, 1}, // resnet20's second stride-2 conv, 2 images
     {1, 16, 12, 7, 16, 3, 3, 2, 0},  // pad 0, h != w
     {1, 16, 2, 2, 16, 3, 3, 2, 2},   // pad 2: tiles mostly padding
-    {3, 16, 32, 32, 32, 3, 3, 2, 1}, // resnet20's first, 3 images: two blocks of 8 and 32
+    {3, 16, 32, 32, 32, 3, 3, 2, 1}, // resnet20's first, 3 images: 48 tiles, three blocks
 };
 
 struct Param {

@@ -346,8 +346,9 @@ struct NhwcConv {
   }
 };
 
-// The row: x transposed into NHWC once, here; `kernel` made by `make`
-// from the weights; the timed call the kernel alone.
+// The row: x transposed into NHWC once, here; a Kernel made from the
+// weights, which `call` runs on the NHWC x and y; the timed call the
+// kernel alone.
 template <class Kernel, class Call>
 Run prepare_nhwc(const ConvArgs& args, const char* row, const char* implementation, Call call) {
   const ConvShape& p = args.shape;
